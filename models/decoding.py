@@ -1,0 +1,155 @@
+"""Turning next-token scores into a sentence: greedy search and beam search.
+
+Both stop at end-of-sentence. After the search, one teacher-forced pass over the chosen output
+recomputes every attention map and next-token distribution: the decoder is causal, so these are
+exactly the numbers the search saw, collected in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from models.outputs import ModelOutput, select_batch
+from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Candidate:
+    tokens: list[int]  # produced ids, without BOS and EOS
+    log_prob: float  # sum of the log-probabilities of the tokens (and EOS when finished)
+    score: float  # log_prob after the length penalty: what the beam ranks by
+    finished: bool  # ended with EOS (False: stopped by the length limit)
+
+
+@dataclass
+class Decoded:
+    tokens: list[int]  # the chosen output, without BOS and EOS
+    finished: bool
+    output: ModelOutput  # teacher-forced pass over [BOS] + tokens: T = len(tokens) + 1 positions
+    top_k: list[list[tuple[int, float]]]  # per position: (token id, probability), best first
+    candidates: list[Candidate] = field(default_factory=list)  # beam search: the final beam
+
+
+def max_target_len(model, src_len: int) -> int:
+    """Translations are rarely much longer than their source; the cap also bounds the work."""
+    cap = model.config.max_len - 1
+    return max(1, min(cap, int(1.5 * src_len) + 10))
+
+
+def _encode(model, src: torch.Tensor, options: dict):
+    return model.encode(src, **options) if options else model.encode(src)
+
+
+def _forward(model, src: torch.Tensor, tokens: list[int], options: dict) -> ModelOutput:
+    tgt_in = torch.tensor([[BOS_ID, *tokens]], device=src.device)
+    return model(src, tgt_in, **options) if options else model(src, tgt_in)
+
+
+def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
+    """Last-position scores with padding and BOS ruled out: they are never a valid next token."""
+    scores = logits[:, -1].float().clone()
+    scores[:, [PAD_ID, BOS_ID]] = float("-inf")
+    return scores
+
+
+def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
+    probs, ids = torch.softmax(logits.float(), dim=-1).topk(k, dim=-1)  # (T, k)
+    return [list(zip(i.tolist(), p.tolist(), strict=True)) for i, p in zip(ids, probs, strict=True)]
+
+
+def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, **options) -> list[list[int]]:
+    """Greedy translations of a padded batch src (B, S): one list of ids per sentence."""
+    B = src.size(0)
+    max_len = max_len or max_target_len(model, src.size(1))
+    memory = _encode(model, src, options)
+    last = torch.full((B, 1), BOS_ID, device=src.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    out, cache = [], None
+    for _ in range(max_len):
+        logits, _, cache = model.decode(memory, last, cache)
+        last = _next_token_scores(logits).argmax(-1, keepdim=True)  # (B, 1)
+        last = last.masked_fill(done.unsqueeze(1), PAD_ID)
+        out.append(last)
+        done |= last.squeeze(1) == EOS_ID
+        if done.all():
+            break
+    ids = torch.cat(out, dim=1).tolist()
+    return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
+
+
+def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, **options) -> Decoded:
+    """Greedy translation of one sentence, with its internals. `options` go to the model
+    (e.g. `head_mask=` or `positional=` for the Transformer)."""
+    src = _source(model, src_ids)
+    max_len = max_len or max_target_len(model, len(src_ids))
+    tokens = greedy_batch(model, src, max_len, **options)[0]
+    finished = len(tokens) < max_len
+    return _finish(model, src, tokens, finished, top_k, options)
+
+
+def beam_search(
+    model, src_ids: list[int], beam_size: int = 4, max_len: int | None = None, top_k: int = 5,
+    alpha: float = 0.6, **options,
+) -> Decoded:
+    """Keep the `beam_size` best partial translations at every step (Sutskever et al. 2014).
+
+    Scores are summed log-probabilities divided by the GNMT length penalty ((5 + n) / 6)^alpha,
+    so longer sentences are not punished merely for having more factors below 1.
+    """
+    if not 1 <= beam_size <= 8:
+        raise ValueError("beam_size must be between 1 and 8")
+    src = _source(model, src_ids)
+    max_len = max_len or max_target_len(model, len(src_ids))
+    memory = _encode(model, src, options)
+    device = src.device
+    alive: list[tuple[list[int], float]] = [([], 0.0)]
+    finished: list[Candidate] = []
+    cache = None
+    for _ in range(max_len):
+        last = torch.tensor([[seq[-1] if seq else BOS_ID] for seq, _ in alive], device=device)
+        logits, _, cache = model.decode(memory, last, cache)
+        log_probs = torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)
+        totals = torch.tensor([lp for _, lp in alive], device=device).unsqueeze(1) + log_probs
+        best, flat = totals.view(-1).topk(min(2 * beam_size, totals.numel()))
+        next_alive, rows = [], []
+        for total, index in zip(best.tolist(), flat.tolist(), strict=True):
+            row, token = divmod(index, log_probs.size(1))
+            seq = alive[row][0]
+            if token == EOS_ID:
+                finished.append(_candidate(seq, total, True, alpha))
+            else:
+                next_alive.append((seq + [token], total))
+                rows.append(row)
+            if len(next_alive) == beam_size:
+                break
+        if len(finished) >= beam_size or not next_alive:
+            break
+        index = torch.tensor(rows, device=device)
+        memory, cache, alive = select_batch(memory, index), select_batch(cache, index), next_alive
+    else:
+        finished.extend(_candidate(seq, lp, False, alpha) for seq, lp in alive)
+    finished.sort(key=lambda c: c.score, reverse=True)
+    best_c = finished[0]
+    decoded = _finish(model, src, best_c.tokens, best_c.finished, top_k, options)
+    decoded.candidates = finished[:beam_size]
+    return decoded
+
+
+def _candidate(seq: list[int], log_prob: float, done: bool, alpha: float) -> Candidate:
+    penalty = ((5 + len(seq) + int(done)) / 6) ** alpha
+    return Candidate(tokens=seq, log_prob=log_prob, score=log_prob / penalty, finished=done)
+
+
+def _source(model, src_ids: list[int]) -> torch.Tensor:
+    if not src_ids:
+        raise ValueError("cannot translate an empty source")
+    device = next(model.parameters()).device
+    return torch.tensor([src_ids], device=device)
+
+
+def _finish(model, src, tokens, finished, top_k, options) -> Decoded:
+    output = _forward(model, src, tokens, options)
+    k = min(top_k, output.logits.size(-1))
+    return Decoded(tokens=tokens, finished=finished, output=output, top_k=_top_k(output.logits[0], k))

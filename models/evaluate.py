@@ -1,0 +1,127 @@
+"""Score a trained model on the test split: sacrebleu BLEU and chrF, cased and detokenised.
+
+    python -m models.evaluate --model transformer [--split test] [--beam 1]
+
+Writes `checkpoints/NAME/metrics.json`, overall and by source length in words (1-5, 6-10, 11-15,
+16+): chapter 4's claim is that the no-attention models fall behind as sentences grow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+import sacrebleu
+import torch
+
+from models import checkpoint
+from models.batches import pad
+from models.data import Pair, load_split
+from models.decoding import greedy_batch
+from models.tokenizer import BPETokenizer
+
+log = logging.getLogger("models.evaluate")
+BUCKETS = (("1-5", 1, 5), ("6-10", 6, 10), ("11-15", 11, 15), ("16+", 16, 10**9))
+
+
+def bucket_of(n_words: int) -> str:
+    for name, lo, hi in BUCKETS:
+        if lo <= n_words <= hi:
+            return name
+    return BUCKETS[0][0]
+
+
+@torch.inference_mode()
+def translate_all(model, tokenizer: BPETokenizer, sources: list[str], max_tokens: int = 3000) -> list[str]:
+    """Greedy translations of many sentences, batched by length (results in input order)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    ids = [tokenizer.encode(s)[:500] or [tokenizer.tok.token_to_id("<unk>")] for s in sources]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out: list[str] = [""] * len(ids)
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and len(ids[order[end]]) * (end - start + 1) <= max_tokens:
+            end += 1
+        batch = order[start:end]
+        hyps = greedy_batch(model, pad([ids[i] for i in batch]).to(device))
+        for i, hyp in zip(batch, hyps, strict=True):
+            out[i] = tokenizer.decode(hyp)
+        start = end
+    model.train(was_training)
+    return out
+
+
+def score(hypotheses: list[str], pairs: list[Pair]) -> dict:
+    refs = [p.en for p in pairs]
+    result = {
+        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [refs]).score, 2),
+        "chrf": round(sacrebleu.corpus_chrf(hypotheses, [refs]).score, 2),
+        "pairs": len(pairs),
+    }
+    by_length = []
+    for name, lo, hi in BUCKETS:
+        idx = [i for i, p in enumerate(pairs) if lo <= len(p.fr.split()) <= hi]
+        if not idx:
+            continue
+        bucket_hyps = [hypotheses[i] for i in idx]
+        bucket_refs = [refs[i] for i in idx]
+        by_length.append({
+            "bucket": name,
+            "pairs": len(idx),
+            "bleu": round(sacrebleu.corpus_bleu(bucket_hyps, [bucket_refs]).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(bucket_hyps, [bucket_refs]).score, 2),
+        })
+    result["bleu_by_length"] = by_length
+    return result
+
+
+def evaluate(folder: Path, tokenizer: BPETokenizer, pairs: list[Pair], device: str = "cpu") -> dict:
+    model = checkpoint.load(folder, device)
+    start = time.perf_counter()
+    hyps = translate_all(model, tokenizer, [p.fr for p in pairs])
+    metrics = score(hyps, pairs)
+    metrics["decode_seconds"] = round(time.perf_counter() - start, 1)
+    metrics["examples"] = [
+        {"source": p.fr, "reference": p.en, "hypothesis": h}
+        for p, h in list(zip(pairs, hyps, strict=True))[:10]
+    ]
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--checkpoints", default="checkpoints")
+    parser.add_argument("--data", default=None, help="path to the Tatoeba zip")
+    parser.add_argument("--split", default="test", choices=["test", "valid"])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    split = load_split(args.data)
+    root = Path(args.checkpoints)
+    folder = root / args.model
+    meta = checkpoint.read_meta(folder)
+    if meta.get("split_hash") not in (None, split.hash):
+        raise SystemExit(f"{args.model} was trained on split {meta['split_hash']}, not {split.hash}")
+    tokenizer = BPETokenizer.load(root / "tokenizer.json")
+    pairs = getattr(split, args.split)[: args.limit]
+    metrics = {"split": args.split, "split_hash": split.hash, "decoding": "greedy",
+               **evaluate(folder, tokenizer, pairs, args.device)}
+    if args.limit is None and args.split == "test":
+        checkpoint.write_json(folder / checkpoint.METRICS, metrics)
+    log.info("%s: BLEU %.2f chrF %.2f on %d %s pairs", args.model, metrics["bleu"], metrics["chrf"],
+             metrics["pairs"], args.split)
+    for row in metrics["bleu_by_length"]:
+        log.info("  %-6s %5d pairs  BLEU %6.2f", row["bucket"], row["pairs"], row["bleu"])
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

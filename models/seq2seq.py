@@ -1,0 +1,88 @@
+"""Recurrent encoder-decoder translation, with and without attention.
+
+Without attention (Sutskever et al. 2014, Cho et al. 2014) the decoder starts from the encoder's
+final state and never sees the source again: the whole sentence must fit in one vector, the
+bottleneck of chapter 4. With attention, every decoder state s_t looks back at all encoder states
+h_j (the "global attention" of Luong et al. 2015), scored additively (Bahdanau) or by dot product:
+
+    a_t = softmax_j score(s_t, h_j)        c_t = sum_j a_tj h_j
+    o_t = tanh(W_c [c_t ; s_t])            p(y_t) = softmax(E o_t')   (E tied to the embeddings)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from models.attention import AdditiveAttention, DotAttention
+from models.config import Seq2SeqConfig
+from models.lstm import LSTMEncoder
+from models.outputs import ModelOutput
+from models.rnn import RNNEncoder
+from models.tokenizer import PAD_ID
+
+
+@dataclass
+class Seq2SeqMemory:
+    keys: torch.Tensor  # (B, S, H): encoder states the attention looks at
+    mask: torch.Tensor  # (B, S): True on real source tokens
+    state: torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # encoder's final h (or (h, c))
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        self.config = c = config
+        Recurrent = LSTMEncoder if c.cell == "lstm" else RNNEncoder
+        self.embed = nn.Embedding(c.vocab_size, c.d_embed, padding_idx=PAD_ID)
+        self.encoder = Recurrent(c.d_embed, c.d_hidden)
+        self.decoder = Recurrent(c.d_embed, c.d_hidden)  # same unrolled cell, reading targets
+        self.attention = {
+            None: None,
+            "additive": AdditiveAttention(c.d_hidden, c.d_hidden, c.d_attn),
+            "dot": DotAttention(),
+        }[c.attention]
+        if self.attention is not None:
+            self.W_c = nn.Linear(2 * c.d_hidden, c.d_hidden)
+        self.out = nn.Linear(c.d_hidden, c.d_embed)  # into embedding space; logits via tied E
+        self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
+        self.drop = nn.Dropout(c.dropout)
+        # Small embeddings: they double as the output matrix, and unit-variance rows would start
+        # training with huge logits.
+        nn.init.normal_(self.embed.weight, std=c.d_embed**-0.5)
+
+    def _encode(self, src: torch.Tensor):
+        mask = src != PAD_ID  # (B, S)
+        encoding = self.encoder(self.drop(self.embed(src)), mask)
+        return Seq2SeqMemory(keys=encoding.hidden, mask=mask, state=encoding.final), encoding
+
+    def encode(self, src: torch.Tensor) -> Seq2SeqMemory:
+        return self._encode(src)[0]
+
+    def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
+        """Run the decoder over `tgt_in` (B, t), continuing from `cache` (the recurrent state after
+        the previous tokens) or from the encoder's final state. Returns logits (B, t, V),
+        {"cross": (B, 1, 1, t, S)} ({} without attention), and the new cache."""
+        state = memory.state if cache is None else cache
+        run = self.decoder(self.drop(self.embed(tgt_in)), None, state)
+        s = run.hidden  # (B, t, H)
+        weights = {}
+        if self.attention is not None:
+            context, weights = self.attention(s, memory.keys, memory.mask)  # (B,t,H), (B,t,S)
+            s = torch.tanh(self.W_c(torch.cat([context, s], dim=-1)))
+            weights = {"cross": weights[:, None, None]}  # one layer, one head
+        logits = self.out(self.drop(s)) @ self.embed.weight.T + self.out_bias
+        return logits, weights, run.final
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:
+        """Teacher-forced pass: src (B, S), tgt_in (B, T) starting with BOS -> ModelOutput."""
+        memory, encoding = self._encode(src)
+        logits, weights, _ = self.decode(memory, tgt_in)
+        return ModelOutput(
+            logits=logits,
+            attentions=weights,
+            encoder_hidden=encoding.hidden,
+            encoder_gates=getattr(encoding, "gates", None),
+        )

@@ -1,0 +1,276 @@
+"""Train one of the five models on the Tatoeba training split, on a wall-clock budget.
+
+    python -m models.train --model transformer --minutes 30 [--resume] [--device auto|cpu|cuda]
+
+Backpropagation (chapter 1) with the usual care: AdamW, a linear warm-up then inverse-square-root
+decay, label smoothing, gradient clipping, batches grouped by length under a token budget. The
+validation loss and BLEU are measured at intervals; the best model so far is written to
+`checkpoints/NAME/` (fp16 safetensors + JSON). The full training state (fp32 weights, optimizer,
+position in the epoch) is written next to it so a killed run continues with `--resume`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from models import checkpoint
+from models.batches import collate, encode_pairs, token_batches
+from models.data import load_split
+from models.evaluate import translate_all
+from models.registry import MODEL_NAMES, build, count_parameters, default_config
+from models.tokenizer import PAD_ID, BPETokenizer, train_on_split
+
+log = logging.getLogger("models.train")
+STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
+
+
+@dataclass
+class Settings:
+    """Training settings, stored in config.json so a run can be repeated exactly."""
+
+    max_tokens: int = 4000  # padded tokens per batch
+    lr: float = 1e-3  # peak learning rate, reached after the warm-up
+    warmup: int = 200  # steps of linear warm-up
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    clip: float = 1.0  # max global gradient norm
+    max_len: int = 60  # pairs with a side longer than this many pieces are left out of training
+    eval_minutes: float = 5.0  # wall-clock time between validation runs
+    bleu_pairs: int = 500  # validation pairs translated for BLEU at each evaluation
+    seed: int = 0
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved as JSON beside the optimizer state."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    tokens: int = 0
+    seconds: float = 0.0  # training wall time over all runs (evaluation included)
+    best_bleu: float = -1.0
+    best_loss: float = float("inf")
+
+
+def lr_at(step: int, s: Settings) -> float:
+    step = max(step, 1)
+    return s.lr * min(step / s.warmup, math.sqrt(s.warmup / step))
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda asked for, but no GPU is visible")
+    return torch.device(name)
+
+
+def hardware(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{platform.machine()} CPU, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
+
+
+def get_tokenizer(root: Path, split) -> BPETokenizer:
+    """The shared tokenizer: trained once on the training split, then reused by every model."""
+    path = root / "tokenizer.json"
+    if path.exists():
+        return BPETokenizer.load(path)
+    log.info("training the BPE tokenizer on %d training pairs", len(split.train))
+    tokenizer = train_on_split(split)
+    root.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(path)
+    return tokenizer
+
+
+def loss_fn(logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> torch.Tensor:
+    """Summed cross-entropy over real target tokens (padding ignored)."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), target.reshape(-1),
+        ignore_index=PAD_ID, label_smoothing=smoothing, reduction="sum",
+    )
+
+
+@torch.inference_mode()
+def validation_loss(model, pairs, device, max_tokens: int) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for idx in token_batches(pairs, max_tokens, shuffle=False):
+        batch = collate([pairs[i] for i in idx]).to(device)
+        total += loss_fn(model(batch.src, batch.tgt_in).logits, batch.tgt_out, 0.0).item()
+        count += batch.n_tokens
+    model.train()
+    return total / max(count, 1)
+
+
+def save_state(folder: Path, model, optimizer, progress: Progress, curve: list) -> None:
+    """fp32 weights + AdamW moments as safetensors, counters as JSON: resumable, no pickle."""
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    opt = optimizer.state_dict()
+    for idx, state in opt["state"].items():
+        for key, value in state.items():
+            tensors[f"opt.{idx}.{key}"] = torch.as_tensor(value).detach().cpu().contiguous()
+    tmp = folder / (STATE_TENSORS + ".tmp")
+    save_file(tensors, str(tmp))
+    tmp.replace(folder / STATE_TENSORS)
+    checkpoint.write_json(folder / STATE_JSON, {
+        "progress": asdict(progress), "param_groups": opt["param_groups"],
+    })
+    checkpoint.write_json(folder / checkpoint.CURVE, curve)
+
+
+def load_state(folder: Path, model, optimizer) -> Progress:
+    tensors = load_file(str(folder / STATE_TENSORS))
+    meta = checkpoint.read_json(folder / STATE_JSON)
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    state: dict[int, dict] = {}
+    for key, value in tensors.items():
+        if key.startswith("opt."):
+            _, idx, name = key.split(".", 2)
+            state.setdefault(int(idx), {})[name] = value
+    optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    return Progress(**meta["progress"])
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, choices=MODEL_NAMES)
+    p.add_argument("--minutes", type=float, required=True, help="wall-clock budget of this run")
+    p.add_argument("--resume", action="store_true", help="continue from the saved training state")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--checkpoints", default="checkpoints", help="folder of checkpoint folders")
+    p.add_argument("--data", default=None, help="path to the Tatoeba zip")
+    p.add_argument("--config", default=None, help="JSON overrides of the model config")
+    p.add_argument("--limit", type=int, default=None, help="train on the first N pairs only")
+    for field, default in asdict(Settings()).items():
+        p.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> Progress:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    settings = Settings(**{k: getattr(args, k) for k in asdict(Settings())})
+    device = pick_device(args.device)
+    torch.manual_seed(settings.seed)
+
+    root = Path(args.checkpoints)
+    folder = root / args.model
+    folder.mkdir(parents=True, exist_ok=True)
+    split = load_split(args.data)
+    tokenizer = get_tokenizer(root, split)
+    train_pairs = encode_pairs(tokenizer, split.train[: args.limit], settings.max_len)
+    valid_pairs = encode_pairs(tokenizer, split.valid)
+    bleu_pairs = split.valid[: settings.bleu_pairs]
+
+    resuming = args.resume and (folder / STATE_TENSORS).exists()
+    if resuming:
+        config = checkpoint.config_from_dict(checkpoint.read_meta(folder)["model"])
+    else:
+        config = default_config(args.model, tokenizer.vocab_size)
+        if args.config:
+            config = type(config)(**{**asdict(config), **json.loads(args.config)})
+    model = build(config).to(device).train()
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, betas=(0.9, 0.98), weight_decay=settings.weight_decay
+    )
+    progress, curve = Progress(), []
+    if resuming:
+        progress = load_state(folder, model, optimizer)
+        curve = checkpoint.read_curve(folder)
+        log.info("resumed %s at step %d (epoch %d)", args.model, progress.step, progress.epoch)
+    log.info("%s: %s parameters on %s, %d training pairs", args.model,
+             f"{count_parameters(model):,}", hardware(device), len(train_pairs))
+
+    meta = {
+        "name": args.model, "split_hash": split.hash, "tokenizer_hash": tokenizer.hash,
+        "parameters": count_parameters(model), "training": asdict(settings),
+    }
+
+    def evaluate_and_save(train_loss: float) -> None:
+        val_loss = validation_loss(model, valid_pairs, device, settings.max_tokens)
+        hyps = translate_all(model, tokenizer, [p.fr for p in bleu_pairs])
+        bleu = sacrebleu.corpus_bleu(hyps, [[p.en for p in bleu_pairs]]).score
+        curve.append({
+            "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
+            "seconds": round(progress.seconds, 1), "train_loss": round(train_loss, 4),
+            "valid_loss": round(val_loss, 4), "valid_bleu": round(bleu, 2),
+        })
+        log.info("step %d: train %.3f valid %.3f BLEU %.2f (%s -> %s)", progress.step, train_loss,
+                 val_loss, bleu, bleu_pairs[0].fr, hyps[0])
+        if (bleu, -val_loss) > (progress.best_bleu, -progress.best_loss):
+            progress.best_bleu, progress.best_loss = bleu, val_loss
+            checkpoint.save(model, folder, {**meta, "progress": {
+                "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
+                "training_seconds": round(progress.seconds, 1), "hardware": hardware(device),
+                "valid_bleu": round(bleu, 2), "valid_loss": round(val_loss, 4),
+            }})
+        save_state(folder, model, optimizer, progress, curve)
+
+    budget = args.minutes * 60
+    seconds_before = progress.seconds
+    start = time.perf_counter()
+    last_eval = start
+    run_loss, run_tokens, speed_tokens = 0.0, 0, 0
+    bar = tqdm(total=int(budget), unit="s", desc=args.model, mininterval=2 if sys.stderr.isatty() else 30,
+               bar_format="{desc} {percentage:3.0f}%|{bar:20}| {elapsed}<{remaining} {postfix}")
+    done = False
+    while not done:
+        batches = token_batches(train_pairs, settings.max_tokens, seed=settings.seed + progress.epoch)
+        for idx in batches[progress.batch_in_epoch :]:
+            batch = collate([train_pairs[i] for i in idx]).to(device)
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(progress.step + 1, settings)
+            loss = loss_fn(model(batch.src, batch.tgt_in).logits, batch.tgt_out, settings.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            (loss / batch.n_tokens).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+            optimizer.step()
+
+            now = time.perf_counter()
+            progress.step += 1
+            progress.batch_in_epoch += 1
+            progress.tokens += batch.n_tokens
+            progress.seconds = seconds_before + now - start
+            run_loss += loss.item()
+            run_tokens += batch.n_tokens
+            speed_tokens += batch.n_tokens
+            elapsed = now - start
+            bar.n = min(int(elapsed), int(budget))
+            bar.set_postfix_str(f"step {progress.step} loss {run_loss / run_tokens:.3f} "
+                                f"{speed_tokens / max(elapsed, 1e-9):,.0f} tok/s")
+            if now - last_eval >= settings.eval_minutes * 60 or elapsed >= budget:
+                evaluate_and_save(run_loss / run_tokens)
+                run_loss, run_tokens, last_eval = 0.0, 0, time.perf_counter()
+            if time.perf_counter() - start >= budget:
+                done = True
+                break
+        else:
+            progress.epoch += 1
+            progress.batch_in_epoch = 0
+    bar.close()
+    log.info("%s: %.0f target tokens/s over %.1f minutes; best valid BLEU %.2f", args.model,
+             speed_tokens / (time.perf_counter() - start), (time.perf_counter() - start) / 60,
+             progress.best_bleu)
+    return progress
+
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""The Transformer (Vaswani et al. 2017): attention only, no recurrence.
+
+Each layer is a residual stream with two (encoder) or three (decoder) sub-layers added to it:
+self-attention, cross-attention (decoder only) and a position-wise feed-forward network. Layer
+norm is applied at the input of each sub-layer ("pre-norm", Xiong et al. 2020) rather than after
+the sum as in the original paper: the same pieces, but it trains stably without a long warm-up,
+which matters on a CPU budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from models.attention import MultiHeadAttention, causal_mask
+from models.config import TransformerConfig
+from models.outputs import ModelOutput
+from models.tokenizer import PAD_ID
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same): (max_len, d_model).
+    Each pair of dimensions is a clock at its own frequency, so a fixed offset is a rotation."""
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)
+    return table
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = W_2 relu(W_1 x + b_1) + b_2, the same small network at every position."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__()
+        self.W_1 = nn.Linear(d_model, d_ff)
+        self.W_2 = nn.Linear(d_ff, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.W_2(self.drop(torch.relu(self.W_1(x))))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
+        self.ff = FeedForward(c.d_model, c.d_ff, c.dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, x, mask, head_mask=None):
+        # x: (B, S, d); mask: (B, 1, S) visible keys
+        h = self.norm1(x)
+        a, weights = self.self_attn(h, h, h, mask, head_mask)
+        x = x + self.drop(a)
+        x = x + self.drop(self.ff(self.norm2(x)))
+        return x, weights  # (B, S, d), (B, h, S, S)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
+        self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
+        self.ff = FeedForward(c.d_model, c.d_ff, c.dropout)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(c.d_model) for _ in range(3))
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None):
+        """x: (B, t, d) new target positions; past: (B, t0, d) this layer's normalised inputs at
+        earlier positions (the incremental-decoding cache). Returns x, both weights, new past."""
+        h = self.norm1(x)
+        keys = h if past is None else torch.cat([past, h], dim=1)  # (B, t0 + t, d)
+        future = causal_mask(h.size(1), keys.size(1), device=x.device)  # (t, t0 + t)
+        a, self_w = self.self_attn(h, keys, keys, future, self_head_mask)
+        x = x + self.drop(a)
+        h = self.norm2(x)
+        a, cross_w = self.cross_attn(h, memory, memory, memory_mask, cross_head_mask)
+        x = x + self.drop(a)
+        x = x + self.drop(self.ff(self.norm3(x)))
+        return x, self_w, cross_w, keys
+
+
+@dataclass
+class TransformerMemory:
+    states: torch.Tensor  # (B, S, d): encoder output
+    mask: torch.Tensor  # (B, 1, S): True on real source tokens
+    head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
+    SHARED = ("head_mask",)  # no batch axis (see outputs.select_batch)
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = c = config
+        self.embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=PAD_ID)  # shared, tied
+        self.register_buffer("pe", sinusoidal_table(c.max_len, c.d_model), persistent=False)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
+        self.encoder_norm, self.decoder_norm = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
+        self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
+        self.drop = nn.Dropout(c.dropout)
+        nn.init.normal_(self.embed.weight, std=c.d_model**-0.5)
+
+    def _embed(self, ids: torch.Tensor, offset: int = 0, positional: bool | None = None):
+        x = self.embed(ids) * math.sqrt(self.config.d_model)  # (B, T, d)
+        use_pe = self.config.positional if positional is None else positional
+        if use_pe:
+            x = x + self.pe[offset : offset + ids.size(1)]
+        return self.drop(x)
+
+    def _encode(self, src, head_mask=None, positional=None):
+        mask = (src != PAD_ID).unsqueeze(1)  # (B, 1, S)
+        x = self._embed(src, positional=positional)
+        weights = []
+        for i, layer in enumerate(self.encoder_layers):
+            x, w = layer(x, mask, _row(head_mask, "encoder", i))
+            weights.append(w)
+        memory = TransformerMemory(self.encoder_norm(x), mask, head_mask)
+        return memory, torch.stack(weights, dim=1)  # (B, L, h, S, S)
+
+    def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
+        """src (B, S) -> TransformerMemory. `positional` overrides the config (chapter 8)."""
+        return self._encode(src, head_mask, positional)[0]
+
+    def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
+        """tgt_in (B, t) new target tokens after those in `cache` (a list of per-layer pasts).
+        Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache."""
+        offset = 0 if cache is None else cache[0].size(1)
+        x = self._embed(tgt_in, offset)
+        self_ws, cross_ws, new_cache = [], [], []
+        for i, layer in enumerate(self.decoder_layers):
+            past = None if cache is None else cache[i]
+            x, sw, cw, keys = layer(
+                x, memory.states, memory.mask, past,
+                _row(memory.head_mask, "decoder", i), _row(memory.head_mask, "cross", i),
+            )
+            self_ws.append(sw)
+            cross_ws.append(cw)
+            new_cache.append(keys)
+        logits = self.decoder_norm(x) @ self.embed.weight.T + self.out_bias
+        weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
+        return logits, weights, new_cache
+
+    def forward(self, src, tgt_in, head_mask=None, positional=None) -> ModelOutput:
+        memory, enc_weights = self._encode(src, head_mask, positional)
+        logits, weights, _ = self.decode(memory, tgt_in)
+        return ModelOutput(
+            logits=logits,
+            attentions={"encoder": enc_weights, **weights},
+            encoder_hidden=memory.states,
+        )
+
+
+def _row(head_mask: dict[str, torch.Tensor] | None, kind: str, layer: int):
+    if head_mask is None or kind not in head_mask:
+        return None
+    return head_mask[kind][layer]

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Train (or continue training) and evaluate the five shipped models, one after the other.
+#   MINUTES="transformer=90 lstm-additive=60 lstm-dot=60 lstm=45 rnn=30" scripts/train_all.sh
+# Each run resumes from checkpoints/NAME/train_state.* when present, so the script can be
+# killed and started again; FRESH=1 deletes the training state and starts from scratch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+MINUTES=${MINUTES:-"transformer=90 lstm-additive=60 lstm-dot=60 lstm=45 rnn=30"}
+DEVICE=${DEVICE:-auto}
+for entry in $MINUTES; do
+  name=${entry%%=*}; minutes=${entry#*=}
+  if [ "${FRESH:-0}" = 1 ]; then rm -f "checkpoints/$name"/train_state.*; fi
+  echo "== $name: $minutes minutes ($(date -u +%H:%M:%S))"
+  "$PY" -m models.train --model "$name" --minutes "$minutes" --resume --device "$DEVICE"
+  "$PY" -m models.evaluate --model "$name"
+done
+echo "== done ($(date -u +%H:%M:%S))"

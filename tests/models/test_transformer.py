@@ -1,0 +1,106 @@
+import torch
+from torch import nn
+
+from models.config import TransformerConfig
+from models.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_table
+
+CFG = TransformerConfig(vocab_size=40, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
+                        d_ff=64, dropout=0.0)
+
+
+def _copy_attention(ref: nn.MultiheadAttention, mine) -> None:
+    ref.in_proj_weight.copy_(torch.cat([mine.W_q.weight, mine.W_k.weight, mine.W_v.weight]))
+    ref.in_proj_bias.copy_(torch.cat([mine.W_q.bias, mine.W_k.bias, mine.W_v.bias]))
+    ref.out_proj.weight.copy_(mine.W_o.weight)
+    ref.out_proj.bias.copy_(mine.W_o.bias)
+
+
+def _copy_common(ref, mine, norms) -> None:
+    ref.linear1.load_state_dict(mine.ff.W_1.state_dict())
+    ref.linear2.load_state_dict(mine.ff.W_2.state_dict())
+    for ref_norm, my_norm in norms:
+        ref_norm.load_state_dict(my_norm.state_dict())
+
+
+@torch.no_grad()
+def test_encoder_layer_equals_torch_transformer_encoder_layer():
+    torch.manual_seed(0)
+    mine = EncoderLayer(CFG).eval()
+    ref = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=True).eval()
+    _copy_attention(ref.self_attn, mine.self_attn)
+    _copy_common(ref, mine, [(ref.norm1, mine.norm1), (ref.norm2, mine.norm2)])
+    x = torch.randn(2, 6, 32)
+    keep = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    out, weights = mine(x, keep.unsqueeze(1))
+    ref_out = ref(x, src_key_padding_mask=~keep)
+    torch.testing.assert_close(out[0], ref_out[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out[1, :4], ref_out[1, :4], atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_decoder_layer_equals_torch_transformer_decoder_layer():
+    torch.manual_seed(1)
+    mine = DecoderLayer(CFG).eval()
+    ref = nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=True).eval()
+    _copy_attention(ref.self_attn, mine.self_attn)
+    _copy_attention(ref.multihead_attn, mine.cross_attn)
+    _copy_common(ref, mine, [(ref.norm1, mine.norm1), (ref.norm2, mine.norm2), (ref.norm3, mine.norm3)])
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
+    keep = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
+    out, self_w, cross_w, _ = mine(x, memory, keep.unsqueeze(1))
+    causal = nn.Transformer.generate_square_subsequent_mask(5)
+    ref_out = ref(x, memory, tgt_mask=causal, memory_key_padding_mask=~keep)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    assert torch.all(self_w.triu(1) == 0)
+    assert torch.all(cross_w[1, :, :, 3:] == 0)
+
+
+def test_sinusoidal_table_values():
+    table = sinusoidal_table(50, 8)
+    assert table.shape == (50, 8)
+    torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0] * 4))
+    torch.testing.assert_close(table[3, 2], torch.sin(torch.tensor(3 / 10000 ** (2 / 8))))
+
+
+@torch.no_grad()
+def test_without_positions_self_attention_is_permutation_equivariant():
+    torch.manual_seed(2)
+    model = Transformer(CFG).eval()
+    src = torch.tensor([[5, 9, 12, 7, 30, 11]])
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    _, w = model._encode(src, positional=False)
+    _, w_perm = model._encode(src[:, perm], positional=False)
+    expected = w[:, :, :, perm][..., perm]  # rows and columns follow the words
+    torch.testing.assert_close(w_perm, expected, atol=1e-6, rtol=1e-5)
+    _, w_pe = model._encode(src, positional=True)
+    _, w_pe_perm = model._encode(src[:, perm], positional=True)
+    assert (w_pe_perm - w_pe[:, :, :, perm][..., perm]).abs().max() > 1e-3
+
+
+@torch.no_grad()
+def test_incremental_decoding_matches_the_full_pass():
+    torch.manual_seed(3)
+    model = Transformer(CFG).eval()
+    src, tgt = torch.tensor([[5, 9, 12, 0]]), torch.tensor([[1, 7, 8, 9, 10]])
+    full = model(src, tgt)
+    memory, cache, steps = model.encode(src), None, []
+    for t in range(tgt.size(1)):
+        logits, weights, cache = model.decode(memory, tgt[:, t : t + 1], cache)
+        steps.append(logits)
+    torch.testing.assert_close(torch.cat(steps, 1), full.logits, atol=1e-5, rtol=1e-5)
+    assert full.attentions["encoder"].shape == (1, 2, 4, 4, 4)
+    assert full.attentions["decoder"].shape == (1, 2, 4, 5, 5)
+    assert full.attentions["cross"].shape == (1, 2, 4, 5, 4)
+    assert torch.all(full.attentions["cross"][..., 3] == 0)  # the padded source slot
+
+
+@torch.no_grad()
+def test_head_mask_changes_the_output_only_when_a_head_is_off():
+    torch.manual_seed(4)
+    model = Transformer(CFG).eval()
+    src, tgt = torch.tensor([[5, 9, 12]]), torch.tensor([[1, 7, 8]])
+    ones = {k: torch.ones(2, 4) for k in ("encoder", "decoder", "cross")}
+    torch.testing.assert_close(model(src, tgt, head_mask=ones).logits, model(src, tgt).logits)
+    off = {**ones, "cross": ones["cross"].clone()}
+    off["cross"][1, 2] = 0
+    assert not torch.allclose(model(src, tgt, head_mask=off).logits, model(src, tgt).logits)
