@@ -1,0 +1,52 @@
+"""Server settings, read once from the environment (prefix ATTENTION_LAB_).
+
+    ATTENTION_LAB_DEVICE=cpu ATTENTION_LAB_MODELS=transformer,lstm make serve
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from models.registry import MODEL_NAMES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ATTENTION_LAB_", extra="ignore")
+
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda when available, else cpu
+    # Relative paths are taken from the repository root, so the server starts from any folder.
+    checkpoints: Path = REPO_ROOT / "checkpoints"
+    # NoDecode: the environment gives "rnn,lstm", not a JSON list.
+    models: Annotated[tuple[str, ...], NoDecode] = MODEL_NAMES
+    max_chars: int = Field(500, ge=1)  # longest input text, after trimming white space
+    # Longest translation decoded: bounds the work (and the maps) when a model babbles on an odd
+    # input instead of ending the sentence. Seq2seq models stop at 127 anyway (their max_len).
+    max_target_tokens: int = Field(128, ge=1)
+    cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _split_names(cls, value):
+        if isinstance(value, str):
+            value = [name.strip() for name in value.split(",") if name.strip()]
+        unknown = [name for name in value if name not in MODEL_NAMES]
+        if unknown:
+            raise ValueError(f"unknown model names {unknown}; valid: {', '.join(MODEL_NAMES)}")
+        return tuple(value)
+
+    @field_validator("checkpoints")
+    @classmethod
+    def _from_repo_root(cls, value: Path) -> Path:
+        return value if value.is_absolute() else REPO_ROOT / value
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

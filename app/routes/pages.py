@@ -1,0 +1,35 @@
+"""The page shell and the scripts it loads. Data never goes into the template: the page fetches
+it from the JSON API, so user text is never interpreted as HTML or script here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from app.config import REPO_ROOT
+from app.dependencies import Registry
+
+TEMPLATES = Jinja2Templates(directory=REPO_ROOT / "templates")
+PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+DATA_CREDIT = "Tatoeba (tatoeba.org) via manythings.org/anki, CC-BY 2.0 FR"
+A_YEAR = "public, max-age=31536000, immutable"
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, registry: Registry):
+    return TEMPLATES.TemplateResponse(
+        request, "index.html", {"model_names": registry.names, "data_credit": DATA_CREDIT}
+    )
+
+
+@router.get("/vendor/plotly.min.js")
+def plotly_js() -> FileResponse:
+    """Plotly from the installed package (never copied into the repository). The file changes
+    only with the package version, so browsers may keep it."""
+    return FileResponse(PLOTLY_JS, media_type="text/javascript", headers={"Cache-Control": A_YEAR})

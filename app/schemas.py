@@ -1,0 +1,207 @@
+"""Request and response models of the JSON contract (../shared/docs/API.md), with examples so
+/docs is a usable reference. Fields beyond the contract are additive and optional."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.config import get_settings
+from app.services.gradients import MAX_LENGTH
+from app.services.text import check_text
+
+EXAMPLE_TEXT = "Je mange du pain."
+Strict = ConfigDict(strict=True)  # "3" is not a beam size: wrong types are 422, never coerced
+
+
+class TextRequest(BaseModel):
+    model_config = Strict
+
+    text: str = Field(description="French text, 1 to 500 characters after trimming white space",
+                      examples=[EXAMPLE_TEXT])
+
+    @field_validator("text")
+    @classmethod
+    def _check_text(cls, text: str) -> str:
+        return check_text(text, get_settings().max_chars)
+
+
+class HeadSwitch(BaseModel):
+    model_config = Strict
+
+    kind: Literal["encoder", "decoder", "cross"]
+    layer: int = Field(ge=0)
+    head: int = Field(ge=0)
+
+
+class TranslateRequest(TextRequest):
+    model: str = Field("transformer", description="one of the loaded models (GET /api/models)",
+                       examples=["transformer"])
+    beam_size: int = Field(1, ge=1, le=8, description="1: greedy search; 2-8: beam search")
+    top_k: int = Field(0, ge=0, le=10, description="report the k likeliest next pieces at each step (0: off)")
+    positional: bool | None = Field(None, description="Transformer only: switch the positional encoding")
+    heads_off: list[HeadSwitch] = Field([], max_length=64, description="Transformer only: heads switched off")
+
+
+class AttentionRequest(TextRequest):
+    model: str = Field("transformer", examples=["transformer"])
+    kinds: list[Literal["cross", "encoder", "decoder"]] = Field(
+        ["cross", "encoder", "decoder"], min_length=1, max_length=3,
+        description="which maps to return (all by default; fewer keeps long inputs' payloads small)")
+    positional: bool | None = Field(None, description="Transformer only: switch the positional encoding")
+    heads_off: list[HeadSwitch] = Field([], max_length=64, description="Transformer only: heads switched off")
+
+
+class GradientsRequest(TextRequest):
+    length: int | None = Field(None, ge=1, le=MAX_LENGTH,
+                               description="repeat the sentence's pieces up to this many (default: its length)")
+    models: list[str] = Field([], max_length=5, description="recurrent models to measure (default: rnn, lstm)")
+
+
+class Health(BaseModel):
+    status: Literal["ok", "degraded"]
+    device: str
+    models: list[str]
+    unavailable: dict[str, str] = Field({}, description="models that did not load, with the reason")
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
+         "unavailable": {"rnn": "FileNotFoundError: no checkpoint at checkpoints/rnn/model.safetensors"}}]})
+
+
+class LengthBucket(BaseModel):
+    model_config = ConfigDict(extra="allow")  # metrics.json may carry more (chrf per bucket)
+    bucket: str
+    pairs: int
+    bleu: float
+
+
+class Metrics(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    bleu: float | None = None
+    chrf: float | None = None
+    pairs: int | None = None
+    bleu_by_length: list[LengthBucket] = []
+
+
+class CurvePoint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    step: int
+    epoch: float | None = None
+    tokens: int | None = None
+    seconds: float | None = None
+    train_loss: float | None = None
+    valid_loss: float | None = None
+    valid_bleu: float | None = None
+
+
+class ModelInfo(BaseModel):
+    name: str
+    architecture: Literal["rnn", "lstm", "transformer"]
+    attention: Literal["additive", "dot", "scaled-dot"] | None
+    parameters: int
+    layers: int
+    heads: int
+    metrics: Metrics
+    curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"name": "transformer", "architecture": "transformer", "attention": "scaled-dot",
+         "parameters": 7586624, "layers": 3, "heads": 4, "curve_points": 40,
+         "metrics": {"bleu": 41.2, "chrf": 60.3,
+                     "bleu_by_length": [{"bucket": "1-5", "pairs": 812, "bleu": 55.0}]}}]})
+
+
+class Curve(BaseModel):
+    model: str
+    points: list[CurvePoint]
+
+
+class Alternative(BaseModel):
+    token: str
+    probability: float
+
+
+class Step(BaseModel):
+    token: str = Field(description="the piece chosen at this step (<eos> at the last)")
+    top: list[Alternative]
+
+
+class Candidate(BaseModel):
+    translation: str
+    tokens: list[str]
+    log_prob: float
+    score: float = Field(description="log_prob after the length penalty: what the beam ranks by")
+    finished: bool
+
+
+class Translation(BaseModel):
+    model: str
+    translation: str
+    source_tokens: list[str]
+    target_tokens: list[str]
+    finished: bool = Field(True, description="False when decoding stopped at the length limit")
+    steps: list[Step] | None = Field(None, description="with top_k > 0: the next-piece alternatives per step")
+    candidates: list[Candidate] | None = Field(None, description="with beam_size > 1: the final beam")
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "transformer", "translation": "I eat bread.",
+         "source_tokens": ["▁Je", "▁mange", "▁du", "▁pain", "."],
+         "target_tokens": ["▁I", "▁eat", "▁bread", "."], "finished": True}]})
+
+
+class AttentionMap(BaseModel):
+    kind: Literal["cross", "encoder", "decoder"] = Field(
+        description="cross: decoder queries over source keys; encoder, decoder: self-attention (causal)")
+    layer: int
+    head: int
+    rows: list[str] = Field(description="query tokens")
+    cols: list[str] = Field(description="key tokens")
+    weights: list[list[float]] = Field(description="len(rows) x len(cols); each row sums to 1")
+
+
+class Attention(Translation):
+    maps: list[AttentionMap]
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "lstm-dot", "translation": "I eat bread.",
+         "source_tokens": ["▁Je", "▁mange", "▁du", "▁pain", "."],
+         "target_tokens": ["▁I", "▁eat", "▁bread", "."], "finished": True,
+         "maps": [{"kind": "cross", "layer": 0, "head": 0, "rows": ["▁I", "▁eat", "▁bread", "."],
+                   "cols": ["▁Je", "▁mange", "▁du", "▁pain", "."],
+                   "weights": [[0.91, 0.05, 0.02, 0.01, 0.01], [0.03, 0.9, 0.04, 0.02, 0.01],
+                               [0.01, 0.02, 0.12, 0.84, 0.01], [0.01, 0.01, 0.01, 0.02, 0.95]]}]}]})
+
+
+class GradientCurve(BaseModel):
+    model: str
+    distance: list[int] = Field(description="positions before the last token")
+    norm: list[float] = Field(description="||d h_T / d x_(T-1-distance)||_F (4 significant digits)")
+
+
+class GateMeans(BaseModel):
+    input: list[float]
+    forget: list[float]
+    output: list[float]
+
+
+class Gates(BaseModel):
+    model: str
+    units: list[int] = Field(description="the hidden units shown: those whose gates vary most over the tokens")
+    input: list[list[float]] = Field(description="token x unit")
+    forget: list[list[float]]
+    output: list[list[float]]
+    mean: GateMeans = Field(description="each gate's mean over all units, per token")
+
+
+class Gradients(BaseModel):
+    tokens: list[str]
+    definition: str
+    directions: int = Field(description="K, random directions of the Frobenius-norm estimate")
+    curves: list[GradientCurve]
+    gates: Gates | None = Field(None, description="the first LSTM's gates per token (None without an LSTM)")
+
+
+class ErrorBody(BaseModel):
+    detail: str

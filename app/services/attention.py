@@ -1,0 +1,55 @@
+"""POST /api/attention as a function: the greedy translation and every attention map the model
+computed while producing it, each labelled with the tokens it aligns.
+
+Row i of a `cross` or `decoder` map is the decoder position that produced target piece i (the
+query that then produced <eos> is left out). Decoder self-attention keys are the pieces the
+decoder read, ["<bos>", t0, t1, ...], so those maps are square and lower-triangular.
+"""
+
+from __future__ import annotations
+
+from app.services.decoding import GREEDY, DecodeOptions, decode
+from app.services.registry import ModelRegistry
+from app.services.rounding import round_sig
+from app.services.text import Source, source_of
+from app.services.translate import translation_fields
+from models.outputs import ATTENTION_KINDS, ModelOutput
+from models.tokenizer import BOS_ID, BPETokenizer
+
+
+def attention(
+    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    kinds: tuple[str, ...] = ATTENTION_KINDS,
+) -> dict:
+    """`kinds` picks among cross, encoder and decoder maps (all by default)."""
+    entry = registry.get(name)
+    source = source_of(registry.tokenizer, text, registry.max_chars)
+    key = ("attention", name, source.text, options, kinds)
+
+    def compute() -> dict:
+        decoded = decode(entry, source, options, registry.max_target_tokens)
+        result = translation_fields(name, registry.tokenizer, source, decoded)
+        maps = attention_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
+        return {**result, "maps": maps}
+
+    return registry.cache.get_or_compute(key, compute)
+
+
+def attention_maps(
+    tokenizer: BPETokenizer, output: ModelOutput, source: Source, target_ids: list[int], kinds=ATTENTION_KINDS
+) -> list[dict]:
+    """One dict per (kind, layer, head) of `output.attentions` (batch row 0), in kinds order."""
+    target = tokenizer.pieces(target_ids)
+    read = tokenizer.pieces([BOS_ID, *target_ids])[: len(target_ids)]  # decoder input per row
+    src = source.pieces
+    axes = {"cross": (target, src), "encoder": (src, src), "decoder": (target, read)}
+    maps = []
+    for kind in kinds:
+        if kind not in output.attentions:
+            continue
+        rows, cols = axes[kind]
+        weights = output.attentions[kind][0, :, :, : len(rows), : len(cols)]  # (L, h, rows, cols)
+        for layer, per_head in enumerate(round_sig(weights)):
+            maps += [{"kind": kind, "layer": layer, "head": head, "rows": rows, "cols": cols, "weights": grid}
+                     for head, grid in enumerate(per_head)]
+    return maps

@@ -1,0 +1,26 @@
+"""What the server knows about its models without running them: health, facts, metrics, curves."""
+
+from __future__ import annotations
+
+from app.services.registry import ModelRegistry
+
+
+def health(registry: ModelRegistry) -> dict:
+    """"ok" while at least one model serves; the models that did not load are listed with why."""
+    return {
+        "status": "ok" if registry.models else "degraded",
+        "device": registry.device.type,
+        "models": registry.names,
+        "unavailable": dict(registry.unavailable),
+    }
+
+
+def model_infos(registry: ModelRegistry) -> list[dict]:
+    return [
+        {"name": entry.name, **entry.info, "metrics": entry.metrics, "curve_points": len(entry.curve)}
+        for entry in registry.models.values()
+    ]
+
+
+def training_curve(registry: ModelRegistry, name: str) -> dict:
+    return {"model": name, "points": registry.get(name).curve}

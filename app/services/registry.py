@@ -1,0 +1,97 @@
+"""The loaded models: read once at start-up, then only read (never written) by requests.
+
+A checkpoint that is missing or corrupt is recorded with its reason instead of stopping the
+server, so the other models keep serving and /api/health says what is wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from app.services.cache import ResultCache
+from models import checkpoint
+from models.registry import MODEL_NAMES, count_parameters, describe
+from models.tokenizer import BPETokenizer
+
+log = logging.getLogger("attention_lab")
+TOKENIZER_FILE = "tokenizer.json"
+
+
+class UnknownModelError(LookupError):
+    """A model name that is not loaded; the message lists the names that are."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    name: str
+    model: nn.Module  # eval mode, on the registry's device
+    info: dict[str, Any]  # architecture, attention, layers, heads, parameters
+    metrics: dict[str, Any]  # metrics.json ({} when the model was not evaluated yet)
+    curve: list[dict[str, Any]]  # curve.json: the training log
+
+
+@dataclass
+class ModelRegistry:
+    tokenizer: BPETokenizer
+    device: torch.device
+    models: dict[str, LoadedModel]  # in MODEL_NAMES order
+    unavailable: dict[str, str] = field(default_factory=dict)  # name -> why it did not load
+    cache: ResultCache = field(default_factory=lambda: ResultCache(256))
+    max_chars: int = 500  # input limit, after trimming and after normalisation
+    max_target_tokens: int = 128  # output limit: bounds the work when a model does not stop
+
+    def get(self, name: str) -> LoadedModel:
+        if name in self.models:
+            return self.models[name]
+        valid = ", ".join(self.models) or "none"
+        if name in self.unavailable:
+            raise UnknownModelError(f"model {name!r} is not loaded ({self.unavailable[name]}); valid: {valid}")
+        raise UnknownModelError(f"unknown model {name!r}; valid: {valid}")
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.models)
+
+
+def choose_device(setting: str) -> torch.device:
+    """"auto" picks cuda when present; an explicit "cuda" without a GPU is a configuration error."""
+    if setting == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if setting == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("ATTENTION_LAB_DEVICE=cuda but torch.cuda.is_available() is False")
+    return torch.device(setting)
+
+
+def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
+    if not (folder / checkpoint.WEIGHTS).exists():
+        raise FileNotFoundError(f"no checkpoint at {folder / checkpoint.WEIGHTS}")
+    model = checkpoint.load(folder, device)
+    for p in model.parameters():
+        p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
+    info = {**describe(model.config), "parameters": count_parameters(model)}
+    return LoadedModel(name, model, info, checkpoint.read_metrics(folder), checkpoint.read_curve(folder))
+
+
+def load_registry(
+    checkpoints: Path, names: tuple[str, ...] = MODEL_NAMES, device: str = "auto",
+    cache_size: int = 256, max_chars: int = 500, max_target_tokens: int = 128,
+) -> ModelRegistry:
+    """Load the tokenizer (required) and every model in `names` that loads."""
+    tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
+    dev = choose_device(device)
+    loaded, unavailable = {}, {}
+    for name in names:
+        try:
+            loaded[name] = load_model(checkpoints / name, name, dev)
+        except Exception as error:  # any failure to read a checkpoint only disables that model
+            unavailable[name] = f"{type(error).__name__}: {error}"
+            log.warning("model %s not loaded: %s", name, unavailable[name])
+    log.info("loaded %s on %s", ", ".join(loaded) or "no models", dev)
+    cache = ResultCache(cache_size)
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, max_chars, max_target_tokens)

@@ -1,0 +1,24 @@
+"""Floats in responses: short enough to keep payloads small, precise enough to plot."""
+
+from __future__ import annotations
+
+import torch
+
+
+def round_sig(values, digits: int = 4):
+    """`values` (a tensor, a float or nested lists of them) as floats kept to `digits`
+    significant digits: nested lists for a tensor or a list, a float for a float.
+
+    Significant digits, not decimals: a vanishing gradient of 1e-12 must stay visible on a log
+    scale, and many tiny attention weights rounded to 0 would let a row's sum drift from 1.
+    Dividing integers by exact powers of ten gives the double nearest to the short decimal, so
+    the JSON stays short ("0.9115", not "0.91149997711").
+    """
+    if isinstance(values, torch.Tensor):
+        x = values.detach().double().cpu()
+    else:
+        x = torch.tensor(values, dtype=torch.float64)
+    exponent = torch.floor(torch.log10(x.abs().clamp_min(1e-300)))
+    scale = torch.pow(10.0, digits - 1 - exponent)
+    rounded = torch.round(x * scale) / scale
+    return torch.where(torch.isfinite(rounded), rounded, x).tolist()

@@ -1,0 +1,69 @@
+"""POST /api/translate as a function: text -> translation, optionally with the per-step top-k
+next tokens (chapter 10) and the beam's candidates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.services.decoding import GREEDY, DecodeOptions, decode
+from app.services.registry import ModelRegistry
+from app.services.rounding import round_sig
+from app.services.text import Source, source_of
+from models.decoding import Decoded
+from models.tokenizer import EOS_ID, BPETokenizer
+
+
+def translate(registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY) -> dict:
+    entry = registry.get(name)
+    source = source_of(registry.tokenizer, text, registry.max_chars)
+    key = ("translate", name, source.text, options)
+    tokenizer, limit = registry.tokenizer, registry.max_target_tokens
+    return registry.cache.get_or_compute(key, lambda: _translate(entry, tokenizer, source, options, limit))
+
+
+def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int) -> dict:
+    decoded = decode(entry, source, options, max_tokens)
+    result = translation_fields(entry.name, tokenizer, source, decoded)
+    if options.top_k:
+        result["steps"] = steps(tokenizer, decoded, options.top_k)
+    if options.beam_size > 1:
+        result["candidates"] = candidates(tokenizer, decoded)
+    return result
+
+
+def translation_fields(name: str, tokenizer: BPETokenizer, source: Source, decoded: Decoded) -> dict[str, Any]:
+    """The fields every decoding response starts with (translate and attention share them)."""
+    return {
+        "model": name,
+        "translation": tokenizer.decode(decoded.tokens),
+        "source_tokens": source.pieces,
+        "target_tokens": tokenizer.pieces(decoded.tokens),
+        "finished": decoded.finished,
+    }
+
+
+def steps(tokenizer: BPETokenizer, decoded: Decoded, k: int) -> list[dict]:
+    """Per output position: the piece chosen there (the last one is <eos>) and the k most
+    probable next pieces the decoder saw. A sentence cut by the length limit chose no <eos>, so
+    its last position is left out."""
+    chosen = [*decoded.tokens, EOS_ID] if decoded.finished else decoded.tokens
+    out = []
+    for token, alternatives in zip(chosen, decoded.top_k, strict=False):
+        ids, probs = zip(*alternatives[:k], strict=True)
+        out.append({
+            "token": tokenizer.pieces([token])[0],
+            "top": [{"token": piece, "probability": p}
+                    for piece, p in zip(tokenizer.pieces(ids), round_sig(probs), strict=True)],
+        })
+    return out
+
+
+def candidates(tokenizer: BPETokenizer, decoded: Decoded) -> list[dict]:
+    """The final beam, best first, with the scores beam search ranked them by."""
+    return [
+        {"translation": tokenizer.decode(c.tokens), "tokens": tokenizer.pieces(c.tokens),
+         "log_prob": round_sig(c.log_prob), "score": round_sig(c.score),
+         "finished": c.finished}
+        for c in decoded.candidates
+    ]
+

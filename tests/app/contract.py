@@ -1,0 +1,45 @@
+"""Checks of a response against the contract, shared by the tiny-model and shipped-model tests."""
+
+from __future__ import annotations
+
+RECURRENT_ATTENTION = ("lstm-additive", "lstm-dot")
+
+
+def check_translation(body: dict, name: str) -> None:
+    assert body["model"] == name
+    assert isinstance(body["translation"], str)
+    assert body["source_tokens"] and all(isinstance(t, str) for t in body["source_tokens"])
+    assert all(isinstance(t, str) for t in body["target_tokens"])
+
+
+def check_attention(body: dict, name: str, layers: int, heads: int) -> None:
+    """Shapes match the tokens, rows sum to 1, decoder maps are causal, and the set of maps is
+    what the model computes: none, one cross map, or every (kind, layer, head)."""
+    check_translation(body, name)
+    source, target = body["source_tokens"], body["target_tokens"]
+    maps = body["maps"]
+    if name in ("rnn", "lstm"):
+        assert maps == []
+        return
+    if name in RECURRENT_ATTENTION:
+        assert [(m["kind"], m["layer"], m["head"]) for m in maps] == [("cross", 0, 0)]
+    else:
+        keys = {(m["kind"], m["layer"], m["head"]) for m in maps}
+        assert keys == {(k, layer, h) for k in ("cross", "encoder", "decoder")
+                        for layer in range(layers) for h in range(heads)}
+    axes = {"cross": (target, source), "encoder": (source, source),
+            "decoder": (target, ["<bos>", *target][: len(target)])}
+    for m in maps:
+        assert (m["rows"], m["cols"]) == axes[m["kind"]], m["kind"]
+        check_weights(m)
+
+
+def check_weights(m: dict) -> None:
+    weights = m["weights"]
+    assert len(weights) == len(m["rows"])
+    for i, row in enumerate(weights):
+        assert len(row) == len(m["cols"])
+        assert all(0 <= w <= 1 for w in row)
+        assert abs(sum(row) - 1) < 1e-3, (m["kind"], i, sum(row))
+        if m["kind"] == "decoder":
+            assert all(w == 0 for w in row[i + 1 :]), "decoder self-attention must not see the future"

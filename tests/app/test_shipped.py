@@ -1,0 +1,59 @@
+"""The real server on the shipped checkpoints: whichever model folders exist (training writes
+them one after another). Translations are not asserted, only the contract and sanity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import REPO_ROOT
+from app.main import app
+from models.registry import MODEL_NAMES
+from tests.app.contract import check_attention, check_translation
+
+CHECKPOINTS = REPO_ROOT / "checkpoints"
+SHIPPED = [n for n in MODEL_NAMES if (CHECKPOINTS / n / "model.safetensors").exists()]
+TEXT = "Je mange du pain avec mes amis."
+
+pytestmark = pytest.mark.skipif(not SHIPPED, reason="no trained checkpoint in checkpoints/ yet")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    with TestClient(app) as test_client:  # the module-level app: the lifespan loads checkpoints/
+        yield test_client
+
+
+def test_health_lists_the_shipped_models(client):
+    health = client.get("/api/health").json()
+    assert health["status"] == "ok"
+    assert set(SHIPPED) <= set(health["models"])
+    assert set(health["models"]) | set(health["unavailable"]) == set(MODEL_NAMES)
+
+
+def test_models_describe_the_shipped_models(client):
+    infos = {m["name"]: m for m in client.get("/api/models").json()}
+    for name in SHIPPED:
+        assert infos[name]["parameters"] > 100_000
+        assert infos[name]["architecture"] == ("transformer" if name == "transformer" else name.split("-")[0])
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_translate_and_attention(client, name):
+    translated = client.post("/api/translate", json={"text": TEXT, "model": name, "beam_size": 3}).json()
+    check_translation(translated, name)
+    body = client.post("/api/attention", json={"text": TEXT, "model": name}).json()
+    info = next(m for m in client.get("/api/models").json() if m["name"] == name)
+    check_attention(body, name, layers=info["layers"], heads=info["heads"])
+
+
+@pytest.mark.skipif(not {"rnn", "lstm"} & set(SHIPPED), reason="no recurrent checkpoint yet")
+def test_gradients_on_a_long_input(client):
+    body = client.post("/api/gradients", json={"text": TEXT, "length": 60}).json()
+    assert len(body["tokens"]) == 60
+    for curve in body["curves"]:
+        assert len(curve["norm"]) == 60 and all(n >= 0 for n in curve["norm"])
+    if "lstm" in SHIPPED:
+        assert len(body["gates"]["units"]) == 48

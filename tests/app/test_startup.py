@@ -1,0 +1,106 @@
+"""Start-up: settings, device choice, a broken checkpoint that does not stop the others, and the
+page, static files and vendored Plotly served beside the API."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.dependencies import get_registry
+from app.main import create_app
+from app.services.registry import choose_device, load_registry
+from tests.app.conftest import tiny_settings, write_tiny_checkpoints
+
+
+def test_settings_from_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_LAB_DEVICE", "cpu")
+    monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn, transformer")
+    monkeypatch.setenv("ATTENTION_LAB_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv("ATTENTION_LAB_MAX_CHARS", "80")
+    settings = Settings()
+    assert (settings.device, settings.models, settings.checkpoints, settings.max_chars) == (
+        "cpu", ("rnn", "transformer"), tmp_path, 80)
+    monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn,gpt")
+    with pytest.raises(ValueError, match="gpt"):
+        Settings()
+
+
+@pytest.mark.parametrize(("setting", "gpu", "expected"), [
+    ("auto", False, "cpu"), ("auto", True, "cuda"), ("cpu", True, "cpu"), ("cuda", True, "cuda")])
+def test_device_choice_honours_the_setting(monkeypatch, setting, gpu, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
+    assert choose_device(setting).type == expected
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="cuda"):
+        choose_device("cuda")
+
+
+def test_models_load_on_the_chosen_device(tiny_checkpoints):
+    registry = load_registry(tiny_checkpoints, ("lstm",), device="cpu")
+    assert next(registry.models["lstm"].model.parameters()).device.type == "cpu"
+    assert not registry.models["lstm"].model.training  # eval mode: dropout off
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here")
+def test_serves_on_the_gpu(tiny_checkpoints):
+    with TestClient(create_app(Settings(checkpoints=tiny_checkpoints, device="cuda"))) as client:
+        assert client.get("/api/health").json()["device"] == "cuda"
+        body = {"text": "Bonjour.", "model": "transformer"}
+        assert client.post("/api/attention", json=body).status_code == 200
+        assert client.post("/api/gradients", json={"text": "Bonjour.", "length": 30}).status_code == 200
+
+
+def test_broken_checkpoints_are_reported_and_the_others_serve(tmp_path):
+    folder = write_tiny_checkpoints(tmp_path / "checkpoints", names=("lstm", "lstm-dot", "transformer"))
+    (folder / "lstm-dot" / "model.safetensors").write_bytes(b"not a safetensors file")
+    shutil.rmtree(folder / "transformer")
+    with TestClient(create_app(tiny_settings(folder))) as client:
+        health = client.get("/api/health").json()
+        assert health["status"] == "ok" and health["models"] == ["lstm"]
+        assert set(health["unavailable"]) == {"rnn", "lstm-additive", "lstm-dot", "transformer"}
+        assert "no checkpoint" in health["unavailable"]["transformer"]
+        assert [m["name"] for m in client.get("/api/models").json()] == ["lstm"]
+        assert client.post("/api/translate", json={"text": "Bonjour.", "model": "lstm"}).status_code == 200
+        missing = client.post("/api/translate", json={"text": "Bonjour.", "model": "transformer"})
+        assert missing.status_code == 404 and "not loaded" in missing.json()["detail"]
+        gradients = client.post("/api/gradients", json={"text": "Bonjour."}).json()
+        assert [c["model"] for c in gradients["curves"]] == ["lstm"]
+
+
+def test_no_model_at_all_is_degraded_not_dead(tmp_path):
+    folder = write_tiny_checkpoints(tmp_path / "checkpoints", names=())
+    with TestClient(create_app(tiny_settings(folder))) as client:
+        health = client.get("/api/health").json()
+        assert health["status"] == "degraded" and health["models"] == []
+        assert client.get("/api/models").json() == []
+        response = client.post("/api/gradients", json={"text": "Bonjour."})
+        assert response.status_code == 404
+
+
+def test_registry_can_be_injected_through_dependency_overrides(tiny_checkpoints, tmp_path):
+    """The FastAPI testing recipe: whatever the settings say, the handlers use the override."""
+    app = create_app(Settings(checkpoints=write_tiny_checkpoints(tmp_path / "empty", names=()), device="cpu"))
+    injected = load_registry(tiny_checkpoints, ("rnn",), device="cpu")
+    app.dependency_overrides[get_registry] = lambda: injected
+    with TestClient(app) as client:
+        assert client.get("/api/health").json()["models"] == ["rnn"]
+
+
+def test_page_static_and_vendored_plotly(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/vendor/plotly.min.js" in page.text
+    plotly = client.get("/vendor/plotly.min.js", headers={"Accept-Encoding": "gzip"})
+    assert plotly.status_code == 200 and "javascript" in plotly.headers["content-type"]
+    assert "max-age=31536000" in plotly.headers["cache-control"]
+    assert plotly.headers["content-encoding"] == "gzip" and len(plotly.content) > 1_000_000
+    css = client.get("/static/css/app.css", headers={"Accept-Encoding": "gzip"})
+    assert css.status_code == 200 and css.headers.get("content-encoding") == "gzip"
+    assert client.get("/static/nope.js").status_code == 404
