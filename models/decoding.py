@@ -47,15 +47,20 @@ def _forward(model, src: torch.Tensor, tokens: list[int], options: dict) -> Mode
     return model(src, tgt_in, **options) if options else model(src, tgt_in)
 
 
-def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
-    """Last-position scores with padding and BOS ruled out: they are never a valid next token."""
-    scores = logits[:, -1].float().clone()
-    scores[:, [PAD_ID, BOS_ID]] = float("-inf")
+def _allowed(logits: torch.Tensor) -> torch.Tensor:
+    """Scores with padding and BOS ruled out: they are never a valid next token."""
+    scores = logits.float().clone()
+    scores[..., [PAD_ID, BOS_ID]] = float("-inf")
     return scores
 
 
+def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
+    return _allowed(logits[:, -1])  # (B, V)
+
+
 def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
-    probs, ids = torch.softmax(logits.float(), dim=-1).topk(k, dim=-1)  # (T, k)
+    """The distributions the search chose from: (T, V) logits -> per position the k best."""
+    probs, ids = torch.softmax(_allowed(logits), dim=-1).topk(k, dim=-1)  # (T, k)
     return [list(zip(i.tolist(), p.tolist(), strict=True)) for i, p in zip(ids, probs, strict=True)]
 
 

@@ -1,0 +1,81 @@
+import pytest
+import torch
+
+from models.config import Seq2SeqConfig, TransformerConfig
+from models.decoding import beam_search, greedy, greedy_batch
+from models.registry import build
+from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+CONFIGS = {
+    "rnn": Seq2SeqConfig(vocab_size=30, cell="rnn", d_embed=16, d_hidden=24),
+    "lstm-additive": Seq2SeqConfig(vocab_size=30, attention="additive", d_embed=16, d_hidden=24, d_attn=8),
+    "lstm-dot": Seq2SeqConfig(vocab_size=30, attention="dot", d_embed=16, d_hidden=24),
+    "transformer": TransformerConfig(vocab_size=30, d_model=32, n_heads=4, n_encoder_layers=2,
+                                     n_decoder_layers=2, d_ff=64),
+}
+
+
+def _model(name, seed=0):
+    torch.manual_seed(seed)
+    model = build(CONFIGS[name]).eval()
+    with torch.no_grad():  # make EOS likely now and then so hypotheses end at different lengths
+        bias = model.out_bias
+        bias[EOS_ID] = 2.0
+    return model
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@torch.inference_mode()
+def test_beam_of_one_is_greedy(name):
+    for seed in range(3):
+        model = _model(name, seed)
+        src = [5, 9, 12, 7, 20][: 3 + seed]
+        g, b = greedy(model, src, max_len=12), beam_search(model, src, beam_size=1, max_len=12)
+        assert b.tokens == g.tokens and b.finished == g.finished
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@torch.inference_mode()
+def test_greedy_internals_cover_every_produced_token(name):
+    model = _model(name)
+    decoded = greedy(model, [5, 9, 12, 7], max_len=10, top_k=3)
+    T = len(decoded.tokens) + 1  # BOS plus the produced tokens
+    assert decoded.output.logits.shape[:2] == (1, T)
+    assert len(decoded.top_k) == T and all(len(step) == 3 for step in decoded.top_k)
+    # the top-1 of each step is the token greedy produced (then EOS when finished)
+    produced = decoded.tokens + ([EOS_ID] if decoded.finished else [])
+    assert [step[0][0] for step in decoded.top_k][: len(produced)] == produced
+    for kind, weights in decoded.output.attentions.items():
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+        if kind == "decoder":
+            assert torch.all(weights.triu(1) == 0)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@torch.inference_mode()
+def test_beam_search_finds_at_least_the_greedy_score(name):
+    model = _model(name, seed=4)
+    src = [6, 7, 8, 9]
+    g = beam_search(model, src, beam_size=1, max_len=10, alpha=0.0)
+    b = beam_search(model, src, beam_size=6, max_len=10, alpha=0.0)
+    assert b.candidates and len(b.candidates) <= 6
+    assert b.candidates[0].score >= g.candidates[0].score - 1e-5
+    scores = [c.score for c in b.candidates]
+    assert scores == sorted(scores, reverse=True)
+
+
+@torch.inference_mode()
+def test_never_produces_padding_or_bos_and_batch_equals_single():
+    model = _model("transformer")
+    src = torch.tensor([[5, 9, 12, 7], [8, 6, PAD_ID, PAD_ID]])
+    batch = greedy_batch(model, src, max_len=10)
+    assert all(t not in (PAD_ID, BOS_ID) for row in batch for t in row)
+    assert batch[1] == greedy(model, [8, 6], max_len=10).tokens
+
+
+def test_invalid_beam_and_empty_source_are_rejected():
+    model = _model("rnn")
+    with pytest.raises(ValueError):
+        beam_search(model, [5], beam_size=9)
+    with pytest.raises(ValueError):
+        greedy(model, [])

@@ -1,0 +1,48 @@
+"""The training command end to end on the real data, shrunk to seconds."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from models import checkpoint, evaluate, train
+
+SHIPPED_TOKENIZER = Path(__file__).resolve().parents[2] / "checkpoints" / "tokenizer.json"
+TINY = '{"d_model": 32, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers": 1, "d_ff": 64}'
+
+
+def test_learning_rate_warms_up_then_decays():
+    s = train.Settings(lr=1e-3, warmup=100)
+    assert train.lr_at(1, s) == pytest.approx(1e-5)
+    assert train.lr_at(100, s) == pytest.approx(1e-3)
+    assert train.lr_at(400, s) == pytest.approx(5e-4)
+
+
+@pytest.mark.slow
+def test_train_writes_a_loadable_folder_and_resumes(tmp_path):
+    (tmp_path / "tokenizer.json").write_bytes(SHIPPED_TOKENIZER.read_bytes())
+    args = ["--model", "transformer", "--checkpoints", str(tmp_path), "--device", "cpu",
+            "--limit", "400", "--config", TINY, "--bleu-pairs", "20", "--max-tokens", "800"]
+    first = train.main([*args, "--minutes", "0.05", "--eval-minutes", "0.02"])
+    folder = tmp_path / "transformer"
+    assert first.step > 0 and (folder / "train_state.safetensors").exists()
+    meta = checkpoint.read_meta(folder)
+    assert meta["split_hash"] and meta["tokenizer_hash"] and meta["progress"]["hardware"]
+    assert meta["model"]["d_model"] == 32
+    curve = checkpoint.read_curve(folder)
+    assert curve and {"step", "train_loss", "valid_loss", "valid_bleu"} <= set(curve[0])
+
+    second = train.main([*args, "--minutes", "0.03", "--eval-minutes", "0.02", "--resume"])
+    assert second.step > first.step and second.seconds > first.seconds
+    assert len(checkpoint.read_curve(folder)) > len(curve)
+
+    model = checkpoint.load(folder)
+    assert isinstance(model, torch.nn.Module)
+    metrics = evaluate.main(["--model", "transformer", "--checkpoints", str(tmp_path), "--split", "valid",
+                             "--limit", "30"])
+    assert 0 <= metrics["bleu"] <= 100 and metrics["bleu_by_length"]
+
+
+def test_evaluate_buckets():
+    assert [evaluate.bucket_of(n) for n in (1, 5, 6, 10, 11, 15, 16, 40)] == [
+        "1-5", "1-5", "6-10", "6-10", "11-15", "11-15", "16+", "16+"]
