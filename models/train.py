@@ -2,6 +2,13 @@
 
     python -m models.train --model transformer --minutes 30 [--resume] [--device auto|cpu|cuda]
 
+Several processes (GPUs, or CPU machines) train one model together with PyTorch's own engine:
+
+    torchrun --nproc_per_node 4 -m models.train --model transformer --minutes 30
+
+Each rank takes every world_size-th batch, DistributedDataParallel averages the gradients (NCCL on
+GPUs, gloo on CPUs), and rank 0 evaluates and writes the checkpoint.
+
 Backpropagation (chapter 1) with the usual care: AdamW, a linear warm-up then inverse-square-root
 decay, label smoothing, gradient clipping, batches grouped by length under a token budget. The
 validation loss and BLEU are measured at intervals; the best model so far is written to
@@ -24,6 +31,7 @@ from pathlib import Path
 
 import sacrebleu
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
@@ -71,6 +79,41 @@ class Progress:
 def lr_at(step: int, s: Settings) -> float:
     step = max(step, 1)
     return s.lr * min(step / s.warmup, math.sqrt(s.warmup / step))
+
+
+@dataclass
+class Ranks:
+    """This process's place among the training processes (one process: rank 0 of 1)."""
+
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def leader(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed(device_name: str) -> tuple[Ranks, torch.device]:
+    """Join the process group torchrun describes in the environment, if there is one."""
+    device = pick_device(device_name)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return Ranks(), device
+    rank = int(os.environ["RANK"])
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return Ranks(rank, world), device
+
+
+def agree(ranks: Ranks, values: list[float], device) -> list[float]:
+    """Sum a few numbers over all ranks so every rank takes the same decisions (eval, stop)."""
+    if ranks.world == 1:
+        return values
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
 
 
 def pick_device(name: str) -> torch.device:
@@ -164,11 +207,15 @@ def parse_args(argv):
 
 
 def main(argv: list[str] | None = None) -> Progress:
-    args = parse_args(argv)
+    return run(parse_args(argv))[1]
+
+
+def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
+    """Train for `args.minutes`; returns the (unwrapped) model and where training stands."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     settings = Settings(**{k: getattr(args, k) for k in asdict(Settings())})
-    device = pick_device(args.device)
-    torch.manual_seed(settings.seed)
+    ranks, device = init_distributed(args.device)
+    torch.manual_seed(settings.seed)  # same seed on every rank: identical initial weights
 
     root = Path(args.checkpoints)
     folder = root / args.model
@@ -195,8 +242,13 @@ def main(argv: list[str] | None = None) -> Progress:
         progress = load_state(folder, model, optimizer)
         curve = checkpoint.read_curve(folder)
         log.info("resumed %s at step %d (epoch %d)", args.model, progress.step, progress.epoch)
-    log.info("%s: %s parameters on %s, %d training pairs", args.model,
-             f"{count_parameters(model):,}", hardware(device), len(train_pairs))
+    trainee = model
+    if ranks.world > 1:
+        trainee = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if
+                                                            device.type == "cuda" else None)
+    if ranks.leader:
+        log.info("%s: %s parameters on %s x%d, %d training pairs", args.model,
+                 f"{count_parameters(model):,}", hardware(device), ranks.world, len(train_pairs))
 
     meta = {
         "name": args.model, "split_hash": split.hash, "tokenizer_hash": tokenizer.hash,
@@ -218,7 +270,8 @@ def main(argv: list[str] | None = None) -> Progress:
             progress.best_bleu, progress.best_loss = bleu, val_loss
             checkpoint.save(model, folder, {**meta, "progress": {
                 "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
-                "training_seconds": round(progress.seconds, 1), "hardware": hardware(device),
+                "training_seconds": round(progress.seconds, 1),
+                "hardware": f"{hardware(device)} x{ranks.world}",
                 "valid_bleu": round(bleu, 2), "valid_loss": round(val_loss, 4),
             }})
         save_state(folder, model, optimizer, progress, curve)
@@ -228,48 +281,59 @@ def main(argv: list[str] | None = None) -> Progress:
     start = time.perf_counter()
     last_eval = start
     run_loss, run_tokens, speed_tokens = 0.0, 0, 0
-    bar = tqdm(total=int(budget), unit="s", desc=args.model, mininterval=2 if sys.stderr.isatty() else 30,
+    bar = tqdm(total=int(budget), unit="s", desc=args.model, disable=not ranks.leader,
+               mininterval=2 if sys.stderr.isatty() else 30,
                bar_format="{desc} {percentage:3.0f}%|{bar:20}| {elapsed}<{remaining} {postfix}")
     done = False
     while not done:
         batches = token_batches(train_pairs, settings.max_tokens, seed=settings.seed + progress.epoch)
+        batches = batches[: len(batches) // ranks.world * ranks.world][ranks.rank :: ranks.world]
         for idx in batches[progress.batch_in_epoch :]:
             batch = collate([train_pairs[i] for i in idx]).to(device)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(progress.step + 1, settings)
-            loss = loss_fn(model(batch.src, batch.tgt_in).logits, batch.tgt_out, settings.label_smoothing)
+            loss = loss_fn(trainee(batch.src, batch.tgt_in).logits, batch.tgt_out, settings.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
-            (loss / batch.n_tokens).backward()
+            (loss / batch.n_tokens).backward()  # DDP averages these gradients over the ranks
             torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
             optimizer.step()
 
             now = time.perf_counter()
+            elapsed = now - start
+            eval_due, stop, n_tokens, loss_sum = agree(ranks, [
+                float(now - last_eval >= settings.eval_minutes * 60), float(elapsed >= budget),
+                float(batch.n_tokens), loss.item(),
+            ], device)
             progress.step += 1
             progress.batch_in_epoch += 1
-            progress.tokens += batch.n_tokens
-            progress.seconds = seconds_before + now - start
-            run_loss += loss.item()
-            run_tokens += batch.n_tokens
-            speed_tokens += batch.n_tokens
-            elapsed = now - start
+            progress.tokens += int(n_tokens)
+            progress.seconds = seconds_before + elapsed
+            run_loss += loss_sum
+            run_tokens += int(n_tokens)
+            speed_tokens += int(n_tokens)
             bar.n = min(int(elapsed), int(budget))
             bar.set_postfix_str(f"step {progress.step} loss {run_loss / run_tokens:.3f} "
                                 f"{speed_tokens / max(elapsed, 1e-9):,.0f} tok/s")
-            if now - last_eval >= settings.eval_minutes * 60 or elapsed >= budget:
-                evaluate_and_save(run_loss / run_tokens)
+            if eval_due or stop:
+                if ranks.leader:
+                    evaluate_and_save(run_loss / run_tokens)
+                if ranks.world > 1:
+                    dist.barrier()
                 run_loss, run_tokens, last_eval = 0.0, 0, time.perf_counter()
-            if time.perf_counter() - start >= budget:
+            if stop:
                 done = True
                 break
         else:
             progress.epoch += 1
             progress.batch_in_epoch = 0
     bar.close()
-    log.info("%s: %.0f target tokens/s over %.1f minutes; best valid BLEU %.2f", args.model,
-             speed_tokens / (time.perf_counter() - start), (time.perf_counter() - start) / 60,
-             progress.best_bleu)
-    return progress
-
+    if ranks.leader:
+        log.info("%s: %.0f target tokens/s over %.1f minutes; best valid BLEU %.2f", args.model,
+                 speed_tokens / (time.perf_counter() - start), (time.perf_counter() - start) / 60,
+                 progress.best_bleu)
+    if ranks.world > 1:
+        dist.destroy_process_group()
+    return model, progress
 
 
 if __name__ == "__main__":
