@@ -1,0 +1,155 @@
+"""How fast the page answers a reader, measured in a real browser (not a test: it prints figures).
+
+    .venv/bin/python bench/bench_page.py              # starts its own server on the shipped checkpoints
+    .venv/bin/python bench/bench_page.py --url http://127.0.0.1:8000/
+
+Two figures:
+- keystroke -> update: Playwright types a sentence into the text box; the time from the last
+  keystroke (the page's own `input` event) to the moment every view shows that sentence (the page's
+  `lab:updated` event, fired after the paint that follows the last redraw). It includes the ~120 ms
+  pause the page waits for before it asks the server. Median over --runs different sentences, so the
+  server's result cache never answers. Target: <= 150 ms.
+- first-load bytes: everything the browser received (headers and gzip-compressed bodies, from the
+  DevTools protocol) for a cold load of `/` until its first update. Target: <= 1.6 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+]
+SENTENCES = [
+    "Je mange une pomme.",
+    "Il fait froid ce matin.",
+    "Où est la bibliothèque ?",
+    "Nous partons demain pour Paris.",
+    "Elle lit un livre dans le jardin.",
+    "Tu as oublié tes clés sur la table.",
+    "Mon frère travaille à l'hôpital.",
+    "Les enfants jouent dans la rue.",
+    "Je voudrais un café, s'il vous plaît.",
+    "Le train arrive à huit heures.",
+    "Pourquoi est-ce que tu ris ?",
+    "J'ai perdu mon parapluie hier.",
+]
+TARGET_MS, TARGET_BYTES = 150, 1_600_000
+
+RECORD_KEYSTROKES = """
+window.__lastKeyAt = 0;
+document.getElementById('source').addEventListener('input', () => { window.__lastKeyAt = performance.now(); });
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning"],
+        cwd=ROOT, env=os.environ.copy(),
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}api/health", timeout=2).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    process.kill()
+    raise SystemExit("the server did not start within 120 s")
+
+
+def first_load_bytes(browser, url: str) -> tuple[int, int]:
+    """(bytes received, number of responses) for a cold load until the first update."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    received: dict[str, int] = {}
+    cdp.on("Network.loadingFinished", lambda e: received.__setitem__(e["requestId"], e["encodedDataLength"]))
+    page.goto(url)
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
+    page.wait_for_timeout(300)  # let the last responses report their sizes
+    context.close()
+    return sum(received.values()), len(received)
+
+
+def keystroke_to_update(browser, url: str, runs: int) -> list[float]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
+    page.evaluate(RECORD_KEYSTROKES)
+    box = page.get_by_test_id("source")
+    times = []
+    for sentence in (SENTENCES * (runs // len(SENTENCES) + 1))[:runs]:
+        box.fill("")
+        page.wait_for_function("window.attentionLab.lastUpdate.text === ''")
+        box.press_sequentially(sentence, delay=30)  # faster than the pause, like a steady typist
+        page.wait_for_function("t => window.attentionLab.lastUpdate.text === t", arg=sentence, timeout=60_000)
+        times.append(page.evaluate("window.attentionLab.lastUpdate.at - window.__lastKeyAt"))
+    context.close()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="a running server; default: start one on a free port")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    args = parser.parse_args()
+    process, url = (None, args.url) if args.url else start_server()
+    try:
+        models = httpx.get(f"{url.rstrip('/')}/api/health").json()["models"]
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            total, responses = first_load_bytes(browser, url)
+            times = keystroke_to_update(browser, url, args.runs)
+            browser.close()
+    finally:
+        if process:
+            process.terminate()
+            process.wait(10)
+    median = statistics.median(times)
+    result = {
+        "models": models,
+        "runs": len(times),
+        "keystroke_to_update_ms": {"median": round(median, 1), "min": round(min(times), 1),
+                                   "max": round(max(times), 1), "target": TARGET_MS},
+        "first_load": {"bytes": total, "responses": responses, "target": TARGET_BYTES},
+    }
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"models loaded: {', '.join(models) or 'none'}")
+    print(f"keystroke -> update: median {median:.0f} ms over {len(times)} runs "
+          f"(min {min(times):.0f}, max {max(times):.0f}; includes the 120 ms pause) "
+          f"target <= {TARGET_MS} ms: {'ok' if median <= TARGET_MS else 'MISSED'}")
+    print(f"first load: {total / 1e6:.3f} MB in {responses} responses, gzip "
+          f"target <= {TARGET_BYTES / 1e6:.1f} MB: {'ok' if total <= TARGET_BYTES else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+// Chapter 9, many heads: every layer x head of the Transformer as small multiples in one figure
+// (so it exports as one picture), plus the chosen head enlarged with its tokens on the axes.
+import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+
+export const KINDS = ["cross", "encoder", "decoder"];
+const KIND_AXES = {
+  cross: ["source", "output"],
+  encoder: ["source (keys)", "source (queries)"],
+  decoder: ["output so far (keys)", "output (queries)"],
+};
+
+/** The maps of one kind, indexed by layer then head. */
+export function mapsOfKind(response, kind) {
+  const maps = (response && response.maps ? response.maps : []).filter((m) => m.kind === kind);
+  const layers = maps.reduce((n, m) => Math.max(n, m.layer + 1), 0);
+  const heads = maps.reduce((n, m) => Math.max(n, m.head + 1), 0);
+  const grid = Array.from({ length: layers }, () => Array(heads).fill(null));
+  for (const m of maps) grid[m.layer][m.head] = m;
+  return { grid, layers, heads };
+}
+
+/**
+ * Small multiples as ONE heatmap: every head's matrix is a tile in a (layers x heads) mosaic, tiles
+ * separated by one empty (null) row/column. One trace on one pair of axes draws many times faster
+ * than a subplot per head, and the figure still exports as one picture.
+ * `onPick(layer, head)` runs when a tile is clicked.
+ */
+export function drawHeadGrid(div, response, kind, selected, onPick) {
+  const { grid, layers, heads } = mapsOfKind(response, kind);
+  const first = grid.flat().find(Boolean);
+  if (!first) {
+    showEmpty(div, "The Transformer returned no attention maps for this sentence.");
+    return;
+  }
+  const rows = first.rows.length;
+  const cols = first.cols.length;
+  const rowLabels = first.rows.map((t) => plotText(showToken(t)));
+  const colLabels = first.cols.map((t) => plotText(showToken(t)));
+  const height = layers * (rows + 1) - 1;
+  const width = heads * (cols + 1) - 1;
+  const z = Array.from({ length: height }, () => Array(width).fill(null));
+  const custom = Array.from({ length: height }, () => Array(width).fill(null));
+  for (let layer = 0; layer < layers; layer++) {
+    for (let head = 0; head < heads; head++) {
+      const map = grid[layer][head];
+      if (!map) continue;
+      const top = layer * (rows + 1);
+      const left = head * (cols + 1);
+      for (let i = 0; i < rows; i++) {
+        for (let j = 0; j < cols; j++) {
+          z[top + i][left + j] = map.weights[i][j];
+          custom[top + i][left + j] = [layer + 1, head + 1, rowLabels[i], colLabels[j]];
+        }
+      }
+    }
+  }
+  const trace = {
+    type: "heatmap",
+    z,
+    customdata: custom,
+    hovertemplate: "layer %{customdata[0]}, head %{customdata[1]}<br><b>%{customdata[2]}</b> → %{customdata[3]}" +
+      "<br>weight %{z:.3f}<extra></extra>",
+    hoverongaps: false,
+    colorscale: WEIGHT_SCALE,
+    zmin: 0,
+    zmax: 1,
+    showscale: false,
+    meta: { colorbarTitle: "weight" },
+  };
+  const compact = div.clientWidth < 520;
+  const annotations = [];
+  for (let head = 0; head < heads; head++) {
+    annotations.push({ text: compact ? `H${head + 1}` : `Head ${head + 1}`, x: head * (cols + 1) + (cols - 1) / 2,
+      y: -0.5, yanchor: "bottom", showarrow: false, font: { size: 12, color: "#414a5c" } });
+  }
+  for (let layer = 0; layer < layers; layer++) {
+    annotations.push({ text: `L${layer + 1}`, x: -0.5, xanchor: "right", xshift: -4,
+      y: layer * (rows + 1) + (rows - 1) / 2, showarrow: false, font: { size: 12, color: "#414a5c" } });
+  }
+  const shapes = [];
+  if (selected && grid[selected[0]] && grid[selected[0]][selected[1]]) {
+    const [layer, head] = selected;
+    shapes.push({ type: "rect", x0: head * (cols + 1) - 0.5, x1: head * (cols + 1) + cols - 0.5,
+      y0: layer * (rows + 1) - 0.5, y1: layer * (rows + 1) + rows - 0.5, line: { color: "#e8542f", width: 3 } });
+  }
+  const layout = baseLayout({
+    margin: { l: 30, r: 6, t: 24, b: 6 },
+    xaxis: { visible: false, range: [-0.5, width - 0.5], fixedrange: true },
+    yaxis: { visible: false, range: [height - 0.5, -0.5], fixedrange: true },
+    annotations,
+    shapes,
+  });
+  div.dataset.kind = kind;
+  draw(div, [trace], layout, `transformer-${kind}-heads`);
+  if (!div.dataset.clickBound) {
+    div.dataset.clickBound = "1";
+    div.on("plotly_click", (event) => {
+      const point = event.points && event.points[0];
+      const cell = point && point.customdata;
+      if (Array.isArray(cell)) onPick(cell[0] - 1, cell[1] - 1);
+    });
+  }
+}
+
+/** The chosen head, enlarged, with its tokens on both axes. */
+export function drawHeadDetail(div, response, kind, layer, head) {
+  const { grid } = mapsOfKind(response, kind);
+  const map = grid[layer] && grid[layer][head];
+  if (!map) {
+    showEmpty(div, "Pick a layer and a head.");
+    return;
+  }
+  const [xTitle, yTitle] = KIND_AXES[kind];
+  const trace = attentionTrace(map);
+  const layout = baseLayout({
+    margin: { l: 60, r: 12, t: 8, b: 60 },
+    xaxis: tokenAxis(map.cols, { title: { text: plotText(xTitle), standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
+    yaxis: tokenAxis(map.rows, { title: { text: plotText(yTitle), standoff: 6 }, autorange: "reversed" }),
+  });
+  div.dataset.kind = kind;
+  draw(div, [trace], layout, `transformer-${kind}-L${layer + 1}H${head + 1}`);
+}

@@ -1,0 +1,183 @@
+// Shared Plotly helpers: safe labels, integer token axes, export buttons, empty states, palettes.
+// Plotly reads labels as a small HTML dialect (<b>, <br>, <a>...), so every string that comes
+// from the user or the models goes through `plotText` first.
+
+const Plotly = () => window.Plotly;
+
+/** Colour-blind-safe sequential scale for attention weights (0..1). */
+export const WEIGHT_SCALE = "Viridis";
+export const GATE_SCALE = "Cividis";
+
+/** Okabe-Ito colours, one per model, used in every chart and on the cards. */
+export const MODEL_COLOURS = {
+  rnn: "#D55E00", // vermillion and blue: the pair compared in the gradient plot
+  lstm: "#0072B2",
+  "lstm-additive": "#009E73",
+  "lstm-dot": "#E69F00",
+  transformer: "#CC79A7",
+};
+
+const FONT = 'Inter, system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", "DejaVu Sans", Arial, sans-serif';
+
+/** Escape a string so Plotly shows it literally instead of reading tags or entities in it. */
+export function plotText(value) {
+  return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** A BPE piece as a reader wants to see it: the word-start marker dropped. */
+export function showToken(piece) {
+  const text = String(piece);
+  if (text === "▁") return "␣";
+  return text.startsWith("▁") ? text.slice(1) : text;
+}
+
+/**
+ * An axis that keeps repeated tokens apart: positions 0..n-1 on the axis, tokens as tick labels.
+ * (Category axes would merge two identical labels into one row.)
+ */
+export function tokenAxis(tokens, extra = {}) {
+  return {
+    tickmode: "array",
+    tickvals: tokens.map((_, i) => i),
+    ticktext: tokens.map((t) => plotText(showToken(t))),
+    showgrid: false,
+    zeroline: false,
+    ticks: "",
+    automargin: true,
+    tickfont: { size: tokens.length > 24 ? 9 : 12 },
+    ...extra,
+  };
+}
+
+/** customdata for a heatmap: [row token, column token] per cell, escaped for hover labels. */
+export function cellTokens(rows, cols) {
+  const r = rows.map((t) => plotText(showToken(t)));
+  const c = cols.map((t) => plotText(showToken(t)));
+  return r.map((rowTok) => c.map((colTok) => [rowTok, colTok]));
+}
+
+export function baseLayout(extra = {}) {
+  return {
+    font: { family: FONT, size: 12, color: "#2b3242" },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    margin: { l: 56, r: 16, t: 10, b: 48 },
+    autosize: true,
+    hoverlabel: { font: { family: FONT, size: 13 }, bgcolor: "#161b26", bordercolor: "#161b26" },
+    modebar: { bgcolor: "rgba(255,255,255,0.9)", color: "#8a93a6", activecolor: "#2b44c9" },
+    ...extra,
+  };
+}
+
+const SVG_ICON = {
+  width: 1000,
+  height: 1000,
+  // a page with "</>" : vector download
+  path:
+    "M200 50h420l230 230v620a50 50 0 0 1-50 50H200a50 50 0 0 1-50-50V100a50 50 0 0 1 50-50zm380 70v200h200z" +
+    "M370 520l-110 110 110 110 50-50-60-60 60-60zM630 520l-50 50 60 60-60 60 50 50 110-110z",
+  transform: "",
+};
+
+/**
+ * The figure as exported: on screen a shared HTML legend explains the colours (cheaper than a
+ * colour bar per plot), so exported heatmaps get their colour bar back, with room for it.
+ */
+function exportFigure(gd) {
+  const full = gd._fullLayout || {};
+  const bar = (trace) => trace.type === "heatmap" && trace.meta && trace.meta.colorbarTitle;
+  const withBar = gd.data.some(bar);
+  const data = gd.data.map((trace) => (bar(trace) ? {
+    ...trace,
+    showscale: true,
+    colorbar: { title: { text: trace.meta.colorbarTitle, side: "right" }, thickness: 12, outlinewidth: 0 },
+  } : trace));
+  const margin = { ...(gd.layout.margin || {}) };
+  if (withBar) margin.r = (margin.r || 0) + 80;
+  const layout = { ...gd.layout, margin, paper_bgcolor: "#ffffff", width: (full.width || 600) + (withBar ? 80 : 0),
+    height: full.height || 400 };
+  return { data, layout };
+}
+
+function exportButton(format, title, icon, filename) {
+  return {
+    name: `download-${format}`,
+    title,
+    icon,
+    click: (gd) => {
+      const figure = exportFigure(gd);
+      return Plotly().downloadImage(figure, {
+        format, filename, width: figure.layout.width, height: figure.layout.height, scale: format === "png" ? 2 : 1,
+      });
+    },
+  };
+}
+
+/** Modebar with a PNG (at 2x) and an SVG download button, both with the colour bar. */
+export function plotConfig(filename) {
+  return {
+    responsive: true,
+    displaylogo: false,
+    modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d"],
+    modeBarButtonsToAdd: [
+      exportButton("png", "Download plot as PNG", Plotly().Icons.camera, filename),
+      exportButton("svg", "Download plot as SVG", SVG_ICON, filename),
+    ],
+  };
+}
+
+/** Plotly's modebar buttons are links without href: make them reachable and usable by keyboard. */
+function keyboardModebar(div) {
+  for (const button of div.querySelectorAll(".modebar-btn:not([tabindex])")) {
+    button.setAttribute("tabindex", "0");
+    button.setAttribute("role", "button");
+    button.setAttribute("aria-label", button.getAttribute("data-title") || "plot tool");
+    button.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        button.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      }
+    });
+  }
+}
+
+/** Draw or redraw (Plotly.react reuses the existing plot), removing any placeholder. */
+export function draw(div, data, layout, filename) {
+  const empty = div.querySelector(":scope > .plot-empty");
+  if (empty) empty.remove();
+  div.dataset.state = "drawn";
+  return Plotly().react(div, data, layout, plotConfig(filename)).then(() => keyboardModebar(div));
+}
+
+/** Replace a plot with a short message (text only, never HTML). */
+export function showEmpty(div, message) {
+  if (window.Plotly && div.querySelector(".main-svg")) Plotly().purge(div);
+  let empty = div.querySelector(":scope > .plot-empty");
+  if (!empty) {
+    empty = document.createElement("div");
+    empty.className = "plot-empty";
+    div.append(empty);
+  }
+  empty.textContent = message;
+  div.dataset.state = "empty";
+}
+
+/** A heatmap of one attention map on integer axes, with both tokens and the weight on hover. */
+export function attentionTrace(map, extra = {}) {
+  return {
+    type: "heatmap",
+    z: map.weights,
+    x: map.cols.map((_, i) => i),
+    y: map.rows.map((_, i) => i),
+    customdata: cellTokens(map.rows, map.cols),
+    hovertemplate: "<b>%{customdata[0]}</b> → %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+    colorscale: WEIGHT_SCALE,
+    zmin: 0,
+    zmax: 1,
+    showscale: false,
+    meta: { colorbarTitle: "weight" },
+    xgap: 1,
+    ygap: 1,
+    ...extra,
+  };
+}
