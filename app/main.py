@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 
+import torch
 from fastapi import FastAPI, Request
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
@@ -28,6 +29,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # Tests may put a registry in place before start-up; otherwise load the checkpoints.
+        if settings.torch_threads:
+            torch.set_num_threads(settings.torch_threads)
         if getattr(app.state, "registry", None) is None:
             app.state.registry = load_registry(
                 settings.checkpoints, settings.models, settings.device, settings.cache_size,

@@ -75,7 +75,17 @@ def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
     for p in model.parameters():
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
     info = {**describe(model.config), "parameters": count_parameters(model)}
-    return LoadedModel(name, model, info, checkpoint.read_metrics(folder), checkpoint.read_curve(folder))
+    return LoadedModel(name, model, info, _read_or(checkpoint.read_metrics, folder, {}),
+                       _read_or(checkpoint.read_curve, folder, []))
+
+
+def _read_or(read, folder: Path, default):
+    """The evaluation and the training log are extras: a broken file blanks them, not the model."""
+    try:
+        return read(folder)
+    except ValueError as error:  # json.JSONDecodeError is a ValueError
+        log.warning("%s: %s unreadable (%s)", folder.name, read.__name__, error)
+        return default
 
 
 def load_registry(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -34,7 +36,7 @@ def test_gradient_norms_equal_the_exact_jacobian_when_K_equals_H(cell):
         return out[0] if isinstance(out, tuple) else out
 
     J = torch.autograd.functional.jacobian(final, x)[0, :, 0]  # (H, T, E)
-    exact = J.pow(2).sum(dim=(0, 2)).sqrt().flip(0)
+    exact = J.double().pow(2).sum(dim=(0, 2)).sqrt().flip(0)
     torch.testing.assert_close(norms, exact, rtol=1e-4, atol=1e-6)
 
 
@@ -44,8 +46,25 @@ def test_gradient_estimate_is_close_when_K_is_below_H():
     norms, _ = jacobian_norms(model, list(range(4, 16)))
     x = model.embed(torch.tensor([list(range(4, 16))])).detach()
     J = torch.autograd.functional.jacobian(lambda x: model.encoder(x).final[0], x)[0, :, 0]
-    exact = J.pow(2).sum(dim=(0, 2)).sqrt().flip(0)
+    exact = J.double().pow(2).sum(dim=(0, 2)).sqrt().flip(0)
     assert ((norms / exact - 1).abs() < 0.5).all()  # K = 32 of H = 256: a rough but honest estimate
+
+
+def test_vanishing_gradients_stay_visible_far_below_float32():
+    """A contractive RNN: by 150 steps back the gradient is far below float32's smallest
+    number, yet the rescaled float32 pass matches a float64 computation of the same thing."""
+    torch.manual_seed(3)
+    model = build(Seq2SeqConfig(vocab_size=50, cell="rnn", d_embed=8, d_hidden=DIRECTIONS)).eval()
+    with torch.no_grad():
+        model.encoder.cell.W.weight.mul_(0.3)
+    ids = [4 + i % 40 for i in range(150)]
+    norms, _ = jacobian_norms(model, ids)
+    double = copy.deepcopy(model).double()
+    x = double.embed(torch.tensor([ids])).detach()
+    J = torch.autograd.functional.jacobian(lambda x: double.encoder(x).final, x)[0, :, 0]  # (H, T, E)
+    exact = J.pow(2).sum(dim=(0, 2)).sqrt().flip(0)
+    assert exact[-1] < 1e-50  # far beyond float32
+    torch.testing.assert_close(norms, exact, rtol=1e-3, atol=0)
 
 
 def test_gradients_leave_no_trace_on_the_model(registry):

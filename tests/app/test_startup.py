@@ -61,12 +61,14 @@ def test_broken_checkpoints_are_reported_and_the_others_serve(tmp_path):
     folder = write_tiny_checkpoints(tmp_path / "checkpoints", names=("lstm", "lstm-dot", "transformer"))
     (folder / "lstm-dot" / "model.safetensors").write_bytes(b"not a safetensors file")
     shutil.rmtree(folder / "transformer")
+    (folder / "lstm" / "metrics.json").write_text("{truncated")  # a broken extra blanks only itself
     with TestClient(create_app(tiny_settings(folder))) as client:
         health = client.get("/api/health").json()
         assert health["status"] == "ok" and health["models"] == ["lstm"]
         assert set(health["unavailable"]) == {"rnn", "lstm-additive", "lstm-dot", "transformer"}
         assert "no checkpoint" in health["unavailable"]["transformer"]
-        assert [m["name"] for m in client.get("/api/models").json()] == ["lstm"]
+        [lstm] = client.get("/api/models").json()
+        assert lstm["name"] == "lstm" and lstm["metrics"]["bleu"] is None and lstm["curve_points"] == 3
         assert client.post("/api/translate", json={"text": "Bonjour.", "model": "lstm"}).status_code == 200
         missing = client.post("/api/translate", json={"text": "Bonjour.", "model": "transformer"})
         assert missing.status_code == 404 and "not loaded" in missing.json()["detail"]
@@ -91,6 +93,16 @@ def test_registry_can_be_injected_through_dependency_overrides(tiny_checkpoints,
     app.dependency_overrides[get_registry] = lambda: injected
     with TestClient(app) as client:
         assert client.get("/api/health").json()["models"] == ["rnn"]
+
+
+def test_an_unexpected_error_is_a_json_500_not_a_crash(tiny_checkpoints):
+    """The safety net only: a bug (here a registry that is not one) still answers in JSON."""
+    app = create_app(tiny_settings(tiny_checkpoints))
+    app.dependency_overrides[get_registry] = lambda: object()
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.post("/api/translate", json={"text": "Bonjour."})
+        assert response.status_code == 500
+        assert "internal error (AttributeError)" in response.json()["detail"]
 
 
 def test_page_static_and_vendored_plotly(client):
