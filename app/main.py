@@ -72,7 +72,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     def unexpected(request: Request, error: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
         return JSONResponse({"detail": f"internal error ({type(error).__name__}); please report it"},
                             status_code=500)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from models.data import normalize
 from models.tokenizer import UNK_ID, BPETokenizer
+
+# JSON may carry "\ud800" escapes that are no character at all; the tokenizer cannot take them.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class InvalidTextError(ValueError):
@@ -25,7 +29,7 @@ def check_text(text: str, max_chars: int) -> str:
     The limit is checked again after normalisation: NFKC can expand one character into many
     (U+FDFA becomes 18), and the Transformer has a fixed number of positions.
     """
-    trimmed = text.strip()
+    trimmed = _LONE_SURROGATE.sub("\ufffd", text).strip()
     if not 1 <= len(trimmed) <= max_chars:
         raise InvalidTextError(
             f"must be 1 to {max_chars} characters after trimming white space, got {len(trimmed)}")

@@ -114,6 +114,15 @@ def test_longest_input_gets_every_map(short_client):
     assert len(body["target_tokens"]) <= 12
 
 
+@pytest.mark.parametrize("raw", [b'"a\\ud800b"', b'"\\udfff"', b'"\\udbff\\udfff"'])
+def test_lone_surrogates_are_replaced_not_500(short_client, raw):
+    """JSON escapes can name UTF-16 halves that are no character; they become U+FFFD (<unk>)."""
+    for path in ("/api/translate", "/api/attention", "/api/gradients"):
+        body = b'{"text": ' + raw + b', "model": "transformer"}'
+        response = short_client.post(path, content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 200, (path, response.text)
+
+
 def test_all_unknown_pieces_still_translate(client):
     body = client.post("/api/attention", json={"text": "😀🙃", "model": "transformer"}).json()
     assert set(body["source_tokens"]) <= {"<unk>", "▁"}
