@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import random
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from app.services.decoding import DecodeOptions, InvalidOptionError
 from app.services.gradients import DIRECTIONS, jacobian_norms, repeat_to
 from app.services.registry import load_registry
 from app.services.rounding import round_sig
-from app.services.text import InvalidTextError, check_text
+from app.services.text import InvalidTextError, check_text, source_of
 from app.services.translate import translate
 from models.config import Seq2SeqConfig
 from models.registry import build
@@ -125,3 +126,16 @@ def test_positional_switch_permutes_encoder_attention(registry):
     a = torch.tensor(original["maps"][0]["weights"])
     b = torch.tensor(shuffled["maps"][0]["weights"])[order][:, order]
     torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3)
+
+
+def test_any_unicode_text_is_either_rejected_or_encoded(registry):
+    """Random strings from the whole code space (surrogates, controls, unassigned included):
+    each is a clear InvalidTextError or a non-empty list of pieces, never another exception."""
+    rng = random.Random(0)
+    for _ in range(300):
+        text = "".join(chr(rng.randrange(0x110000)) for _ in range(rng.randrange(1, 40)))
+        try:
+            source = source_of(registry.tokenizer, text)
+        except InvalidTextError:
+            continue
+        assert source.ids and len(source.pieces) == len(source.ids)
