@@ -12,8 +12,6 @@ from app.services.text import Source
 from models.config import TransformerConfig
 from models.decoding import Decoded, beam_search, greedy, max_target_len
 
-MAX_TOP_K = 10
-
 
 class InvalidOptionError(ValueError):
     """An option the chosen model does not have (e.g. a head switch on a recurrent model)."""
