@@ -61,3 +61,11 @@ def test_cache_hit_equals_fresh_answer(tiny_checkpoints):
     assert again is first and len(cached.cache) == 1
     fresh = translate(load_registry(tiny_checkpoints, device="cpu", cache_size=0), "lstm", "Je mange du pain.")
     assert fresh == first
+
+
+def test_cache_survives_many_threads():
+    cache = ResultCache(16)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda i: cache.get_or_compute(i % 40, lambda: {"v": i % 40}), range(4000)))
+    assert [r["v"] for r in results] == [i % 40 for i in range(4000)]
+    assert len(cache) == 16
