@@ -14,7 +14,9 @@
 #   sudo scripts/check-container.sh            # as root
 #
 # Settings (environment): IMAGE, BASE_IMAGE, WORK_DIR, WHEELS, PIP_INDEX, CA_BUNDLE, TORCH_VARIANT,
-# STARTUP_TIMEOUT, ATTENTION_LAB_MODELS (default: every model with a checkpoint in the image).
+# STARTUP_TIMEOUT, ATTENTION_LAB_MODELS (default: every model with a checkpoint), CHECKPOINTS_DIR (a
+# host folder mounted read-only over the image's checkpoints for the run, e.g. to measure memory
+# with another set of checkpoints; default: the image's own), SKIP_BUILD=1 (check the existing IMAGE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +42,7 @@ mkdir -p "$WORK_DIR" "$ROOT"
 say() { printf '== %s\n' "$*"; }
 human() { numfmt --to=iec-i --suffix=B --format=%.1f "$1"; }
 
-NETNS_PID= SERVER_PID= IMAGE_MOUNTED=
+NETNS_PID= SERVER_PID= IMAGE_MOUNTED= CKPT_MOUNT=
 cleanup() {
     local flags=$-
     set +e
@@ -48,7 +50,7 @@ cleanup() {
         kill -TERM "$SERVER_PID"; sleep 3; kill -KILL "$SERVER_PID" 2>/dev/null
     fi
     [ -n "$NETNS_PID" ] && kill "$NETNS_PID" 2>/dev/null
-    for m in "$ROOT/dev" "$ROOT/proc" "$ROOT/tmp" "$ROOT"; do
+    for m in ${CKPT_MOUNT:+"$CKPT_MOUNT"} "$ROOT/dev" "$ROOT/proc" "$ROOT/tmp" "$ROOT"; do
         mountpoint -q "$m" && umount "$m"
     done
     [ -n "$IMAGE_MOUNTED" ] && "${PODMAN[@]}" image unmount "$IMAGE" >/dev/null 2>&1
@@ -79,25 +81,29 @@ else
 fi
 
 # --- 2. build ---------------------------------------------------------------------------------
-old_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
-say "build $IMAGE (BASE_IMAGE=$BASE_IMAGE TORCH_VARIANT=$TORCH_VARIANT)"
-t0=$(date +%s)
-"${NICE[@]}" "${PODMAN[@]}" build --isolation chroot --format docker --layers=false --tag "$IMAGE" \
-    --build-arg BASE_IMAGE="$BASE_IMAGE" \
-    --build-arg TORCH_VARIANT="$TORCH_VARIANT" \
-    --build-arg TORCH_INDEX_URL="$PIP_INDEX" \
-    --build-arg PIP_FIND_LINKS=/opt/wheels \
-    --build-arg PIP_CERT=/opt/build-ca.crt \
-    -v "$WHEELS:/opt/wheels:ro" -v "$CA_BUNDLE:/opt/build-ca.crt:ro" \
-    -f Dockerfile . >"$WORK_DIR/build.log" 2>&1 || { tail -40 "$WORK_DIR/build.log"; exit 1; }
-build_s=$(( $(date +%s) - t0 ))
-new_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
-    "${PODMAN[@]}" rmi "$old_id" >/dev/null 2>&1 || true   # the previous run's image, now untagged
+if [ "${SKIP_BUILD:-0}" = 1 ] && "${PODMAN[@]}" image exists "$IMAGE"; then
+    say "build: skipped (SKIP_BUILD=1), checking the existing $IMAGE"
+else
+    old_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+    say "build $IMAGE (BASE_IMAGE=$BASE_IMAGE TORCH_VARIANT=$TORCH_VARIANT)"
+    t0=$(date +%s)
+    "${NICE[@]}" "${PODMAN[@]}" build --isolation chroot --format docker --layers=false --tag "$IMAGE" \
+        --build-arg BASE_IMAGE="$BASE_IMAGE" \
+        --build-arg TORCH_VARIANT="$TORCH_VARIANT" \
+        --build-arg TORCH_INDEX_URL="$PIP_INDEX" \
+        --build-arg PIP_FIND_LINKS=/opt/wheels \
+        --build-arg PIP_CERT=/opt/build-ca.crt \
+        -v "$WHEELS:/opt/wheels:ro" -v "$CA_BUNDLE:/opt/build-ca.crt:ro" \
+        -f Dockerfile . >"$WORK_DIR/build.log" 2>&1 || { tail -40 "$WORK_DIR/build.log"; exit 1; }
+    build_s=$(( $(date +%s) - t0 ))
+    new_id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
+    if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
+        "${PODMAN[@]}" rmi "$old_id" >/dev/null 2>&1 || true   # the previous run's image, now untagged
+    fi
+    grep -E '^torch [0-9]' "$WORK_DIR/build.log" | tail -1 | sed 's/^/   builder check: /'
+    say "build time: ${build_s}s"
 fi
 size=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE")
-grep -E '^torch [0-9]' "$WORK_DIR/build.log" | tail -1 | sed 's/^/   builder check: /'
-say "build time: ${build_s}s"
 say "image size: $(human "$size") ($size bytes)"
 
 # --- 3. start the image's command -------------------------------------------------------------
@@ -124,11 +130,20 @@ home=$(awk -F: -v u="$uid" '$3 == u {print $6}' "$ROOT/etc/passwd")
 
 ckpt_dir=$(printf '%s\n' "${ENVS[@]}" | sed -n 's/^ATTENTION_LAB_CHECKPOINTS=//p')
 ckpt_dir=${ckpt_dir:-$workdir/checkpoints}
+unreadable=$(find "$ROOT$workdir" "$ROOT/opt/venv" ! -perm -o+r | wc -l)
+echo "   files in $workdir and /opt/venv that the server user cannot read: $unreadable"
+[ "$unreadable" = 0 ] || exit 1
+echo "   checkpoints in the image: $(cd "$ROOT$ckpt_dir" && ls -d */ | tr -d / | paste -sd, -)" \
+     "($(du -sh "$ROOT$ckpt_dir" | cut -f1)); training state or logs shipped:" \
+     "$(find "$ROOT$ckpt_dir" -name 'train_state*' -o -name '*.log' | wc -l) files"
+if [ -n "${CHECKPOINTS_DIR:-}" ]; then
+    CKPT_MOUNT=$ROOT$ckpt_dir
+    mount --bind "$CHECKPOINTS_DIR" "$CKPT_MOUNT" && mount -o remount,bind,ro "$CKPT_MOUNT"
+    echo "   for this run: $CHECKPOINTS_DIR mounted read-only over $ckpt_dir"
+fi
 shipped=$(cd "$ROOT$ckpt_dir" && for f in */model.safetensors; do [ -e "$f" ] && echo "${f%%/*}"; done | paste -sd, -)
 models=${ATTENTION_LAB_MODELS:-$shipped}
-echo "   checkpoints in the image: ${shipped:-none} ($(du -sh "$ROOT$ckpt_dir" | cut -f1));" \
-     "training state shipped: $(find "$ROOT$ckpt_dir" -name 'train_state*' -o -name '*.log' | wc -l) files"
-[ -n "$models" ] || { echo "no checkpoints in the image"; exit 1; }
+[ -n "$models" ] || { echo "no checkpoints with weights"; exit 1; }
 
 unshare --net sleep infinity & NETNS_PID=$!
 sleep 0.5
@@ -170,6 +185,7 @@ model=transformer
 import json
 import sys
 import time
+import urllib.error
 import urllib.request
 
 base, model = "http://127.0.0.1:8000", sys.argv[1]
@@ -178,12 +194,17 @@ base, model = "http://127.0.0.1:8000", sys.argv[1]
 def call(path, body=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(base + path, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return resp.status, resp.read().decode()
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as error:
+        sys.exit(f"{'GET' if body is None else 'POST'} {path} -> {error.code} {error.read().decode()}")
 
 
 status, text = call("/api/health")
 print(f"GET /api/health -> {status} {text}")
+if json.loads(text).get("status") != "ok":
+    sys.exit("the server is up but not every model loaded")
 body = {"text": "Je mange du pain.", "model": model}
 t0 = time.perf_counter()
 status, text = call("/api/translate", body)
@@ -200,6 +221,17 @@ for sentence in sentences:
     call("/api/translate", {"text": sentence, "model": model})
 rate = len(sentences) / (time.perf_counter() - t0)
 print(f"{len(sentences)} sequential /api/translate ({model}, greedy, 1 torch thread): {rate:.1f} requests/s")
+# The heaviest requests, once per loaded model, before the memory is read: beam search, every
+# attention map, and the gradients of the longest input the server accepts.
+long_text = "Le petit chat noir dort tranquillement sur le vieux canapé du salon."
+names = json.loads(call("/api/health")[1])["models"]
+t0 = time.perf_counter()
+for name in names:
+    call("/api/translate", {"text": long_text, "model": name, "beam_size": 8})
+    call("/api/attention", {"text": long_text, "model": name})
+call("/api/gradients", {"text": long_text, "length": 200})
+print(f"heaviest requests (beam 8 + /api/attention for {len(names)} models, /api/gradients length 200): "
+      f"{time.perf_counter() - t0:.1f} s")
 PY
 
 uid_now=$(awk '/^Uid:/ {print $2}' "/proc/$SERVER_PID/status")
@@ -216,7 +248,7 @@ fi
 wait "$SERVER_PID" 2>/dev/null && rc=0 || rc=$?
 SERVER_PID=
 grep -q "Finished server process" "$WORK_DIR/server.log" && echo "   uvicorn: $(grep 'Finished server process' "$WORK_DIR/server.log" | tail -1)"
-say "stopped on SIGTERM (exit $rc); cleaning up"
+say "stopped on SIGTERM (exit $rc: uvicorn re-raises the signal after its graceful shutdown); cleaning up"
 cleanup; trap - EXIT
 mountpoint -q "$ROOT" && { echo "still mounted: $ROOT"; exit 1; }
 say "container check passed"
