@@ -5,6 +5,7 @@ import * as api from "./api.js";
 import { drawAlignment } from "./alignment.js";
 import { drawGates, drawGradients } from "./gradients.js";
 import { KINDS, drawHeadDetail, drawHeadGrid, mapsOfKind } from "./heads.js";
+import { whenNear } from "./lazy.js";
 import { showEmpty } from "./plots.js";
 import { MODEL_NAMES, TranslationCards, bucketOf, drawBleuByLength } from "./translations.js";
 
@@ -82,7 +83,8 @@ function drawBleu() {
   const key = `${bucketOf(state.text)}|${state.model}|${state.models.length}`;
   if (key === bleuDrawn) return;
   bleuDrawn = key;
-  drawBleuByLength($("bleu-plot"), state.models, bucketOf(state.text), state.model);
+  const div = $("bleu-plot");
+  whenNear(div, () => drawBleuByLength(div, state.models, bucketOf(state.text), state.model));
 }
 
 function fillHeadPickers() {
@@ -106,8 +108,9 @@ function drawHeads() {
   if (!cards.isAvailable("transformer")) return;
   if (!state.transformer) return;
   fillHeadPickers();
-  drawHeadGrid($("heads-grid"), state.transformer, state.kind, [state.layer, state.head], pickHead);
-  drawHeadDetail($("head-detail"), state.transformer, state.kind, state.layer, state.head);
+  const { transformer, kind, layer, head } = state;
+  whenNear($("heads-grid"), () => drawHeadGrid($("heads-grid"), transformer, kind, [layer, head], pickHead));
+  whenNear($("head-detail"), () => drawHeadDetail($("head-detail"), transformer, kind, layer, head));
 }
 
 function pickHead(layer, head) {
@@ -185,7 +188,8 @@ function update() {
         state.transformer = answer;
         drawHeads();
       } else if (usesAttention) {
-        drawAlignment($(`align-${name}`), name, answer);
+        const div = $(`align-${name}`);
+        whenNear(div, () => drawAlignment(div, name, answer));
       }
     } catch (error) {
       if (api.isAbort(error) || !current()) return;
@@ -193,7 +197,8 @@ function update() {
       cards.setProblem(name, error instanceof api.ApiError && error.status === 404 ? UNAVAILABLE : "No answer this time.");
     }
   });
-  jobs.push(updateGradients(text, signal, generation, failures));
+  // the gradient experiment is the heaviest request: it runs only once its plots are near the screen
+  jobs.push(whenNear($("grad-plot"), () => updateGradients(text, signal, generation, failures), updateLengthOnly));
 
   Promise.all(jobs).then(() => {
     if (!current()) return;
@@ -288,7 +293,8 @@ async function start() {
 
   $("gate-view").addEventListener("change", (e) => {
     state.gateView = e.target.value;
-    if (state.gradientsAnswer) drawGates($("gates-plot"), state.gradientsAnswer, state.gateView);
+    const answer = state.gradientsAnswer;
+    if (answer) whenNear($("gates-plot"), () => drawGates($("gates-plot"), answer, state.gateView));
   });
 
   const slider = $("grad-length");

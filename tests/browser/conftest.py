@@ -189,3 +189,23 @@ def type_sentence(page, text: str) -> None:
     box.fill("")
     box.press_sequentially(text, delay=5)
     page.wait_for_function("text => window.attentionLab.lastUpdate?.text === text", arg=text, timeout=15_000)
+
+
+def show(page, testid: str):
+    """Scroll a plot into view (plots far below the fold are drawn only when they come near the
+    screen) and wait until it is drawn for the current text; return its locator."""
+    plot = page.get_by_test_id(testid)
+    plot.evaluate("el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
+    page.wait_for_function(
+        "id => { const el = document.querySelector(`[data-testid='${id}']`);"
+        " return !el.dataset.stale && (el.querySelector('.main-svg') || el.querySelector('.plot-empty')); }",
+        arg=testid, timeout=15_000,
+    )
+    return plot
+
+
+def show_everything(page) -> None:
+    """Bring every plot up to date (for full-page screenshots), then go back to the top."""
+    for testid in page.locator(".plot").evaluate_all("els => els.map(e => e.dataset.testid)"):
+        show(page, testid)
+    page.evaluate("window.scrollTo({top: 0, behavior: 'instant'})")

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser.conftest import type_sentence
+from tests.browser.conftest import show, show_everything, type_sentence
 
 pytestmark = pytest.mark.browser
 
@@ -16,12 +16,12 @@ ATTENTION_PLOTS = {"lstm-additive": "attention-lstm-additive", "lstm-dot": "atte
 
 
 def plot_drawn(page, testid: str) -> bool:
-    return page.get_by_test_id(testid).locator(".main-svg").count() > 0
+    return show(page, testid).locator(".main-svg").count() > 0
 
 
 def plot_z(page, testid: str):
     """The z matrix of the first trace of a Plotly div."""
-    return page.get_by_test_id(testid).evaluate("gd => gd.data && gd.data[0] && gd.data[0].z")
+    return show(page, testid).evaluate("gd => gd.data && gd.data[0] && gd.data[0].z")
 
 
 def test_first_load_shows_every_view(shared_page, available):
@@ -36,7 +36,7 @@ def test_first_load_shows_every_view(shared_page, available):
         assert plot_drawn(page, "heads-grid") and plot_drawn(page, "head-detail")
     if {"rnn", "lstm"} & set(available):
         assert plot_drawn(page, "gradient-plot")
-        curves = page.get_by_test_id("gradient-plot").evaluate("gd => gd.data.length")
+        curves = show(page, "gradient-plot").evaluate("gd => gd.data.length")
         assert curves == len({"rnn", "lstm"} & set(available))
         assert page.get_by_test_id("gradient-plot").evaluate("gd => gd.layout.yaxis.type") == "log"
     if "lstm" in available:
@@ -56,7 +56,7 @@ def test_typing_translates_with_every_model(shared_page, available, server):
     # the repeated word "chat" keeps two separate columns: integer axes, tokens as tick labels
     if "lstm-dot" in available:
         tokens = httpx.post(f"{server}/api/attention", json={"text": sentence, "model": "lstm-dot"}).json()
-        axis = page.get_by_test_id("attention-lstm-dot").evaluate("gd => gd.layout.xaxis")
+        axis = show(page, "attention-lstm-dot").evaluate("gd => gd.layout.xaxis")
         assert axis["tickvals"] == list(range(len(tokens["source_tokens"])))
         assert len(plot_z(page, "attention-lstm-dot")[0]) == len(tokens["source_tokens"])
     # each card gives the BLEU of the typed length's bucket (7 words: 6-10)
@@ -74,7 +74,7 @@ def transformer_page(shared_page, available):
 
 def test_changing_the_kind_redraws_the_heads(transformer_page):
     page, problems = transformer_page
-    grid = page.get_by_test_id("heads-grid")
+    grid = show(page, "heads-grid")
     assert grid.get_attribute("data-kind") == "cross"
     cross = plot_z(page, "head-detail")
     n_traces = grid.evaluate("gd => gd.data.length")
@@ -103,8 +103,7 @@ def test_clicking_a_head_enlarges_it(transformer_page):
     page, problems = transformer_page
     page.get_by_label("Cross").check()
     page.wait_for_function("document.getElementById('heads-grid').dataset.kind === 'cross'")
-    grid = page.get_by_test_id("heads-grid")
-    grid.evaluate("el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
+    grid = show(page, "heads-grid")
     cover = grid.locator(".nsewdrag").first.bounding_box()
     x, y = cover["x"] + cover["width"] * 0.97, cover["y"] + cover["height"] * 0.97
     page.mouse.move(x, y)  # Plotly reports a click on the point it last hovered
@@ -118,7 +117,7 @@ def test_clicking_a_head_enlarges_it(transformer_page):
 @pytest.mark.parametrize("fmt", ["png", "svg"])
 def test_plots_export_png_and_svg(shared_page, available, fmt):
     page, problems = shared_page
-    plot = page.get_by_test_id("attention-lstm-dot" if "lstm-dot" in available else "bleu-plot")
+    plot = show(page, "attention-lstm-dot" if "lstm-dot" in available else "bleu-plot")
     plot.hover()
     with page.expect_download() as download:
         plot.locator(f'.modebar-btn[data-title="Download plot as {fmt.upper()}"]').click()
@@ -144,7 +143,7 @@ def test_markup_in_the_input_stays_text(shared_page, available):
         assert card_text.evaluate("el => el.children.length") == 0, "a translation is plain text"
     # Plotly labels: the tokens are shown literally, not read as tags
     if "lstm-dot" in available:
-        labels = page.get_by_test_id("attention-lstm-dot").locator(".xtick text").evaluate_all(
+        labels = show(page, "attention-lstm-dot").locator(".xtick text").evaluate_all(
             "els => els.map(e => e.textContent)")
         assert any("<" in label or ">" in label for label in labels), labels
     assert problems.errors == []
@@ -182,7 +181,7 @@ def test_an_unavailable_model_is_shown_and_the_rest_works(open_page, server):
     page.reload()
     page.wait_for_function("window.attentionLab.lastUpdate !== null")
     assert "Not available" in page.get_by_test_id("translation-lstm-dot").inner_text()
-    assert "not available" in page.get_by_test_id("attention-lstm-dot").inner_text()
+    assert "not available" in show(page, "attention-lstm-dot").inner_text()
     assert plot_drawn(page, "attention-lstm-additive")
 
 
@@ -193,7 +192,7 @@ def test_url_state_is_restored(open_page, available):
     assert page.locator('.card[data-model="lstm"]').get_attribute("aria-pressed") == "true"
     assert page.get_by_test_id("grad-length").input_value() == "30"
     if "rnn" in available:
-        assert page.get_by_test_id("gradient-plot").evaluate("gd => gd.data[0].x.length") == 30
+        assert show(page, "gradient-plot").evaluate("gd => gd.data[0].x.length") == 30
     assert problems.errors == []
 
 
@@ -202,6 +201,7 @@ def test_screenshots_at_desktop_and_phone_width(open_page, available):
     for width in (1280, 390):
         page, problems = open_page(width=width)
         assert page.evaluate("document.documentElement.scrollWidth") <= width, "no sideways scrolling"
+        show_everything(page)
         page.get_by_test_id("source").focus()
         path = folder / f"page-{width}.png"
         page.screenshot(path=str(path), full_page=True)
