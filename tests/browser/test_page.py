@@ -128,6 +128,29 @@ def test_plots_export_png_and_svg(shared_page, available, fmt):
     assert problems.errors == []
 
 
+def test_length_control_and_gate_views(shared_page, available, server):
+    if not {"rnn", "lstm"} <= set(available):
+        pytest.skip("needs the rnn and lstm models")
+    page, problems = shared_page
+    plot = show(page, "gradient-plot")
+    slider = page.get_by_test_id("grad-length")
+    slider.focus()
+    page.keyboard.press("End")  # keyboard: the longest input, 200 tokens
+    page.wait_for_function("document.getElementById('grad-plot').data[0].x.length === 200")
+    assert plot.evaluate("gd => gd.data.map(t => t.name)") == ["RNN", "LSTM"]
+    assert page.locator("#grad-length-value").inner_text() == "200 tokens"
+    assert "len=200" in page.url
+    gates = show(page, "gates-plot")
+    assert gates.evaluate("gd => gd.data[0].z.length") == 3  # input, forget, output averaged
+    page.get_by_test_id("gate-view").select_option("forget")
+    units = httpx.post(f"{server}/api/gradients", json={"text": "x", "length": 2}).json()["gates"]["units"]
+    page.wait_for_function("document.getElementById('gates-plot').dataset.view === 'forget'")
+    assert gates.evaluate("gd => gd.data[0].z.length") == len(units)
+    assert gates.evaluate("gd => gd.data[0].z[0].length") == 200
+    assert problems.errors == []
+    page.evaluate("window.scrollTo({top: 0, behavior: 'instant'})")  # the next tests type at the top
+
+
 def test_markup_in_the_input_stays_text(shared_page, available):
     page, problems = shared_page
     scripts_before = page.locator("script").count()
