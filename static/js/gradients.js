@@ -82,17 +82,12 @@ export function drawGates(div, response, view = "mean") {
     showscale: false,
     meta: { colorbarTitle: "activation" },
   };
-  const step = Math.ceil(tokens.length / 20);
-  const shownTicks = tokens.map((_, i) => i).filter((i) => i % step === 0);
   const layout = baseLayout({
     margin: { l: 84, r: 12, t: 10, b: 70 },
     xaxis: tokenAxis(tokens, {
       tickangle: tokens.length > 8 ? -60 : 0,
       automargin: false, // rotated labels would otherwise cost a second layout pass per redraw
-      // long inputs: label every few tokens so the axis stays readable
-      tickvals: shownTicks,
-      ticktext: shownTicks.map((i) => labels[i]),
-    }),
+    }, 20),
     yaxis: {
       ...tokenAxis(m.rows, { autorange: "reversed" }),
       ...(rows.length > 8 ? { showticklabels: false, title: { text: plotText(m.rowTitle) } } : {}),

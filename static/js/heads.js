@@ -38,8 +38,10 @@ export function drawHeadGrid(div, response, kind, selected, onPick) {
   const colLabels = first.cols.map((t) => plotText(showToken(t)));
   const height = layers * (rows + 1) - 1;
   const width = heads * (cols + 1) - 1;
+  // token labels on hover for every cell, unless the mosaic is huge (long inputs): then only weights
+  const labelled = height * width <= 40_000;
   const z = Array.from({ length: height }, () => Array(width).fill(null));
-  const custom = Array.from({ length: height }, () => Array(width).fill(null));
+  const custom = labelled ? Array.from({ length: height }, () => Array(width).fill(null)) : null;
   for (let layer = 0; layer < layers; layer++) {
     for (let head = 0; head < heads; head++) {
       const map = grid[layer][head];
@@ -49,7 +51,7 @@ export function drawHeadGrid(div, response, kind, selected, onPick) {
       for (let i = 0; i < rows; i++) {
         for (let j = 0; j < cols; j++) {
           z[top + i][left + j] = map.weights[i][j];
-          custom[top + i][left + j] = [layer + 1, head + 1, rowLabels[i], colLabels[j]];
+          if (labelled) custom[top + i][left + j] = [layer + 1, head + 1, rowLabels[i], colLabels[j]];
         }
       }
     }
@@ -58,8 +60,10 @@ export function drawHeadGrid(div, response, kind, selected, onPick) {
     type: "heatmap",
     z,
     customdata: custom,
-    hovertemplate: "layer %{customdata[0]}, head %{customdata[1]}<br><b>%{customdata[2]}</b> → %{customdata[3]}" +
-      "<br>weight %{z:.3f}<extra></extra>",
+    hovertemplate: labelled
+      ? "layer %{customdata[0]}, head %{customdata[1]}<br><b>%{customdata[2]}</b> → %{customdata[3]}" +
+        "<br>weight %{z:.3f}<extra></extra>"
+      : "weight %{z:.3f}<br>click to enlarge<extra></extra>",
     hoverongaps: false,
     colorscale: WEIGHT_SCALE,
     zmin: 0,
@@ -91,13 +95,16 @@ export function drawHeadGrid(div, response, kind, selected, onPick) {
     shapes,
   });
   div.dataset.kind = kind;
+  div.dataset.tile = `${rows}x${cols}`;
   draw(div, [trace], layout, `transformer-${kind}-heads`);
   if (!div.dataset.clickBound) {
     div.dataset.clickBound = "1";
     div.on("plotly_click", (event) => {
       const point = event.points && event.points[0];
-      const cell = point && point.customdata;
-      if (Array.isArray(cell)) onPick(cell[0] - 1, cell[1] - 1);
+      const tile = point && div.dataset.tile && div.dataset.tile.split("x").map(Number);
+      if (!tile || point.z === null || point.z === undefined) return;
+      const [rows, cols] = tile; // a tile and the empty line after it
+      onPick(Math.floor(point.y / (rows + 1)), Math.floor(point.x / (cols + 1)));
     });
   }
 }

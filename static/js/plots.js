@@ -35,11 +35,14 @@ export function showToken(piece) {
  * An axis that keeps repeated tokens apart: positions 0..n-1 on the axis, tokens as tick labels.
  * (Category axes would merge two identical labels into one row.)
  */
-export function tokenAxis(tokens, extra = {}) {
+export function tokenAxis(tokens, extra = {}, maxLabels = 40) {
+  // long inputs: label every few tokens so the labels stay readable (hover still names each one)
+  const step = Math.ceil(tokens.length / maxLabels);
+  const shown = tokens.map((_, i) => i).filter((i) => i % step === 0);
   return {
     tickmode: "array",
-    tickvals: tokens.map((_, i) => i),
-    ticktext: tokens.map((t) => plotText(showToken(t))),
+    tickvals: shown,
+    ticktext: shown.map((i) => plotText(showToken(tokens[i]))),
     showgrid: false,
     zeroline: false,
     ticks: "",
@@ -176,8 +179,8 @@ export function attentionTrace(map, extra = {}) {
     zmax: 1,
     showscale: false,
     meta: { colorbarTitle: "weight" },
-    xgap: 1,
-    ygap: 1,
+    xgap: map.cols.length > 40 ? 0 : 1,
+    ygap: map.rows.length > 40 ? 0 : 1,
     ...extra,
   };
 }
