@@ -66,7 +66,7 @@ export function baseLayout(extra = {}) {
     plot_bgcolor: "rgba(0,0,0,0)",
     margin: { l: 56, r: 16, t: 10, b: 48 },
     autosize: true,
-    hoverlabel: { font: { family: FONT, size: 13 }, bgcolor: "#161b26", bordercolor: "#161b26" },
+    hoverlabel: { font: { family: FONT, size: 13, color: "#ffffff" }, bgcolor: "#161b26", bordercolor: "#161b26" },
     modebar: { bgcolor: "rgba(255,255,255,0.9)", color: "#8a93a6", activecolor: "#2b44c9" },
     ...extra,
   };
@@ -121,7 +121,9 @@ export function plotConfig(filename) {
   return {
     responsive: true,
     displaylogo: false,
-    modeBarButtonsToRemove: ["toImage", "select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d"],
+    modeBarButtonsToRemove: [
+      "toImage", "sendChartToCloud", "select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d",
+    ],
     modeBarButtonsToAdd: [
       exportButton("png", "Download plot as PNG", Plotly().Icons.camera, filename),
       exportButton("svg", "Download plot as SVG", SVG_ICON, filename),
