@@ -59,6 +59,15 @@ def test_typing_translates_with_every_model(shared_page, available, server):
         axis = show(page, "attention-lstm-dot").evaluate("gd => gd.layout.xaxis")
         assert axis["tickvals"] == list(range(len(tokens["source_tokens"])))
         assert len(plot_z(page, "attention-lstm-dot")[0]) == len(tokens["source_tokens"])
+        # hovering a cell names the output token, the source token and the weight
+        cover = page.get_by_test_id("attention-lstm-dot").locator(".nsewdrag").first.bounding_box()
+        page.mouse.move(cover["x"] + 3, cover["y"] + 3)
+        hover = page.get_by_test_id("attention-lstm-dot").locator(".hovertext")
+        hover.wait_for()
+        cross = tokens["maps"][0]
+        first_source, first_output = cross["cols"][0].removeprefix("▁"), cross["rows"][0].removeprefix("▁")
+        assert f"{first_output} → {first_source}" in hover.text_content()
+        assert "weight" in hover.text_content()
     # each card gives the BLEU of the typed length's bucket (7 words: 6-10)
     assert page.locator("#cards").inner_text().count("BLEU, 6–10 words") == 5
     assert "text=Nous+avons" in page.url
