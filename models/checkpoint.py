@@ -38,6 +38,7 @@ def save(model: torch.nn.Module, folder: str | Path, meta: dict[str, Any] | None
     weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
     tmp = folder / (WEIGHTS + ".tmp")
     save_file(weights, str(tmp))
+    tmp.chmod(0o644)  # safetensors writes 0600; a server running as another user must read it
     tmp.replace(folder / WEIGHTS)
     write_json(folder / CONFIG, {"model": config_to_dict(model.config), **(meta or {})})
 

@@ -48,3 +48,8 @@ def test_corrupt_weights_raise(tmp_path):
     (tmp_path / checkpoint.WEIGHTS).write_bytes(b"not a safetensors file")
     with pytest.raises(Exception):  # noqa: B017 - any clear error, never a silent half-load
         checkpoint.load(tmp_path)
+
+
+def test_weights_are_readable_by_other_users(tmp_path):
+    checkpoint.save(build(CONFIGS[0]), tmp_path)
+    assert (tmp_path / checkpoint.WEIGHTS).stat().st_mode & 0o044 == 0o044
