@@ -28,7 +28,7 @@ def attention(
 
     def compute() -> dict:
         decoded = decode(entry, source, options, registry.max_target_tokens)
-        result = translation_fields(name, registry.tokenizer, source, decoded)
+        result = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
         maps = attention_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
         return {**result, "maps": maps}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.services.decoding import GREEDY, DecodeOptions, decode
+from app.services.decoding import GREEDY, DecodeOptions, decode, decode_tokens
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source, source_of
@@ -22,8 +22,11 @@ def translate(registry: ModelRegistry, name: str, text: str, options: DecodeOpti
 
 
 def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int) -> dict:
+    if options.beam_size == 1 and not options.top_k:  # the plain translation: no internals needed
+        tokens, finished = decode_tokens(entry, source, options, max_tokens)
+        return translation_fields(entry.name, tokenizer, source, tokens, finished)
     decoded = decode(entry, source, options, max_tokens)
-    result = translation_fields(entry.name, tokenizer, source, decoded)
+    result = translation_fields(entry.name, tokenizer, source, decoded.tokens, decoded.finished)
     if options.top_k:
         result["steps"] = steps(tokenizer, decoded, options.top_k)
     if options.beam_size > 1:
@@ -31,14 +34,16 @@ def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOp
     return result
 
 
-def translation_fields(name: str, tokenizer: BPETokenizer, source: Source, decoded: Decoded) -> dict[str, Any]:
+def translation_fields(
+    name: str, tokenizer: BPETokenizer, source: Source, tokens: list[int], finished: bool
+) -> dict[str, Any]:
     """The fields every decoding response starts with (translate and attention share them)."""
     return {
         "model": name,
-        "translation": tokenizer.decode(decoded.tokens),
+        "translation": tokenizer.decode(tokens),
         "source_tokens": source.pieces,
-        "target_tokens": tokenizer.pieces(decoded.tokens),
-        "finished": decoded.finished,
+        "target_tokens": tokenizer.pieces(tokens),
+        "finished": finished,
     }
 
 
