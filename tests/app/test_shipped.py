@@ -49,11 +49,16 @@ def test_translate_and_attention(client, name):
     check_attention(body, name, layers=info["layers"], heads=info["heads"])
 
 
-@pytest.mark.skipif(not {"rnn", "lstm"} & set(SHIPPED), reason="no recurrent checkpoint yet")
+RECURRENT = [n for n in SHIPPED if n != "transformer"]
+
+
+@pytest.mark.skipif(not RECURRENT, reason="no recurrent checkpoint yet")
 def test_gradients_on_a_long_input(client):
-    body = client.post("/api/gradients", json={"text": TEXT, "length": 60}).json()
-    assert len(body["tokens"]) == 60
+    response = client.post("/api/gradients", json={"text": TEXT, "length": 60, "models": RECURRENT})
+    body = response.json()
+    assert len(body["tokens"]) == 60 and [c["model"] for c in body["curves"]] == RECURRENT
     for curve in body["curves"]:
-        assert len(curve["norm"]) == 60 and all(n >= 0 for n in curve["norm"])
-    if "lstm" in SHIPPED:
-        assert len(body["gates"]["units"]) == 48
+        assert len(curve["norm"]) == 60 and all(n >= 0 for n in curve["norm"]) and curve["norm"][0] > 0
+    if any(n.startswith("lstm") for n in RECURRENT):
+        gates = body["gates"]
+        assert len(gates["units"]) == 48 and len(gates["forget"]) == 60 and len(gates["forget"][0]) == 48
