@@ -92,7 +92,10 @@ def load_registry(
     checkpoints: Path, names: tuple[str, ...] = MODEL_NAMES, device: str = "auto",
     cache_size: int = 256, max_chars: int = 500, max_target_tokens: int = 128,
 ) -> ModelRegistry:
-    """Load the tokenizer (required) and every model in `names` that loads."""
+    """Load the tokenizer (required: without it no model can read text) and every model in
+    `names` that loads."""
+    if not (checkpoints / TOKENIZER_FILE).exists():
+        raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
     dev = choose_device(device)
     loaded, unavailable = {}, {}

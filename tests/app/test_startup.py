@@ -86,6 +86,11 @@ def test_no_model_at_all_is_degraded_not_dead(tmp_path):
         assert response.status_code == 404
 
 
+def test_a_missing_tokenizer_stops_start_up_with_a_clear_message(tmp_path):
+    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+        load_registry(tmp_path)
+
+
 def test_registry_can_be_injected_through_dependency_overrides(tiny_checkpoints, tmp_path):
     """The FastAPI testing recipe: whatever the settings say, the handlers use the override."""
     app = create_app(Settings(checkpoints=write_tiny_checkpoints(tmp_path / "empty", names=()), device="cpu"))
