@@ -79,22 +79,25 @@ def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 120) -> 
     raise SystemExit("server did not start")
 
 
-def timed_post(client: httpx.Client, model: str, text: str) -> float:
+def timed_post(client: httpx.Client, model: str, text: str) -> tuple[float, int]:
+    """Seconds for one request, and the number of target pieces it produced."""
     start = time.perf_counter()
     response = client.post("/api/attention", json={"text": text, "model": model})
     elapsed = time.perf_counter() - start
     response.raise_for_status()
-    return elapsed
+    return elapsed, len(response.json()["target_tokens"])
 
 
-def latency(url: str, model: str, requests: int) -> tuple[float, float]:
-    """(p50, p95) in ms of sequential requests, a different sentence each time."""
+def latency(url: str, model: str, requests: int) -> tuple[float, float, float]:
+    """(p50, p95) in ms of sequential requests, a different sentence each time, and the mean
+    output length in pieces (decoding time grows with it)."""
     with httpx.Client(base_url=url, timeout=60) as client:
         for text in SENTENCES[:3]:
             timed_post(client, model, text)  # warm-up: first calls allocate
-        times = [timed_post(client, model, SENTENCES[i % len(SENTENCES)]) for i in range(requests)]
+        runs = [timed_post(client, model, SENTENCES[i % len(SENTENCES)]) for i in range(requests)]
+    times = [seconds for seconds, _ in runs]
     cuts = statistics.quantiles(times, n=20, method="inclusive")
-    return 1000 * statistics.median(times), 1000 * cuts[18]
+    return 1000 * statistics.median(times), 1000 * cuts[18], statistics.mean(n for _, n in runs)
 
 
 def throughput(url: str, models: list[str], requests: int, clients: int) -> float:
@@ -118,10 +121,11 @@ def report(url: str, args) -> None:
     models = health["models"]
     print(f"server {url}: device {health['device']}, models {', '.join(models)}; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'model':<14} {'p50 ms':>8} {'p95 ms':>8}   (POST /api/attention, {args.requests} sentences)")
+    print(f"{'model':<14} {'p50 ms':>8} {'p95 ms':>8} {'pieces out':>10}   "
+          f"(POST /api/attention, {args.requests} sentences)")
     for model in models:
-        p50, p95 = latency(url, model, args.requests)
-        print(f"{model:<14} {p50:8.1f} {p95:8.1f}")
+        p50, p95, pieces = latency(url, model, args.requests)
+        print(f"{model:<14} {p50:8.1f} {p95:8.1f} {pieces:10.1f}")
     mixes = [["transformer"]] if "transformer" in models else []
     if models != ["transformer"]:
         mixes.append(models)
