@@ -30,6 +30,7 @@ class Settings(BaseSettings):
     # input instead of ending the sentence. Seq2seq models stop at 127 anyway (their max_len).
     max_target_tokens: int = Field(128, ge=1)
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
+    cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see services/cache.py)
     # Intra-op threads for PyTorch (None: PyTorch's default, one per core). On a small shared CPU,
     # 1 is often faster: requests already run in parallel threads, and these matrices are small.
     torch_threads: int | None = Field(None, ge=1)

@@ -34,7 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if getattr(app.state, "registry", None) is None:
             app.state.registry = load_registry(
                 settings.checkpoints, settings.models, settings.device, settings.cache_size,
-                settings.max_chars, settings.max_target_tokens,
+                settings.max_chars, settings.max_target_tokens, settings.cache_mb,
             )
         yield
 

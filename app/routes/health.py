@@ -1,4 +1,4 @@
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from app.dependencies import Registry
 from app.schemas import Health
@@ -7,7 +7,11 @@ from app.services import catalog
 router = APIRouter(prefix="/api", tags=["health"])
 
 
-@router.get("/health", response_model=Health)
-def health(registry: Registry) -> dict:
-    """Whether the server serves, on which device, and which models did not load (and why)."""
-    return catalog.health(registry)
+@router.get("/health", response_model=Health, responses={503: {"model": Health}})
+def health(registry: Registry, response: Response) -> dict:
+    """Whether the server serves, on which device, and which models did not load (and why).
+    503 when no model loaded at all, so load balancers and readiness probes keep traffic away."""
+    body = catalog.health(registry)
+    if body["status"] != "ok":
+        response.status_code = 503
+    return body

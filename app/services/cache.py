@@ -1,5 +1,9 @@
 """A small thread-safe LRU cache of finished results, so live typing that revisits a prefix is
-instant. Values are JSON-ready dicts that nobody mutates after they are stored."""
+instant. Values are JSON-ready dicts that nobody mutates after they are stored.
+
+Bounded twice: by entries and by an estimate of the memory the entries hold. One long sentence's
+Transformer maps can weigh ~20 MB as Python objects, so a count alone could grow a replica by
+gigabytes; a result bigger than the whole budget is simply not kept."""
 
 from __future__ import annotations
 
@@ -8,11 +12,29 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+# Rough CPython sizes: a float in a list costs its 24-byte object plus an 8-byte slot.
+_NUMBER_BYTES, _CONTAINER_BYTES = 32, 64
+
+
+def approx_bytes(value: Any) -> int:
+    """A fast over-estimate of the memory a JSON-like value holds (no deep sys.getsizeof walk)."""
+    if isinstance(value, dict):
+        return _CONTAINER_BYTES + sum(approx_bytes(k) + approx_bytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        if value and all(isinstance(x, int | float) for x in value):
+            return _CONTAINER_BYTES + _NUMBER_BYTES * len(value)
+        return _CONTAINER_BYTES + sum(approx_bytes(x) for x in value)
+    if isinstance(value, str):
+        return 50 + len(value)
+    return _NUMBER_BYTES
+
 
 class ResultCache:
-    def __init__(self, size: int):
+    def __init__(self, size: int, max_bytes: int = 64 * 2**20):
         self.size = size
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -21,15 +43,26 @@ class ResultCache:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]
+                return self._items[key][0]
         value = compute()
         if self.size > 0:
-            with self._lock:
-                self._items[key] = value
-                self._items.move_to_end(key)
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
+            cost = approx_bytes(value)
+            if cost <= self.max_bytes:
+                self._store(key, value, cost)
         return value
+
+    def _store(self, key: Hashable, value: Any, cost: int) -> None:
+        with self._lock:
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1]
+            self._items[key] = (value, cost)
+            self._bytes += cost
+            while len(self._items) > self.size or self._bytes > self.max_bytes:
+                self._bytes -= self._items.popitem(last=False)[1][1]
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._items)
@@ -37,3 +70,4 @@ class ResultCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._bytes = 0

@@ -90,7 +90,7 @@ def _read_or(read, folder: Path, default):
 
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] = MODEL_NAMES, device: str = "auto",
-    cache_size: int = 256, max_chars: int = 500, max_target_tokens: int = 128,
+    cache_size: int = 256, max_chars: int = 500, max_target_tokens: int = 128, cache_mb: int = 64,
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
     `names` that loads."""
@@ -106,5 +106,5 @@ def load_registry(
             unavailable[name] = f"{type(error).__name__}: {error}"
             log.warning("model %s not loaded: %s", name, unavailable[name])
     log.info("loaded %s on %s", ", ".join(loaded) or "no models", dev)
-    cache = ResultCache(cache_size)
+    cache = ResultCache(cache_size, cache_mb * 2**20)
     return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, max_chars, max_target_tokens)

@@ -79,7 +79,9 @@ def test_broken_checkpoints_are_reported_and_the_others_serve(tmp_path):
 def test_no_model_at_all_is_degraded_not_dead(tmp_path):
     folder = write_tiny_checkpoints(tmp_path / "checkpoints", names=())
     with TestClient(create_app(tiny_settings(folder))) as client:
-        health = client.get("/api/health").json()
+        answer = client.get("/api/health")
+        health = answer.json()
+        assert answer.status_code == 503  # readiness probes must not send traffic here
         assert health["status"] == "degraded" and health["models"] == []
         assert client.get("/api/models").json() == []
         response = client.post("/api/gradients", json={"text": "Bonjour."})
