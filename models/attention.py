@@ -108,13 +108,21 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
 
+    def keys_values(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Project keys and values once: (B, T_k, d) -> two (B, h, T_k, d_head). Decoding reuses
+        them at every step instead of projecting the same source (and past) again."""
+        return self._split(self.W_k(key)), self._split(self.W_v(value))
+
     def forward(
-        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+        self, query: torch.Tensor, key: torch.Tensor | None, value: torch.Tensor | None,
         mask: torch.Tensor | None = None, head_mask: torch.Tensor | None = None,
+        kv: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """query: (B, T_q, d), key/value: (B, T_k, d); mask broadcasts to (B, h, T_q, T_k);
-        head_mask: (h,) with 0 for a switched-off head. Returns (B, T_q, d), (B, h, T_q, T_k)."""
-        q, k, v = self._split(self.W_q(query)), self._split(self.W_k(key)), self._split(self.W_v(value))
+        """query: (B, T_q, d), key/value: (B, T_k, d) or `kv` from `keys_values`; mask broadcasts
+        to (B, h, T_q, T_k); head_mask: (h,) with 0 for a switched-off head.
+        Returns (B, T_q, d), (B, h, T_q, T_k)."""
+        q = self._split(self.W_q(query))
+        k, v = kv if kv is not None else self.keys_values(key, value)
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # same mask for every head
         context, weights = scaled_dot_product_attention(q, k, v, mask, dropout=self.dropout)

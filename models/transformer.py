@@ -71,19 +71,24 @@ class DecoderLayer(nn.Module):
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(c.d_model) for _ in range(3))
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None):
-        """x: (B, t, d) new target positions; past: (B, t0, d) this layer's normalised inputs at
-        earlier positions (the incremental-decoding cache). Returns x, both weights, new past."""
+    def forward(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None,
+                cross_kv=None):
+        """x: (B, t, d) new target positions; past: this layer's self-attention keys and values at
+        earlier positions, each (B, h, t0, d_head) (the incremental-decoding cache); cross_kv: the
+        source's keys and values, projected once per sentence. Returns x, both weights and the
+        keys and values up to now."""
         h = self.norm1(x)
-        keys = h if past is None else torch.cat([past, h], dim=1)  # (B, t0 + t, d)
-        future = causal_mask(h.size(1), keys.size(1), device=x.device)  # (t, t0 + t)
-        a, self_w = self.self_attn(h, keys, keys, future, self_head_mask)
+        k, v = self.self_attn.keys_values(h, h)
+        if past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + t, dh)
+        future = causal_mask(h.size(1), k.size(2), device=x.device)  # (t, t0 + t)
+        a, self_w = self.self_attn(h, None, None, future, self_head_mask, kv=(k, v))
         x = x + self.drop(a)
         h = self.norm2(x)
-        a, cross_w = self.cross_attn(h, memory, memory, memory_mask, cross_head_mask)
+        a, cross_w = self.cross_attn(h, memory, memory, memory_mask, cross_head_mask, kv=cross_kv)
         x = x + self.drop(a)
         x = x + self.drop(self.ff(self.norm3(x)))
-        return x, self_w, cross_w, keys
+        return x, self_w, cross_w, (k, v)
 
 
 @dataclass
@@ -91,6 +96,7 @@ class TransformerMemory:
     states: torch.Tensor  # (B, S, d): encoder output
     mask: torch.Tensor  # (B, 1, S): True on real source tokens
     head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
+    cross_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per decoder layer, projected once
     SHARED = ("head_mask",)  # no batch axis (see outputs.select_batch)
 
 
@@ -121,7 +127,9 @@ class Transformer(nn.Module):
         for i, layer in enumerate(self.encoder_layers):
             x, w = layer(x, mask, _row(head_mask, "encoder", i))
             weights.append(w)
-        memory = TransformerMemory(self.encoder_norm(x), mask, head_mask)
+        states = self.encoder_norm(x)
+        cross_kv = [layer.cross_attn.keys_values(states, states) for layer in self.decoder_layers]
+        memory = TransformerMemory(states, mask, head_mask, cross_kv)
         return memory, torch.stack(weights, dim=1)  # (B, L, h, S, S)
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
@@ -129,20 +137,21 @@ class Transformer(nn.Module):
         return self._encode(src, head_mask, positional)[0]
 
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
-        """tgt_in (B, t) new target tokens after those in `cache` (a list of per-layer pasts).
+        """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
         Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache."""
-        offset = 0 if cache is None else cache[0].size(1)
+        offset = 0 if cache is None else cache[0][0].size(2)
         x = self._embed(tgt_in, offset)
         self_ws, cross_ws, new_cache = [], [], []
         for i, layer in enumerate(self.decoder_layers):
             past = None if cache is None else cache[i]
-            x, sw, cw, keys = layer(
+            x, sw, cw, kv = layer(
                 x, memory.states, memory.mask, past,
                 _row(memory.head_mask, "decoder", i), _row(memory.head_mask, "cross", i),
+                None if memory.cross_kv is None else memory.cross_kv[i],
             )
             self_ws.append(sw)
             cross_ws.append(cw)
-            new_cache.append(keys)
+            new_cache.append(kv)
         logits = self.decoder_norm(x) @ self.embed.weight.T + self.out_bias
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
