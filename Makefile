@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CHECKPOINT_MINUTES ?= transformer=90 lstm-additive=60 lstm-dot=60 lstm=45 rnn=30
 
-.PHONY: install serve test lint train-demo checkpoints clean
+.PHONY: install serve test lint checkpoints clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found"; exit 1; }
@@ -25,6 +26,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app models tests bench
+
+# Re-train and re-evaluate all five shipped models from scratch (hours on a 2-core CPU; see README).
+checkpoints: $(STAMP)
+	FRESH=1 MINUTES="$(CHECKPOINT_MINUTES)" PY=$(PY) scripts/train_all.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache
