@@ -1,0 +1,45 @@
+"""The five checkpoints the app ships: complete, consistent with the data and tokenizer, loadable,
+and translating."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from models import checkpoint
+from models.data import load_split
+from models.decoding import greedy
+from models.registry import MODEL_NAMES, count_parameters
+from models.tokenizer import BPETokenizer
+
+ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BPETokenizer.load(ROOT / "tokenizer.json")
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_folder_is_complete_and_consistent(name, tokenizer):
+    folder = ROOT / name
+    for file in (checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.METRICS, checkpoint.CURVE):
+        assert (folder / file).exists(), f"{name}: {file} missing"
+    assert (folder / checkpoint.WEIGHTS).stat().st_size <= 16 * 2**20
+    meta = checkpoint.read_meta(folder)
+    assert meta["split_hash"] == load_split().hash
+    assert meta["tokenizer_hash"] == tokenizer.hash
+    assert meta["progress"]["hardware"] and meta["progress"]["training_seconds"] > 0
+    metrics = checkpoint.read_metrics(folder)
+    assert metrics["split"] == "test" and metrics["pairs"] == len(load_split().test)
+    assert 0 < metrics["bleu"] <= 100 and len(metrics["bleu_by_length"]) == 4
+    assert checkpoint.read_curve(folder)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+@torch.inference_mode()
+def test_loads_and_translates(name, tokenizer):
+    model = checkpoint.load(ROOT / name)
+    assert count_parameters(model) == checkpoint.read_meta(ROOT / name)["parameters"]
+    decoded = greedy(model, tokenizer.encode("Je mange du pain."))
+    assert tokenizer.decode(decoded.tokens).strip()
