@@ -178,6 +178,16 @@ def save_state(folder: Path, model, optimizer, progress: Progress, curve: list) 
     checkpoint.write_json(folder / checkpoint.CURVE, curve)
 
 
+def warm_progress(meta: dict) -> Progress:
+    """Counters from a shipped checkpoint's config.json (the epoch restarts at its beginning)."""
+    saved = meta.get("progress", {})
+    return Progress(
+        step=saved.get("step", 0), epoch=saved.get("epoch", 0), tokens=saved.get("tokens", 0),
+        seconds=saved.get("training_seconds", 0.0), best_bleu=saved.get("valid_bleu", -1.0),
+        best_loss=saved.get("valid_loss", float("inf")),
+    )
+
+
 def load_state(folder: Path, model, optimizer) -> Progress:
     tensors = load_file(str(folder / STATE_TENSORS))
     meta = checkpoint.read_json(folder / STATE_JSON)
@@ -227,7 +237,10 @@ def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
     bleu_pairs = split.valid[: settings.bleu_pairs]
 
     resuming = args.resume and (folder / STATE_TENSORS).exists()
-    if resuming:
+    # On a machine without the (uncommitted) training state, --resume warm-starts from the shipped
+    # fp16 weights with a fresh optimizer instead of starting over.
+    warm_start = args.resume and not resuming and (folder / checkpoint.WEIGHTS).exists()
+    if resuming or warm_start:
         config = checkpoint.config_from_dict(checkpoint.read_meta(folder)["model"])
     else:
         config = default_config(args.model, tokenizer.vocab_size)
@@ -242,6 +255,11 @@ def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
         progress = load_state(folder, model, optimizer)
         curve = checkpoint.read_curve(folder)
         log.info("resumed %s at step %d (epoch %d)", args.model, progress.step, progress.epoch)
+    elif warm_start:
+        model.load_state_dict(checkpoint.load(folder).state_dict())
+        progress = warm_progress(checkpoint.read_meta(folder))
+        curve = checkpoint.read_curve(folder)
+        log.info("no training state: warm start of %s from its checkpoint (step %d)", args.model, progress.step)
     trainee = model
     if ranks.world > 1:
         trainee = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if

@@ -36,6 +36,13 @@ def test_train_writes_a_loadable_folder_and_resumes(tmp_path):
     assert second.step > first.step and second.seconds > first.seconds
     assert len(checkpoint.read_curve(folder)) > len(curve)
 
+    # a fresh machine has the committed checkpoint but not the training state: warm start
+    for state in folder.glob("train_state.*"):
+        state.unlink()
+    shipped_step = checkpoint.read_meta(folder)["progress"]["step"]
+    third = train.main([*args, "--minutes", "0.03", "--eval-minutes", "0.02", "--resume"])
+    assert third.step > shipped_step > 0
+
     model = checkpoint.load(folder)
     assert isinstance(model, torch.nn.Module)
     metrics = evaluate.main(["--model", "transformer", "--checkpoints", str(tmp_path), "--split", "valid",
