@@ -87,11 +87,15 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, **options
 def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, **options) -> Decoded:
     """Greedy translation of one sentence, with its internals. `options` go to the model
     (e.g. `head_mask=` or `positional=` for the Transformer)."""
-    src = _source(model, src_ids)
+    tokens, finished = greedy_tokens(model, src_ids, max_len, **options)
+    return _finish(model, _source(model, src_ids), tokens, finished, top_k, options)
+
+
+def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, **options) -> tuple[list[int], bool]:
+    """Only the greedy output ids and whether it ended with EOS: no second pass for internals."""
     max_len = max_len or max_target_len(model, len(src_ids))
-    tokens = greedy_batch(model, src, max_len, **options)[0]
-    finished = len(tokens) < max_len
-    return _finish(model, src, tokens, finished, top_k, options)
+    tokens = greedy_batch(model, _source(model, src_ids), max_len, **options)[0]
+    return tokens, len(tokens) < max_len
 
 
 def beam_search(

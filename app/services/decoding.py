@@ -10,7 +10,7 @@ import torch
 from app.services.registry import LoadedModel
 from app.services.text import Source
 from models.config import TransformerConfig
-from models.decoding import Decoded, beam_search, greedy, greedy_batch, max_target_len
+from models.decoding import Decoded, beam_search, greedy, greedy_tokens, max_target_len
 
 
 class InvalidOptionError(ValueError):
@@ -69,11 +69,8 @@ def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, ma
     """Only the greedy translation's ids and whether it ended (no internals): skips the second,
     teacher-forced pass that `decode` makes to collect attention and top-k (~20% of the work)."""
     kwargs = model_options(entry, options)
-    max_len = _max_len(entry, source, max_tokens)
     with torch.inference_mode():
-        src = torch.tensor([source.ids], device=next(entry.model.parameters()).device)
-        tokens = greedy_batch(entry.model, src, max_len, **kwargs)[0]
-    return tokens, len(tokens) < max_len  # the same `finished` rule as models.decoding.greedy
+        return greedy_tokens(entry.model, source.ids, _max_len(entry, source, max_tokens), **kwargs)
 
 
 def _max_len(entry: LoadedModel, source: Source, max_tokens: int) -> int:
