@@ -20,7 +20,7 @@ from models import checkpoint
 from models.batches import pad
 from models.data import Pair, load_split
 from models.decoding import greedy_batch
-from models.tokenizer import BPETokenizer
+from models.tokenizer import UNK_ID, BPETokenizer
 
 log = logging.getLogger("models.evaluate")
 BUCKETS = (("1-5", 1, 5), ("6-10", 6, 10), ("11-15", 11, 15), ("16+", 16, 10**9))
@@ -39,7 +39,7 @@ def translate_all(model, tokenizer: BPETokenizer, sources: list[str], max_tokens
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    ids = [tokenizer.encode(s)[:500] or [tokenizer.tok.token_to_id("<unk>")] for s in sources]
+    ids = [tokenizer.encode(s)[:500] or [UNK_ID] for s in sources]  # an empty line still decodes
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     out: list[str] = [""] * len(ids)
     start = 0
