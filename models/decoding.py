@@ -1,8 +1,9 @@
 """Turning next-token scores into a sentence: greedy search and beam search.
 
-Both stop at end-of-sentence. After the search, one teacher-forced pass over the chosen output
-recomputes every attention map and next-token distribution: the decoder is causal, so these are
-exactly the numbers the search saw, collected in one place.
+Both stop at end-of-sentence. Greedy search keeps every attention map and next-token
+distribution as it goes; beam search, whose surviving hypotheses reshuffle at every step, makes
+one teacher-forced pass over the chosen output afterwards. The decoder is causal, so both give
+exactly the numbers the search saw (up to float rounding).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 
 from models.outputs import ModelOutput, select_batch
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
@@ -85,10 +87,42 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, **options
 
 
 def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, **options) -> Decoded:
-    """Greedy translation of one sentence, with its internals. `options` go to the model
-    (e.g. `head_mask=` or `positional=` for the Transformer)."""
-    tokens, finished = greedy_tokens(model, src_ids, max_len, **options)
-    return _finish(model, _source(model, src_ids), tokens, finished, top_k, options)
+    """Greedy translation of one sentence, with its internals collected as the search runs (no
+    second pass). `options` go to the model (e.g. `head_mask=` or `positional=` for the
+    Transformer)."""
+    src = _source(model, src_ids)
+    max_len = max_len or max_target_len(model, len(src_ids))
+    memory, internals = model.encode_with_internals(src, **options)
+    tokens, steps, cache = [], [], None
+    last, finished = BOS_ID, False
+    for _ in range(max_len):
+        logits, weights, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
+        steps.append((logits, weights))
+        last = int(_next_token_scores(logits).argmax())
+        if last == EOS_ID:
+            finished = True
+            break
+        tokens.append(last)
+    if not finished:  # the outputs after the last token too, as a teacher-forced pass has them
+        logits, weights, _ = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
+        steps.append((logits, weights))
+    output = _stack_steps(steps, internals)
+    k = min(top_k, output.logits.size(-1))
+    return Decoded(tokens=tokens, finished=finished, output=output, top_k=_top_k(output.logits[0], k))
+
+
+def _stack_steps(steps: list[tuple[torch.Tensor, dict]], internals: dict) -> ModelOutput:
+    """Per-step logits (B, 1, V) and maps (B, L, h, 1, keys) -> one ModelOutput over T steps.
+    Decoder self-attention rows grow by one key per step: zeros fill the future, as the causal
+    mask of a full pass would."""
+    attentions = dict(internals.get("attentions", {}))
+    for kind in steps[0][1]:
+        rows = [weights[kind] for _, weights in steps]
+        width = max(r.size(-1) for r in rows)
+        attentions[kind] = torch.cat([F.pad(r, (0, width - r.size(-1))) for r in rows], dim=3)
+    logits = torch.cat([step_logits for step_logits, _ in steps], dim=1)  # (B, T, V)
+    return ModelOutput(logits=logits, attentions=attentions,
+                       **{k: v for k, v in internals.items() if k != "attentions"})
 
 
 def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, **options) -> tuple[list[int], bool]:

@@ -53,13 +53,16 @@ class Seq2Seq(nn.Module):
         # training with huge logits.
         nn.init.normal_(self.embed.weight, std=c.d_embed**-0.5)
 
-    def _encode(self, src: torch.Tensor):
+    def encode_with_internals(self, src: torch.Tensor):
+        """Like `encode`, also returning the encoder's states (and LSTM gates) as ModelOutput
+        fields: {"encoder_hidden": (B, S, H), "encoder_gates": (B, S, 3, H) or None}."""
         mask = src != PAD_ID  # (B, S)
         encoding = self.encoder(self.drop(self.embed(src)), mask)
-        return Seq2SeqMemory(keys=encoding.hidden, mask=mask, state=encoding.final), encoding
+        memory = Seq2SeqMemory(keys=encoding.hidden, mask=mask, state=encoding.final)
+        return memory, {"encoder_hidden": encoding.hidden, "encoder_gates": getattr(encoding, "gates", None)}
 
     def encode(self, src: torch.Tensor) -> Seq2SeqMemory:
-        return self._encode(src)[0]
+        return self.encode_with_internals(src)[0]
 
     def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
         """Run the decoder over `tgt_in` (B, t), continuing from `cache` (the recurrent state after
@@ -78,11 +81,6 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:
         """Teacher-forced pass: src (B, S), tgt_in (B, T) starting with BOS -> ModelOutput."""
-        memory, encoding = self._encode(src)
+        memory, internals = self.encode_with_internals(src)
         logits, weights, _ = self.decode(memory, tgt_in)
-        return ModelOutput(
-            logits=logits,
-            attentions=weights,
-            encoder_hidden=encoding.hidden,
-            encoder_gates=getattr(encoding, "gates", None),
-        )
+        return ModelOutput(logits=logits, attentions=weights, **internals)

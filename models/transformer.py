@@ -81,7 +81,8 @@ class DecoderLayer(nn.Module):
         k, v = self.self_attn.keys_values(h, h)
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + t, dh)
-        future = causal_mask(h.size(1), k.size(2), device=x.device)  # (t, t0 + t)
+        # one new position (a decoding step) may see every key: no mask to build
+        future = causal_mask(h.size(1), k.size(2), device=x.device) if h.size(1) > 1 else None  # (t, t0+t)
         a, self_w = self.self_attn(h, None, None, future, self_head_mask, kv=(k, v))
         x = x + self.drop(a)
         h = self.norm2(x)
@@ -120,7 +121,9 @@ class Transformer(nn.Module):
             x = x + self.pe[offset : offset + ids.size(1)]
         return self.drop(x)
 
-    def _encode(self, src, head_mask=None, positional=None):
+    def encode_with_internals(self, src, head_mask=None, positional=None):
+        """Like `encode`, also returning what the encoder computed on the way, as ModelOutput
+        fields: {"attentions": {"encoder": (B, L, h, S, S)}, "encoder_hidden": (B, S, d)}."""
         mask = (src != PAD_ID).unsqueeze(1)  # (B, 1, S)
         x = self._embed(src, positional=positional)
         weights = []
@@ -130,11 +133,11 @@ class Transformer(nn.Module):
         states = self.encoder_norm(x)
         cross_kv = [layer.cross_attn.keys_values(states, states) for layer in self.decoder_layers]
         memory = TransformerMemory(states, mask, head_mask, cross_kv)
-        return memory, torch.stack(weights, dim=1)  # (B, L, h, S, S)
+        return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
         """src (B, S) -> TransformerMemory. `positional` overrides the config (chapter 8)."""
-        return self._encode(src, head_mask, positional)[0]
+        return self.encode_with_internals(src, head_mask, positional)[0]
 
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
@@ -157,13 +160,10 @@ class Transformer(nn.Module):
         return logits, weights, new_cache
 
     def forward(self, src, tgt_in, head_mask=None, positional=None) -> ModelOutput:
-        memory, enc_weights = self._encode(src, head_mask, positional)
+        memory, internals = self.encode_with_internals(src, head_mask, positional)
         logits, weights, _ = self.decode(memory, tgt_in)
-        return ModelOutput(
-            logits=logits,
-            attentions={"encoder": enc_weights, **weights},
-            encoder_hidden=memory.states,
-        )
+        return ModelOutput(logits=logits, attentions={**internals["attentions"], **weights},
+                           encoder_hidden=internals["encoder_hidden"])
 
 
 def _row(head_mask: dict[str, torch.Tensor] | None, kind: str, layer: int):

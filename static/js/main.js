@@ -1,5 +1,6 @@
 // Wiring: the text box drives every view; page state (text, selected model, kind, head, length)
-// lives in the URL. Each edit starts a new "generation": the previous one's requests are aborted
+// lives in the URL. Each edit asks the server at once (speculate.js) and starts a new "generation"
+// after a pause in typing: the previous generation stops waiting (its gradient request is aborted)
 // and any answer that still arrives for it is ignored, so the latest text always wins.
 import * as api from "./api.js";
 import { drawAlignment } from "./alignment.js";
@@ -7,6 +8,7 @@ import { drawGates, drawGradients } from "./gradients.js";
 import { KINDS, drawHeadDetail, drawHeadGrid, mapsOfKind } from "./heads.js";
 import { whenNear } from "./lazy.js";
 import { showEmpty } from "./plots.js";
+import { Speculation, unlessAborted } from "./speculate.js";
 import { MODEL_NAMES, TranslationCards, bucketOf, drawBleuByLength } from "./translations.js";
 
 const MAX_CHARS = 500;
@@ -177,11 +179,11 @@ function update() {
   cards.setBucket(bucketOf(text));
   drawBleu();
 
-  const jobs = MODEL_NAMES.filter((name) => cards.isAvailable(name)).map(async (name) => {
+  const jobs = availableModels().map(async (name) => {
     cards.busy(name, true);
     try {
       const usesAttention = ATTENTION_MODELS.includes(name);
-      const answer = usesAttention ? await api.attention(text, name, signal) : await api.translate(text, name, signal);
+      const answer = await unlessAborted(speculation.ask(...modelRequest(text, name)), signal);
       if (!current()) return;
       cards.setTranslation(name, answer.translation);
       if (name === "transformer") {
@@ -237,6 +239,15 @@ function updateLengthOnly() {
     if (failures.length) say(`The gradient experiment failed (${failures.join("; ")}).`, "error");
   });
 }
+
+/** [cache key, start] of the one request a model needs for `text`: attention or translation. */
+function modelRequest(text, name) {
+  const ask = ATTENTION_MODELS.includes(name) ? api.attention : api.translate;
+  return [`${name}\n${text}`, () => ask(text, name)];
+}
+
+const availableModels = () => MODEL_NAMES.filter((name) => cards.isAvailable(name));
+const speculation = new Speculation((text) => availableModels().map((name) => modelRequest(text, name)));
 
 function debounce(fn, ms) {
   let timer = 0;
@@ -314,6 +325,7 @@ async function start() {
   const later = debounce(update, PAUSE_MS);
   source.addEventListener("input", () => {
     showCount();
+    if (!validate(source.value)) speculation.ahead(source.value);
     later();
   });
   for (const chip of document.querySelectorAll("[data-example]")) {

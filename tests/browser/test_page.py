@@ -74,6 +74,41 @@ def test_typing_translates_with_every_model(shared_page, available, server):
     assert problems.errors == []
 
 
+def test_the_server_is_asked_at_the_keystroke_one_text_at_a_time(shared_page):
+    """The views wait for a pause in typing, the requests do not: the first one leaves at the
+    keystroke, and fast typing never has more than one text's round in flight (no queue of stale
+    work), each (model, text) asked once."""
+    page, problems = shared_page
+    sent = []
+
+    def record(request):
+        if request.method == "POST" and request.url.endswith(("/api/translate", "/api/attention")):
+            body = request.post_data_json
+            sent.append((body["model"], body["text"]))
+
+    page.on("request", record)
+    sentence = "Le chien dort dans la cuisine."
+    type_sentence(page, sentence)
+    page.remove_listener("request", record)
+    texts = [text for _, text in sent]
+    assert sentence in texts
+    assert len(sent) == len(set(sent))
+    assert len(set(texts)) < len(sentence) / 2, f"{len(set(texts))} rounds for {len(sentence)} keystrokes"
+
+    page.evaluate("""() => {
+        performance.clearResourceTimings();
+        document.addEventListener('keydown', () => { window.__keyAt = performance.now(); },
+                                  {once: true, capture: true});  // before the page's own handlers
+    }""")
+    page.get_by_test_id("source").press("!")
+    page.wait_for_function("t => window.attentionLab.lastUpdate?.text === t", arg=sentence + "!")
+    first = page.evaluate("""Math.min(...performance.getEntriesByType('resource')
+        .filter(e => /api[/](translate|attention)$/.test(e.name) && e.startTime >= window.__keyAt)
+        .map(e => e.startTime)) - window.__keyAt""")
+    assert 0 <= first < 60, f"the first request left {first:.0f} ms after the keystroke (pause: 120 ms)"
+    assert problems.errors == []
+
+
 @pytest.fixture
 def transformer_page(shared_page, available):
     if "transformer" not in available:

@@ -52,6 +52,23 @@ def test_greedy_internals_cover_every_produced_token(name):
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("max_len", [2, 12])  # 2: cut by the limit, so one step past the last token
+@torch.inference_mode()
+def test_greedy_collects_what_a_teacher_forced_pass_recomputes(name, max_len):
+    """The maps gathered step by step are the full pass's maps: same keys, shapes and numbers."""
+    model = _model(name, seed=1)
+    src = [5, 9, 12, 7, 20]
+    options = {"positional": False} if name == "transformer" else {}
+    decoded = greedy(model, src, max_len=max_len, **options)
+    full = model(torch.tensor([src]), torch.tensor([[BOS_ID, *decoded.tokens]]), **options)
+    torch.testing.assert_close(decoded.output.logits, full.logits, atol=1e-5, rtol=1e-5)
+    assert decoded.output.attentions.keys() == full.attentions.keys()
+    for kind, weights in full.attentions.items():
+        torch.testing.assert_close(decoded.output.attentions[kind], weights, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(decoded.output.encoder_hidden, full.encoder_hidden)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
 @torch.inference_mode()
 def test_beam_search_finds_at_least_the_greedy_score(name):
     model = _model(name, seed=4)

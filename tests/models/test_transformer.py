@@ -62,18 +62,22 @@ def test_sinusoidal_table_values():
     torch.testing.assert_close(table[3, 2], torch.sin(torch.tensor(3 / 10000 ** (2 / 8))))
 
 
+def encoder_weights(model, src, positional):
+    return model.encode_with_internals(src, positional=positional)[1]["attentions"]["encoder"]
+
+
 @torch.no_grad()
 def test_without_positions_self_attention_is_permutation_equivariant():
     torch.manual_seed(2)
     model = Transformer(CFG).eval()
     src = torch.tensor([[5, 9, 12, 7, 30, 11]])
     perm = torch.tensor([3, 0, 5, 1, 4, 2])
-    _, w = model._encode(src, positional=False)
-    _, w_perm = model._encode(src[:, perm], positional=False)
+    w = encoder_weights(model, src, positional=False)
+    w_perm = encoder_weights(model, src[:, perm], positional=False)
     expected = w[:, :, :, perm][..., perm]  # rows and columns follow the words
     torch.testing.assert_close(w_perm, expected, atol=1e-6, rtol=1e-5)
-    _, w_pe = model._encode(src, positional=True)
-    _, w_pe_perm = model._encode(src[:, perm], positional=True)
+    w_pe = encoder_weights(model, src, positional=True)
+    w_pe_perm = encoder_weights(model, src[:, perm], positional=True)
     assert (w_pe_perm - w_pe[:, :, :, perm][..., perm]).abs().max() > 1e-3
 
 
