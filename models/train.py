@@ -76,6 +76,12 @@ class Progress:
     best_loss: float = float("inf")
 
 
+# The recurrent models' default peak rate. At 1e-3 the inverse-square-root decay had halved the
+# rate by step 850, and lstm-additive's validation BLEU gained 0.6 in its last 70 steps (to 9.1);
+# continued at 2e-3 it reached 26.0 320 steps later. The Transformer keeps 1e-3.
+RECURRENT_LR = 2e-3
+
+
 def lr_at(step: int, s: Settings) -> float:
     step = max(step, 1)
     return s.lr * min(step / s.warmup, math.sqrt(s.warmup / step))
@@ -212,8 +218,12 @@ def parse_args(argv):
     p.add_argument("--config", default=None, help="JSON overrides of the model config")
     p.add_argument("--limit", type=int, default=None, help="train on the first N pairs only")
     for field, default in asdict(Settings()).items():
-        p.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default)
-    return p.parse_args(argv)
+        p.add_argument(f"--{field.replace('_', '-')}", type=type(default),
+                       default=None if field == "lr" else default)
+    args = p.parse_args(argv)
+    if args.lr is None:
+        args.lr = Settings.lr if args.model == "transformer" else RECURRENT_LR
+    return args
 
 
 def main(argv: list[str] | None = None) -> Progress:

@@ -18,6 +18,13 @@ def test_learning_rate_warms_up_then_decays():
     assert train.lr_at(400, s) == pytest.approx(5e-4)
 
 
+def test_peak_learning_rate_per_model_unless_given():
+    base = ["--minutes", "1"]
+    assert train.parse_args(["--model", "transformer", *base]).lr == train.Settings.lr
+    assert train.parse_args(["--model", "lstm-dot", *base]).lr == train.RECURRENT_LR
+    assert train.parse_args(["--model", "rnn", "--lr", "0.0005", *base]).lr == 0.0005
+
+
 @pytest.mark.slow
 def test_train_writes_a_loadable_folder_and_resumes(tmp_path):
     (tmp_path / "tokenizer.json").write_bytes(SHIPPED_TOKENIZER.read_bytes())
