@@ -5,10 +5,11 @@
 
 Two figures:
 - keystroke -> update: Playwright types a sentence into the text box; the time from the last
-  keystroke (the page's own `input` event) to the moment every view shows that sentence (the page's
-  `lab:updated` event, fired after the paint that follows the last redraw). It includes the ~120 ms
-  pause the page waits for before it asks the server. Median over --runs different sentences, so the
-  server's result cache never answers. Target: <= 150 ms.
+  keystroke (its `keydown`) to the moment every view shows that sentence (the page's `lab:updated`
+  event, fired after the paint that follows the last redraw). It includes the ~120 ms pause in
+  typing the views wait for (the requests leave at the keystroke, see static/js/speculate.js).
+  Median over --runs different sentences, so the server's result cache never answers.
+  Target: <= 150 ms.
 - first-load bytes: everything the browser received (headers and gzip-compressed bodies, from the
   DevTools protocol) for a cold load of `/` until its first update. Target: <= 1.6 MB.
 """
@@ -51,18 +52,21 @@ TARGET_MS, TARGET_BYTES = 150, 1_600_000
 
 RECORD_KEYSTROKES = """
 window.__lastKeyAt = 0;
-document.getElementById('source').addEventListener('input', () => { window.__lastKeyAt = performance.now(); });
+document.addEventListener('keydown', () => { window.__lastKeyAt = performance.now(); }, {capture: true});
 """
 
 
-# The update after the last keystroke, in three parts: the pause before the requests go out, the
-# requests (until the last answer arrived), the drawing (until the paint after the last redraw).
+# The update after the last keystroke, in parts: when the first request for the final text left
+# (the page asks at the keystroke, speculate.js), when its last answer arrived, and the drawing
+# after that answer (until the paint after the last redraw). The views themselves wait for the
+# ~120 ms pause in typing, so `total` is at least that.
 SPLIT = """(() => {
   const key = window.__lastKeyAt, done = window.attentionLab.lastUpdate.at;
   const api = performance.getEntriesByType('resource')
     .filter(e => e.name.includes('/api/') && e.startTime >= key);
   const sent = Math.min(...api.map(e => e.startTime)), answered = Math.max(...api.map(e => e.responseEnd));
-  return {total: done - key, pause: sent - key, requests: answered - sent, drawing: done - answered};
+  return {total: done - key, first_request: sent - key, last_answer: answered - key,
+          drawing: Math.max(0, done - Math.max(answered, key + 120))};
 })()"""
 
 
@@ -145,7 +149,7 @@ def main() -> None:
             process.terminate()
             process.wait(10)
     parts = {part: round(statistics.median(t[part] for t in times), 1)
-             for part in ("total", "pause", "requests", "drawing")}
+             for part in ("total", "first_request", "last_answer", "drawing")}
     totals = [t["total"] for t in times]
     result = {
         "models": models,
@@ -162,8 +166,9 @@ def main() -> None:
     print(f"models loaded: {', '.join(models) or 'none'}; CPU load average {os.getloadavg()[0]:.1f}")
     print(f"keystroke -> update: median {median:.0f} ms over {len(times)} runs (min {min(totals):.0f}, "
           f"max {max(totals):.0f}) target <= {TARGET_MS} ms: {'ok' if median <= TARGET_MS else 'MISSED'}")
-    print(f"  medians of its parts: pause before the requests {parts['pause']:.0f} ms, requests "
-          f"{parts['requests']:.0f} ms, drawing after the last answer {parts['drawing']:.0f} ms")
+    print(f"  medians after the keystroke: first request sent {parts['first_request']:.0f} ms, last answer "
+          f"{parts['last_answer']:.0f} ms; drawing after the later of that answer and the pause "
+          f"{parts['drawing']:.0f} ms")
     print(f"first load: {total / 1e6:.3f} MB in {responses} responses, gzip "
           f"target <= {TARGET_BYTES / 1e6:.1f} MB: {'ok' if total <= TARGET_BYTES else 'MISSED'}")
 
