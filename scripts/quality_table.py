@@ -1,4 +1,6 @@
-"""Print the README's quality table from the shipped checkpoints' metrics.json and config.json.
+"""Print the README's quality tables from the shipped checkpoints' metrics.json and config.json:
+each model's BLEU and chrF (overall and by source length), then chapter 4's claim in numbers, the
+attention models' BLEU advantage over the plain LSTM in each length bucket.
 
     .venv/bin/python scripts/quality_table.py
 """
@@ -14,6 +16,10 @@ from models.registry import MODEL_NAMES
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 
 
+def by_length(metrics: dict) -> dict[str, float]:
+    return {row["bucket"]: row["bleu"] for row in metrics["bleu_by_length"]}
+
+
 def main() -> None:
     names = [b[0] for b in BUCKETS]
     print("| model | test BLEU | chrF | " + " | ".join(f"BLEU {n} words" for n in names)
@@ -24,12 +30,30 @@ def main() -> None:
         if not metrics:
             print(f"| `{name}` | not evaluated |" + " |" * (3 + len(names)))
             continue
-        by = {row["bucket"]: row["bleu"] for row in metrics["bleu_by_length"]}
+        by = by_length(metrics)
         progress = meta.get("progress", {})
         minutes = progress.get("training_seconds", 0) / 60
         print(f"| `{name}` | {metrics['bleu']:.1f} | {metrics['chrf']:.1f} | "
               + " | ".join(f"{by.get(n, float('nan')):.1f}" for n in names)
               + f" | {minutes:.0f} min | {progress.get('step', '?')} |")
+    advantage_table(names)
+
+
+def advantage_table(names: list[str]) -> None:
+    """BLEU(model) - BLEU(lstm) per length bucket, for the models that attend."""
+    plain = checkpoint.read_metrics(ROOT / "lstm")
+    if not plain:
+        return
+    base = by_length(plain)
+    pairs = {row["bucket"]: row["pairs"] for row in plain["bleu_by_length"]}
+    print()
+    print("| BLEU gained over `lstm` | " + " | ".join(f"{n} words ({pairs[n]} pairs)" for n in names) + " |")
+    print("|---" * (1 + len(names)) + "|")
+    for name in ("lstm-additive", "lstm-dot", "transformer"):
+        metrics = checkpoint.read_metrics(ROOT / name)
+        if metrics:
+            by = by_length(metrics)
+            print(f"| `{name}` | " + " | ".join(f"{by[n] - base[n]:+.1f}" for n in names) + " |")
 
 
 if __name__ == "__main__":
