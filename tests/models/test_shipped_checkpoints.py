@@ -43,3 +43,32 @@ def test_loads_and_translates(name, tokenizer):
     assert count_parameters(model) == checkpoint.read_meta(ROOT / name)["parameters"]
     decoded = greedy(model, tokenizer.encode("Je mange du pain."))
     assert tokenizer.decode(decoded.tokens).strip()
+
+
+def test_quality_follows_the_story():
+    """Chapter order on the test split: transformer > both attention LSTMs > lstm > rnn."""
+    bleu = {name: checkpoint.read_metrics(ROOT / name)["bleu"] for name in MODEL_NAMES}
+    attending = [bleu["lstm-additive"], bleu["lstm-dot"]]
+    assert bleu["transformer"] > max(attending)
+    assert min(attending) > bleu["lstm"] > bleu["rnn"]
+
+
+EVERYDAY = {"Je mange du pain.": "I eat bread.", "Où est la gare ?": "Where is the station?",
+            "Nous avons faim.": "We're hungry."}
+
+
+@pytest.mark.parametrize("name", ["lstm-additive", "lstm-dot", "transformer"])
+@torch.inference_mode()
+def test_everyday_sentences_and_alignment(name, tokenizer):
+    model = checkpoint.load(ROOT / name)
+    for french, english in EVERYDAY.items():
+        assert tokenizer.decode(greedy(model, tokenizer.encode(french)).tokens) == english
+    if name == "transformer":
+        return
+    # the content words attend to the words they translate
+    source = tokenizer.encode("Je mange du pain.")
+    decoded = greedy(model, source)
+    weights = decoded.output.attentions["cross"][0, 0, 0]  # (T, S)
+    src, out = tokenizer.pieces(source), tokenizer.pieces(decoded.tokens)
+    aligned = {out[i]: src[int(weights[i].argmax())] for i in range(len(out))}
+    assert aligned["▁eat"] == "▁mange" and aligned["▁bread"] == "▁pain"
