@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-CHECKPOINT_MINUTES ?= transformer=90 lstm-additive=60 lstm-dot=60 lstm=45 rnn=30
+CHECKPOINT_MINUTES ?= transformer=75 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39
 
 .PHONY: install serve test lint checkpoints clean
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Train (or continue training) and evaluate the five shipped models, one after the other.
-#   MINUTES="transformer=90 lstm-additive=60 lstm-dot=60 lstm=45 rnn=30" scripts/train_all.sh
+#   MINUTES="transformer=75 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39" scripts/train_all.sh
 # Each run resumes from checkpoints/NAME/train_state.* when present, so the script can be
 # killed and started again; FRESH=1 deletes the training state and starts from scratch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-MINUTES=${MINUTES:-"transformer=90 lstm-additive=60 lstm-dot=60 lstm=45 rnn=30"}
+MINUTES=${MINUTES:-"transformer=75 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39"}
 DEVICE=${DEVICE:-auto}
 for entry in $MINUTES; do
   name=${entry%%=*}; minutes=${entry#*=}
