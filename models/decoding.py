@@ -29,7 +29,7 @@ class Candidate:
 class Decoded:
     tokens: list[int]  # the chosen output, without BOS and EOS
     finished: bool
-    output: ModelOutput  # teacher-forced pass over [BOS] + tokens: T = len(tokens) + 1 positions
+    output: ModelOutput  # what the decoder computed reading [BOS] + tokens: T = len(tokens) + 1 positions
     top_k: list[list[tuple[int, float]]]  # per position: (token id, probability), best first
     candidates: list[Candidate] = field(default_factory=list)  # beam search: the final beam
 
@@ -95,17 +95,16 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
     memory, internals = model.encode_with_internals(src, **options)
     tokens, steps, cache = [], [], None
     last, finished = BOS_ID, False
-    for _ in range(max_len):
+    while True:
         logits, weights, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
         steps.append((logits, weights))
+        if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
+            break
         last = int(_next_token_scores(logits).argmax())
         if last == EOS_ID:
             finished = True
             break
         tokens.append(last)
-    if not finished:  # the outputs after the last token too, as a teacher-forced pass has them
-        logits, weights, _ = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
-        steps.append((logits, weights))
     output = _stack_steps(steps, internals)
     k = min(top_k, output.logits.size(-1))
     return Decoded(tokens=tokens, finished=finished, output=output, top_k=_top_k(output.logits[0], k))

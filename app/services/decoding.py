@@ -66,8 +66,8 @@ def head_mask(config: TransformerConfig, heads_off, device) -> dict[str, torch.T
 
 
 def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128):
-    """Only the greedy translation's ids and whether it ended (no internals): skips the second,
-    teacher-forced pass that `decode` makes to collect attention and top-k (~20% of the work)."""
+    """Only the greedy translation's ids and whether it ended: skips keeping the maps, encoder
+    states and next-token scores that `decode` collects for attention and top-k."""
     kwargs = model_options(entry, options)
     with torch.inference_mode():
         return greedy_tokens(entry.model, source.ids, _max_len(entry, source, max_tokens), **kwargs)
