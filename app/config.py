@@ -31,10 +31,9 @@ class Settings(BaseSettings):
     max_target_tokens: int = Field(128, ge=1)
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
     cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see services/cache.py)
-    # Intra-op threads for PyTorch per request (None: PyTorch's default, one per core). 1 by default:
-    # requests already run in parallel threads and these matrices are too small to split, so more
-    # only oversubscribe the cores (bench/bench_api.py: 59 vs 69 ms p50, 16 vs 11 req/s on 2 cores).
-    torch_threads: int | None = Field(1, ge=1)
+    # Intra-op threads of the one thread that runs the models (app/services/worker.py); None:
+    # PyTorch's default, one per core. A request then has every core to itself.
+    torch_threads: int | None = Field(None, ge=1)
 
     @field_validator("models", mode="before")
     @classmethod

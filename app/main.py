@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 
-import torch
 from fastapi import FastAPI, Request
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
@@ -19,6 +18,7 @@ from app.routes import attention, gradients, health, models, pages, translate
 from app.services.decoding import InvalidOptionError
 from app.services.registry import UnknownModelError, load_registry
 from app.services.text import InvalidTextError
+from app.services.worker import ModelThread
 
 log = logging.getLogger("attention_lab")
 
@@ -29,14 +29,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # Tests may put a registry in place before start-up; otherwise load the checkpoints.
-        if settings.torch_threads:
-            torch.set_num_threads(settings.torch_threads)
-        if getattr(app.state, "registry", None) is None:
-            app.state.registry = load_registry(
-                settings.checkpoints, settings.models, settings.device, settings.cache_size,
-                settings.max_chars, settings.max_target_tokens, settings.cache_mb,
-            )
+        if getattr(app.state, "registry", None) is not None:
+            yield
+            return
+        worker = ModelThread(settings.torch_threads)
+        app.state.registry = load_registry(
+            settings.checkpoints, settings.models, settings.device, settings.cache_size,
+            settings.max_chars, settings.max_target_tokens, settings.cache_mb, worker,
+        )
         yield
+        worker.close()
 
     app = FastAPI(
         title="Attention Lab",

@@ -32,7 +32,7 @@ def attention(
         maps = attention_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
         return {**result, "maps": maps}
 
-    return registry.cache.get_or_compute(key, compute)
+    return registry.result(key, compute)
 
 
 def attention_maps(

@@ -14,6 +14,7 @@ from typing import Any
 
 # Rough CPython sizes: a float in a list costs its 24-byte object plus an 8-byte slot.
 _NUMBER_BYTES, _CONTAINER_BYTES = 32, 64
+MISSING = object()  # what `get` returns for a key not stored
 
 
 def approx_bytes(value: Any) -> int:
@@ -37,13 +38,20 @@ class ResultCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """The stored value for `key`, else `compute()` (run outside the lock: two threads that
-        miss the same key both compute, which is harmless and keeps slow work unserialised)."""
+    def get(self, key: Hashable) -> Any:
+        """The stored value (now the most recent), or MISSING."""
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key][0]
+            if key not in self._items:
+                return MISSING
+            self._items.move_to_end(key)
+            return self._items[key][0]
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The stored value for `key`, else `compute()`, stored. It runs outside the lock: lookups
+        from other threads never wait for a computation."""
+        value = self.get(key)
+        if value is not MISSING:
+            return value
         value = compute()
         if self.size > 0:
             cost = approx_bytes(value)

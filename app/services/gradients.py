@@ -56,7 +56,7 @@ def gradients(
         return {"tokens": registry.tokenizer.pieces(ids), "definition": DEFINITION,
                 "directions": DIRECTIONS, "curves": curves, "gates": gates}
 
-    return registry.cache.get_or_compute(key, compute)
+    return registry.result(key, compute)
 
 
 def repeat_to(ids: list[int], length: int) -> list[int]:

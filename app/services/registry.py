@@ -14,7 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from app.services.cache import ResultCache
+from app.services.cache import MISSING, ResultCache
+from app.services.worker import ModelThread
 from models import checkpoint
 from models.registry import MODEL_NAMES, count_parameters, describe
 from models.tokenizer import BPETokenizer
@@ -45,6 +46,16 @@ class ModelRegistry:
     cache: ResultCache = field(default_factory=lambda: ResultCache(256))
     max_chars: int = 500  # input limit, after trimming and after normalisation
     max_target_tokens: int = 128  # output limit: bounds the work when a model does not stop
+    worker: ModelThread = field(default_factory=ModelThread)  # runs every model call
+
+    def result(self, key, compute):
+        """The cached answer for `key`, else `compute()` run on the model thread and cached. The
+        cache is asked again there: an identical request queued behind the one that computed it
+        (live typing asks twice for the same text) gets the answer without computing it again."""
+        value = self.cache.get(key)
+        if value is not MISSING:
+            return value
+        return self.worker.run(self.cache.get_or_compute, key, compute)
 
     def get(self, name: str) -> LoadedModel:
         if name in self.models:
@@ -91,20 +102,28 @@ def _read_or(read, folder: Path, default):
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] = MODEL_NAMES, device: str = "auto",
     cache_size: int = 256, max_chars: int = 500, max_target_tokens: int = 128, cache_mb: int = 64,
+    worker: ModelThread | None = None,
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
-    `names` that loads."""
+    `names` that loads, on the model thread that will run them."""
     if not (checkpoints / TOKENIZER_FILE).exists():
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
     dev = choose_device(device)
+    worker = worker or ModelThread()
+    loaded, unavailable = worker.run(load_models, checkpoints, names, dev)
+    cache = ResultCache(cache_size, cache_mb * 2**20)
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, max_chars, max_target_tokens, worker)
+
+
+def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device):
+    """(name -> LoadedModel, name -> why it did not load)."""
     loaded, unavailable = {}, {}
     for name in names:
         try:
-            loaded[name] = load_model(checkpoints / name, name, dev)
+            loaded[name] = load_model(checkpoints / name, name, device)
         except Exception as error:  # any failure to read a checkpoint only disables that model
             unavailable[name] = f"{type(error).__name__}: {error}"
             log.warning("model %s not loaded: %s", name, unavailable[name])
-    log.info("loaded %s on %s", ", ".join(loaded) or "no models", dev)
-    cache = ResultCache(cache_size, cache_mb * 2**20)
-    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, max_chars, max_target_tokens)
+    log.info("loaded %s on %s", ", ".join(loaded) or "no models", device)
+    return loaded, unavailable

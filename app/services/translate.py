@@ -18,7 +18,7 @@ def translate(registry: ModelRegistry, name: str, text: str, options: DecodeOpti
     source = source_of(registry.tokenizer, text, registry.max_chars)
     key = ("translate", name, source.text, options)
     tokenizer, limit = registry.tokenizer, registry.max_target_tokens
-    return registry.cache.get_or_compute(key, lambda: _translate(entry, tokenizer, source, options, limit))
+    return registry.result(key, lambda: _translate(entry, tokenizer, source, options, limit))
 
 
 def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int) -> dict:

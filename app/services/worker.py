@@ -1,0 +1,39 @@
+"""One thread runs all model work: loading the checkpoints and every forward and backward pass.
+
+Why not the request threads themselves: PyTorch's CPU kernels parallelise through OpenMP, and
+every thread that runs a parallel op gets a team of helper threads of its own. Once a second
+thread has a team, the idle helpers of one fight the busy ones of the other for the cores: on
+the 2-core machines a Transformer request took ~80 ms from a request thread against ~20 ms
+from a thread that alone owns a team (bench/bench_api.py). With a single model thread each
+request gets every core (the big output projections split across them), requests never share
+model state, and the answers are the serial ones by construction. Requests queue for it, so
+cached answers are served before they reach it (see ModelRegistry.result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+class ModelThread:
+    def __init__(self, torch_threads: int | None = None):
+        """torch_threads: intra-op threads for the models (None: PyTorch's default, one per core)."""
+        self.torch_threads = torch_threads
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="models", initializer=self._setup)
+
+    def _setup(self) -> None:
+        if self.torch_threads:
+            torch.set_num_threads(self.torch_threads)
+
+    def run(self, fn: Callable[..., T], *args, **kwargs) -> T:
+        """fn(*args, **kwargs) on the model thread; its result, or its exception re-raised here."""
+        return self._pool.submit(fn, *args, **kwargs).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
