@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from app.config import Settings, get_settings
+from app.disconnect import STATE_KEY
 from app.services.registry import ModelRegistry
 
 
@@ -14,5 +16,11 @@ def get_registry(request: Request) -> ModelRegistry:
     return request.app.state.registry  # loaded once, in the lifespan
 
 
+def client_gone(request: Request) -> threading.Event:
+    """Set once the client hangs up (app/disconnect.py); never set without that middleware."""
+    return request.scope.get("state", {}).get(STATE_KEY) or threading.Event()
+
+
 Registry = Annotated[ModelRegistry, Depends(get_registry)]
+ClientGone = Annotated[threading.Event, Depends(client_gone)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]

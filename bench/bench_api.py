@@ -1,7 +1,7 @@
 """Latency and throughput of POST /api/attention on the shipped checkpoints (prints figures; not a test).
 
     .venv/bin/python bench/bench_api.py                        # starts its own uvicorn on a free port
-    .venv/bin/python bench/bench_api.py --torch-threads 1      # intra-op threads of the model thread (default: one per core)
+    .venv/bin/python bench/bench_api.py --torch-threads 1      # model thread on one core (default: all)
     .venv/bin/python bench/bench_api.py --url http://127.0.0.1:8000   # a running server (cache on!)
 
 For each loaded model: p50 / p95 latency of sequential requests, each on a different 10-word

@@ -8,6 +8,7 @@ exactly the numbers the search saw (up to float rounding).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -32,6 +33,18 @@ class Decoded:
     output: ModelOutput  # what the decoder computed reading [BOS] + tokens: T = len(tokens) + 1 positions
     top_k: list[list[tuple[int, float]]]  # per position: (token id, probability), best first
     candidates: list[Candidate] = field(default_factory=list)  # beam search: the final beam
+
+
+class Stopped(Exception):
+    """The search was told to stop (its caller no longer wants the answer)."""
+
+
+Stop = Callable[[], bool] | None  # asked before every decoder step; True: raise Stopped
+
+
+def _check(stop: Stop) -> None:
+    if stop is not None and stop():
+        raise Stopped()
 
 
 def max_target_len(model, src_len: int) -> int:
@@ -66,7 +79,8 @@ def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
     return [list(zip(i.tolist(), p.tolist(), strict=True)) for i, p in zip(ids, probs, strict=True)]
 
 
-def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, **options) -> list[list[int]]:
+def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Stop = None,
+                 **options) -> list[list[int]]:
     """Greedy translations of a padded batch src (B, S): one list of ids per sentence."""
     B = src.size(0)
     max_len = max_len or max_target_len(model, src.size(1))
@@ -75,6 +89,7 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, **options
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     out, cache = [], None
     for _ in range(max_len):
+        _check(stop)
         logits, _, cache = model.decode(memory, last, cache)
         last = _next_token_scores(logits).argmax(-1, keepdim=True)  # (B, 1)
         last = last.masked_fill(done.unsqueeze(1), PAD_ID)
@@ -86,7 +101,8 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, **options
     return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
 
 
-def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, **options) -> Decoded:
+def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, stop: Stop = None,
+           **options) -> Decoded:
     """Greedy translation of one sentence, with its internals collected as the search runs (no
     second pass). `options` go to the model (e.g. `head_mask=` or `positional=` for the
     Transformer)."""
@@ -96,6 +112,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
     tokens, steps, cache = [], [], None
     last, finished = BOS_ID, False
     while True:
+        _check(stop)
         logits, weights, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
@@ -124,16 +141,17 @@ def _stack_steps(steps: list[tuple[torch.Tensor, dict]], internals: dict) -> Mod
                        **{k: v for k, v in internals.items() if k != "attentions"})
 
 
-def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, **options) -> tuple[list[int], bool]:
-    """Only the greedy output ids and whether it ended with EOS: no second pass for internals."""
+def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: Stop = None,
+                  **options) -> tuple[list[int], bool]:
+    """Only the greedy output ids and whether it ended with EOS: no internals kept."""
     max_len = max_len or max_target_len(model, len(src_ids))
-    tokens = greedy_batch(model, _source(model, src_ids), max_len, **options)[0]
+    tokens = greedy_batch(model, _source(model, src_ids), max_len, stop, **options)[0]
     return tokens, len(tokens) < max_len
 
 
 def beam_search(
     model, src_ids: list[int], beam_size: int = 4, max_len: int | None = None, top_k: int = 5,
-    alpha: float = 0.6, **options,
+    alpha: float = 0.6, stop: Stop = None, **options,
 ) -> Decoded:
     """Keep the `beam_size` best partial translations at every step (Sutskever et al. 2014).
 
@@ -150,6 +168,7 @@ def beam_search(
     finished: list[Candidate] = []
     cache = None
     for _ in range(max_len):
+        _check(stop)
         last = torch.tensor([[seq[-1] if seq else BOS_ID] for seq, _ in alive], device=device)
         logits, _, cache = model.decode(memory, last, cache)
         log_probs = torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)

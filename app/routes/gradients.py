@@ -1,6 +1,6 @@
 from fastapi import APIRouter
 
-from app.dependencies import Registry
+from app.dependencies import ClientGone, Registry
 from app.schemas import ErrorBody, Gradients, GradientsRequest
 from app.services.gradients import gradients as gradient_curves
 
@@ -8,7 +8,7 @@ router = APIRouter(prefix="/api", tags=["gradients"])
 
 
 @router.post("/gradients", response_model=Gradients, responses={404: {"model": ErrorBody}})
-def gradients(body: GradientsRequest, registry: Registry) -> dict:
+def gradients(body: GradientsRequest, registry: Registry, gone: ClientGone) -> dict:
     """How strongly the final encoder state depends on each input, by distance from the end
     (rnn vs lstm), and the LSTM's gates per token."""
-    return gradient_curves(registry, body.text, body.length, tuple(body.models))
+    return gradient_curves(registry, body.text, body.length, tuple(body.models), gone)

@@ -1,6 +1,6 @@
 from fastapi import APIRouter
 
-from app.dependencies import Registry
+from app.dependencies import ClientGone, Registry
 from app.routes.options import decode_options
 from app.schemas import ErrorBody, TranslateRequest, Translation
 from app.services.translate import translate as translate_text
@@ -10,6 +10,6 @@ router = APIRouter(prefix="/api", tags=["translate"])
 
 @router.post("/translate", response_model=Translation, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-def translate(body: TranslateRequest, registry: Registry) -> dict:
+def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> dict:
     """Translate French to English: greedy (beam_size 1) or beam search (2-8)."""
-    return translate_text(registry, body.model, body.text, decode_options(body))
+    return translate_text(registry, body.model, body.text, decode_options(body), gone)

@@ -8,7 +8,9 @@ decoder read, ["<bos>", t0, t1, ...], so those maps are square and lower-triangu
 
 from __future__ import annotations
 
-from app.services.decoding import GREEDY, DecodeOptions, decode
+import threading
+
+from app.services.decoding import GREEDY, DecodeOptions, decode, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source, source_of
@@ -19,20 +21,21 @@ from models.tokenizer import BOS_ID, BPETokenizer
 
 def attention(
     registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
-    kinds: tuple[str, ...] = ATTENTION_KINDS,
+    kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
 ) -> dict:
-    """`kinds` picks among cross, encoder and decoder maps (all by default)."""
+    """`kinds` picks among cross, encoder and decoder maps (all by default). `cancel` set (the
+    client hung up): the work is skipped, or stopped between decoder steps."""
     entry = registry.get(name)
     source = source_of(registry.tokenizer, text, registry.max_chars)
     key = ("attention", name, source.text, options, kinds)
 
     def compute() -> dict:
-        decoded = decode(entry, source, options, registry.max_target_tokens)
+        decoded = decode(entry, source, options, registry.max_target_tokens, stop_when(cancel))
         result = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
         maps = attention_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
         return {**result, "maps": maps}
 
-    return registry.result(key, compute)
+    return registry.result(key, compute, cancel)
 
 
 def attention_maps(

@@ -3,6 +3,7 @@ beam search under inference_mode. Translate and attention both build on `decode`
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -10,7 +11,7 @@ import torch
 from app.services.registry import LoadedModel
 from app.services.text import Source
 from models.config import TransformerConfig
-from models.decoding import Decoded, beam_search, greedy, greedy_tokens, max_target_len
+from models.decoding import Decoded, Stop, beam_search, greedy, greedy_tokens, max_target_len
 
 
 class InvalidOptionError(ValueError):
@@ -32,6 +33,11 @@ class DecodeOptions:
 
 
 GREEDY = DecodeOptions()
+
+
+def stop_when(cancel: threading.Event | None) -> Stop:
+    """The decoder's stop test for a cancel flag (None: never stop)."""
+    return None if cancel is None else cancel.is_set
 
 
 def model_options(entry: LoadedModel, options: DecodeOptions) -> dict:
@@ -65,26 +71,29 @@ def head_mask(config: TransformerConfig, heads_off, device) -> dict[str, torch.T
     return mask
 
 
-def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128):
+def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128,
+                  stop: Stop = None):
     """Only the greedy translation's ids and whether it ended: skips keeping the maps, encoder
     states and next-token scores that `decode` collects for attention and top-k."""
     kwargs = model_options(entry, options)
     with torch.inference_mode():
-        return greedy_tokens(entry.model, source.ids, _max_len(entry, source, max_tokens), **kwargs)
+        return greedy_tokens(entry.model, source.ids, _max_len(entry, source, max_tokens), stop, **kwargs)
 
 
 def _max_len(entry: LoadedModel, source: Source, max_tokens: int) -> int:
     return min(max_target_len(entry.model, len(source.ids)), max_tokens)
 
 
-def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128) -> Decoded:
+def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128,
+           stop: Stop = None) -> Decoded:
     """Greedy (beam_size 1) or beam search, with every internal collected, at most `max_tokens`
     pieces long. No gradients, no state kept anywhere: the same call gives the same answer from
-    any thread."""
+    any thread. `stop()` true before a decoder step: models.decoding.Stopped."""
     kwargs = model_options(entry, options)
     k = max(options.top_k, 1)
     max_len = _max_len(entry, source, max_tokens)
     with torch.inference_mode():
         if options.beam_size == 1:
-            return greedy(entry.model, source.ids, max_len=max_len, top_k=k, **kwargs)
-        return beam_search(entry.model, source.ids, options.beam_size, max_len=max_len, top_k=k, **kwargs)
+            return greedy(entry.model, source.ids, max_len=max_len, top_k=k, stop=stop, **kwargs)
+        return beam_search(entry.model, source.ids, options.beam_size, max_len=max_len, top_k=k, stop=stop,
+                           **kwargs)

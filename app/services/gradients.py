@@ -13,6 +13,7 @@ so a vanishing gradient keeps its digits far below float32's range (1e-60 is sti
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 
@@ -38,9 +39,11 @@ DEFINITION = (
 
 
 def gradients(
-    registry: ModelRegistry, text: str, length: int | None = None, names: tuple[str, ...] = ()
+    registry: ModelRegistry, text: str, length: int | None = None, names: tuple[str, ...] = (),
+    cancel: threading.Event | None = None,
 ) -> dict:
-    """Curves for `names` (default: rnn and lstm) on the sentence's pieces repeated to `length`."""
+    """Curves for `names` (default: rnn and lstm) on the sentence's pieces repeated to `length`.
+    `cancel` set before the model thread gets to it (the client hung up): nothing is computed."""
     source = source_of(registry.tokenizer, text, registry.max_chars)
     ids = repeat_to(source.ids, length or min(len(source.ids), MAX_LENGTH))
     entries = recurrent_models(registry, names)
@@ -56,7 +59,7 @@ def gradients(
         return {"tokens": registry.tokenizer.pieces(ids), "definition": DEFINITION,
                 "directions": DIRECTIONS, "curves": curves, "gates": gates}
 
-    return registry.result(key, compute)
+    return registry.result(key, compute, cancel)
 
 
 def repeat_to(ids: list[int], length: int) -> list[int]:

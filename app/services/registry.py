@@ -7,6 +7,7 @@ server, so the other models keep serving and /api/health says what is wrong.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,14 +49,15 @@ class ModelRegistry:
     max_target_tokens: int = 128  # output limit: bounds the work when a model does not stop
     worker: ModelThread = field(default_factory=ModelThread)  # runs every model call
 
-    def result(self, key, compute):
+    def result(self, key, compute, cancel: threading.Event | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
         cache is asked again there: an identical request queued behind the one that computed it
-        (live typing asks twice for the same text) gets the answer without computing it again."""
+        (live typing asks twice for the same text) gets the answer without computing it again.
+        `cancel` set before its turn: nothing is computed (worker.Abandoned)."""
         value = self.cache.get(key)
         if value is not MISSING:
             return value
-        return self.worker.run(self.cache.get_or_compute, key, compute)
+        return self.worker.run(self.cache.get_or_compute, key, compute, cancel=cancel)
 
     def get(self, name: str) -> LoadedModel:
         if name in self.models:

@@ -3,9 +3,10 @@ next tokens (chapter 10) and the beam's candidates."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from app.services.decoding import GREEDY, DecodeOptions, decode, decode_tokens
+from app.services.decoding import GREEDY, DecodeOptions, decode, decode_tokens, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source, source_of
@@ -13,19 +14,24 @@ from models.decoding import Decoded
 from models.tokenizer import EOS_ID, BPETokenizer
 
 
-def translate(registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY) -> dict:
+def translate(
+    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    cancel: threading.Event | None = None,
+) -> dict:
+    """`cancel` set (the client hung up): the work is skipped, or stopped between decoder steps."""
     entry = registry.get(name)
     source = source_of(registry.tokenizer, text, registry.max_chars)
     key = ("translate", name, source.text, options)
-    tokenizer, limit = registry.tokenizer, registry.max_target_tokens
-    return registry.result(key, lambda: _translate(entry, tokenizer, source, options, limit))
+    tokenizer, limit, stop = registry.tokenizer, registry.max_target_tokens, stop_when(cancel)
+    return registry.result(key, lambda: _translate(entry, tokenizer, source, options, limit, stop), cancel)
 
 
-def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int) -> dict:
+def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int,
+               stop=None) -> dict:
     if options.beam_size == 1 and not options.top_k:  # the plain translation: no internals needed
-        tokens, finished = decode_tokens(entry, source, options, max_tokens)
+        tokens, finished = decode_tokens(entry, source, options, max_tokens, stop)
         return translation_fields(entry.name, tokenizer, source, tokens, finished)
-    decoded = decode(entry, source, options, max_tokens)
+    decoded = decode(entry, source, options, max_tokens, stop)
     result = translation_fields(entry.name, tokenizer, source, decoded.tokens, decoded.finished)
     if options.top_k:
         result["steps"] = steps(tokenizer, decoded, options.top_k)

@@ -7,11 +7,13 @@ the 2-core machines a Transformer request took ~80 ms from a request thread agai
 from a thread that alone owns a team (bench/bench_api.py). With a single model thread each
 request gets every core (the big output projections split across them), requests never share
 model state, and the answers are the serial ones by construction. Requests queue for it, so
-cached answers are served before they reach it (see ModelRegistry.result).
+cached answers are served before they reach it (see ModelRegistry.result), and work whose client
+has hung up is skipped (`cancel`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -19,6 +21,10 @@ from typing import TypeVar
 import torch
 
 T = TypeVar("T")
+
+
+class Abandoned(Exception):
+    """Nobody wants this answer any more (its client hung up), so it was not computed."""
 
 
 class ModelThread:
@@ -31,9 +37,16 @@ class ModelThread:
         if self.torch_threads:
             torch.set_num_threads(self.torch_threads)
 
-    def run(self, fn: Callable[..., T], *args, **kwargs) -> T:
-        """fn(*args, **kwargs) on the model thread; its result, or its exception re-raised here."""
-        return self._pool.submit(fn, *args, **kwargs).result()
+    def run(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None, **kwargs) -> T:
+        """fn(*args, **kwargs) on the model thread; its result, or its exception re-raised here.
+        If `cancel` is set by the time its turn comes, fn is not run: Abandoned is raised."""
+
+        def job() -> T:
+            if cancel is not None and cancel.is_set():
+                raise Abandoned()
+            return fn(*args, **kwargs)
+
+        return self._pool.submit(job).result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -12,7 +12,8 @@ import { Speculation, unlessAborted } from "./speculate.js";
 import { MODEL_NAMES, TranslationCards, bucketOf, drawBleuByLength } from "./translations.js";
 
 const MAX_CHARS = 500;
-const PAUSE_MS = 120;
+const PAUSE_MS = 120; // the views change after this pause in typing
+const SPECULATE_MS = 25; // the requests leave after this one (static/js/speculate.js)
 const ATTENTION_MODELS = ["lstm-additive", "lstm-dot", "transformer"];
 const DEFAULT_TEXT = "Je mange du pain.";
 
@@ -240,14 +241,18 @@ function updateLengthOnly() {
   });
 }
 
-/** [cache key, start] of the one request a model needs for `text`: attention or translation. */
+/** [cache key, start(signal), text] of the one request a model needs: attention or translation. */
 function modelRequest(text, name) {
   const ask = ATTENTION_MODELS.includes(name) ? api.attention : api.translate;
-  return [`${name}\n${text}`, () => ask(text, name)];
+  return [`${name}\n${text}`, (signal) => ask(text, name, signal), text];
 }
 
 const availableModels = () => MODEL_NAMES.filter((name) => cards.isAvailable(name));
-const speculation = new Speculation((text) => availableModels().map((name) => modelRequest(text, name)));
+// Early requests go heaviest first (the story's order reversed: transformer ... rnn), so the
+// quick ones are those left when the page redraws after the pause. A text is asked about once
+// typing has stopped for SPECULATE_MS: during a burst of keys the server stays free.
+const speculation = new Speculation(
+  (text) => availableModels().reverse().map((name) => modelRequest(text, name)), SPECULATE_MS);
 
 function debounce(fn, ms) {
   let timer = 0;

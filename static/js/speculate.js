@@ -1,48 +1,56 @@
-// Ask early, show late. The views change only after a pause in typing, but the server need not
-// wait for that pause: every edit starts the requests for the new text at once, so when the pause
-// is over their answers are on the way or already here, and the update takes what is there.
+// Ask early, show late. The views change only after a pause in typing (~120 ms), but the server
+// need not wait that long: a text is asked about as soon as the keys stop for a moment, so when
+// the pause is over the answers are here or on their way, and the update takes what is there.
 //
-// At most one round of requests is in flight; a newer text waits for it, and the texts typed in
-// between are skipped. (Aborting a fetch would not stop the server's work, so firing a round per
-// keystroke would only queue stale work in front of the text that matters.)
+// A newer text makes the older one's requests worthless: they are aborted, and the server drops
+// work whose client has gone (app/disconnect.py), so the newest text never queues behind them.
+// (Without that, every early round would have to finish before the next could start.)
 
 const KEEP = 40; // answers remembered (about eight texts of five models)
 
 export class Speculation {
-  /** `round(text)` lists the requests a text needs: [[key, start], ...], start() -> Promise. */
-  constructor(round) {
+  /**
+   * `round(text)` lists the requests a text needs: [[key, start, text], ...], where
+   * start(signal) returns a Promise. A text is asked about once `delay` ms pass without a newer one.
+   */
+  constructor(round, delay = 0) {
     this.round = round;
-    this.answers = new Map(); // key -> Promise of the answer, oldest first
-    this.inFlight = null; // the text whose round is running
-    this.queued = null; // the newest text waiting for that round to end
+    this.delay = delay;
+    this.timer = 0;
+    this.answers = new Map(); // key -> {promise, text, controller (null once settled)}, oldest first
+    this.text = null; // the newest text asked about
   }
 
-  /** The answer for `key`: the request already made for it, else a new one. */
-  ask(key, start) {
-    let promise = this.answers.get(key);
-    if (promise) return promise;
-    promise = start();
-    this.answers.set(key, promise);
-    // a failure is not remembered: the next ask tries again
-    promise.catch(() => this.answers.get(key) === promise && this.answers.delete(key));
+  /** The answer for `key` (a request about `text`): the request already made, else a new one. */
+  ask(key, start, text = null) {
+    const known = this.answers.get(key);
+    if (known) return known.promise;
+    const controller = new AbortController();
+    const entry = { promise: start(controller.signal), text, controller };
+    this.answers.set(key, entry);
+    // a failure (an abort included) is not remembered: the next ask tries again
+    entry.promise.then(
+      () => { entry.controller = null; },
+      () => this.answers.get(key) === entry && this.answers.delete(key),
+    );
     while (this.answers.size > KEEP) this.answers.delete(this.answers.keys().next().value);
-    return promise;
+    return entry.promise;
   }
 
-  /** Start the round for `text` now, or once the round in flight is done. */
+  /** Ask about `text` soon; requests still running for any other text are aborted now. */
   ahead(text) {
-    if (this.inFlight !== null) {
-      if (text !== this.inFlight) this.queued = text;
-      return;
+    if (text === this.text) return;
+    this.text = text;
+    for (const [key, entry] of this.answers) {
+      if (entry.controller && entry.text !== text) {
+        entry.controller.abort();
+        this.answers.delete(key);
+      }
     }
-    this.inFlight = text;
-    const jobs = this.round(text).map(([key, start]) => this.ask(key, start));
-    Promise.allSettled(jobs).then(() => {
-      this.inFlight = null;
-      const next = this.queued;
-      this.queued = null;
-      if (next !== null) this.ahead(next);
-    });
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      for (const [key, start] of this.round(text)) this.ask(key, start, text);
+    }, this.delay);
   }
 }
 

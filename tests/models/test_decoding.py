@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from models.config import Seq2SeqConfig, TransformerConfig
-from models.decoding import beam_search, greedy, greedy_batch
+from models.decoding import Stopped, beam_search, greedy, greedy_batch, greedy_tokens
 from models.registry import build
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
@@ -96,3 +96,27 @@ def test_invalid_beam_and_empty_source_are_rejected():
         beam_search(model, [5], beam_size=9)
     with pytest.raises(ValueError):
         greedy(model, [])
+
+
+@pytest.mark.parametrize("search", ["greedy", "greedy_tokens", "beam_search"])
+@torch.inference_mode()
+def test_a_search_told_to_stop_stops_before_its_next_step(search):
+    model = _model("transformer")
+    model.out_bias[EOS_ID] = -10.0  # no early end: the search would take all 20 steps
+    run = {"greedy": greedy, "greedy_tokens": greedy_tokens, "beam_search": beam_search}[search]
+    asked = []
+
+    def stop():  # stop from the third decoder step on
+        asked.append(1)
+        return len(asked) >= 3
+
+    with pytest.raises(Stopped):
+        run(model, [5, 9, 12], max_len=20, stop=stop)
+    assert len(asked) == 3
+
+    def tokens(result):
+        return result[0] if search == "greedy_tokens" else result.tokens
+
+    # a stop test that never fires changes nothing
+    never = run(model, [5, 9, 12], max_len=20, stop=lambda: False)
+    assert tokens(never) == tokens(run(model, [5, 9, 12], max_len=20))
