@@ -31,8 +31,9 @@ class Settings(BaseSettings):
     max_target_tokens: int = Field(128, ge=1)
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
     cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see services/cache.py)
-    # Intra-op threads of the one thread that runs the models (app/services/worker.py); None:
-    # PyTorch's default, one per core. A request then has every core to itself.
+    # Intra-op threads of the one thread that runs the models (app/services/worker.py). None: all
+    # cores while the machine is otherwise quiet, one while other programs wait for the CPU
+    # (app/services/cores.py); a number fixes it.
     torch_threads: int | None = Field(None, ge=1)
 
     @field_validator("models", mode="before")

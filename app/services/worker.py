@@ -20,6 +20,8 @@ from typing import TypeVar
 
 import torch
 
+from app.services.cores import CoreShare
+
 T = TypeVar("T")
 
 
@@ -29,13 +31,21 @@ class Abandoned(Exception):
 
 class ModelThread:
     def __init__(self, torch_threads: int | None = None):
-        """torch_threads: intra-op threads for the models (None: PyTorch's default, one per core)."""
+        """torch_threads: intra-op threads for the models; None: every core while the machine is
+        otherwise quiet, one while other programs wait for the CPU (see cores.py)."""
         self.torch_threads = torch_threads
+        self.cores = None if torch_threads else CoreShare(torch.get_num_threads())
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="models", initializer=self._setup)
 
     def _setup(self) -> None:
         if self.torch_threads:
             torch.set_num_threads(self.torch_threads)
+
+    def _share_cores(self) -> None:
+        if self.cores is not None:
+            threads = self.cores.threads()
+            if threads != torch.get_num_threads():
+                torch.set_num_threads(threads)
 
     def run(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None, **kwargs) -> T:
         """fn(*args, **kwargs) on the model thread; its result, or its exception re-raised here.
@@ -44,6 +54,7 @@ class ModelThread:
         def job() -> T:
             if cancel is not None and cancel.is_set():
                 raise Abandoned()
+            self._share_cores()
             return fn(*args, **kwargs)
 
         return self._pool.submit(job).result()
