@@ -31,7 +31,7 @@ class Seq2SeqConfig:
 
 @dataclass
 class TransformerConfig:
-    """Encoder-decoder Transformer (Vaswani et al. 2017), post-norm as in the paper."""
+    """Encoder-decoder Transformer (Vaswani et al. 2017), with pre-norm layers (see transformer.py)."""
 
     vocab_size: int = 8000
     d_model: int = 256  # width of every residual stream
