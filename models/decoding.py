@@ -65,7 +65,8 @@ def _forward(model, src: torch.Tensor, tokens: list[int], options: dict) -> Mode
 def _allowed(logits: torch.Tensor) -> torch.Tensor:
     """Scores with padding and BOS ruled out: they are never a valid next token."""
     scores = logits.float().clone()
-    scores[..., [PAD_ID, BOS_ID]] = float("-inf")
+    scores[..., PAD_ID] = float("-inf")
+    scores[..., BOS_ID] = float("-inf")
     return scores
 
 

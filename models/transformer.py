@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from models.attention import MultiHeadAttention, causal_mask
@@ -95,7 +96,7 @@ class DecoderLayer(nn.Module):
 @dataclass
 class TransformerMemory:
     states: torch.Tensor  # (B, S, d): encoder output
-    mask: torch.Tensor  # (B, 1, S): True on real source tokens
+    mask: torch.Tensor | None  # (B, 1, S): True on real source tokens; None: no padding
     head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
     cross_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per decoder layer, projected once
     SHARED = ("head_mask",)  # no batch axis (see outputs.select_batch)
@@ -125,6 +126,8 @@ class Transformer(nn.Module):
         """Like `encode`, also returning what the encoder computed on the way, as ModelOutput
         fields: {"attentions": {"encoder": (B, L, h, S, S)}, "encoder_hidden": (B, S, d)}."""
         mask = (src != PAD_ID).unsqueeze(1)  # (B, 1, S)
+        if bool(mask.all()):
+            mask = None  # no padding (a single sentence): nothing to hide, no masking to pay for
         x = self._embed(src, positional=positional)
         weights = []
         for i, layer in enumerate(self.encoder_layers):
@@ -155,7 +158,7 @@ class Transformer(nn.Module):
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
-        logits = self.decoder_norm(x) @ self.embed.weight.T + self.out_bias
+        logits = F.linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
 
