@@ -330,7 +330,7 @@ async function start() {
   const later = debounce(update, PAUSE_MS);
   source.addEventListener("input", () => {
     showCount();
-    if (!validate(source.value)) speculation.ahead(source.value);
+    speculation.ahead(validate(source.value) ? null : source.value);
     later();
   });
   for (const chip of document.querySelectorAll("[data-example]")) {

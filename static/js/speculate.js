@@ -37,7 +37,10 @@ export class Speculation {
     return entry.promise;
   }
 
-  /** Ask about `text` soon; requests still running for any other text are aborted now. */
+  /**
+   * Ask about `text` soon (null: about nothing, e.g. an empty box); requests still running for
+   * any other text are aborted now.
+   */
   ahead(text) {
     if (text === this.text) return;
     this.text = text;
@@ -48,6 +51,7 @@ export class Speculation {
       }
     }
     clearTimeout(this.timer);
+    if (text === null) return;
     this.timer = setTimeout(() => {
       for (const [key, start] of this.round(text)) this.ask(key, start, text);
     }, this.delay);
