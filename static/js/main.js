@@ -13,7 +13,7 @@ import { MODEL_NAMES, TranslationCards, bucketOf, drawBleuByLength } from "./tra
 
 const MAX_CHARS = 500;
 const PAUSE_MS = 120; // the views change after this pause in typing
-const SPECULATE_MS = 25; // the requests leave after this one (static/js/speculate.js)
+const SPECULATE_MS = 0; // the requests leave at once (static/js/speculate.js)
 const ATTENTION_MODELS = ["lstm-additive", "lstm-dot", "transformer"];
 const DEFAULT_TEXT = "Je mange du pain.";
 
@@ -249,8 +249,9 @@ function modelRequest(text, name) {
 
 const availableModels = () => MODEL_NAMES.filter((name) => cards.isAvailable(name));
 // Early requests go heaviest first (the story's order reversed: transformer ... rnn), so the
-// quick ones are those left when the page redraws after the pause. A text is asked about once
-// typing has stopped for SPECULATE_MS: during a burst of keys the server stays free.
+// quick ones are those left when the page redraws after the pause. Each key aborts the requests
+// of the text before it, and the server drops their work. (Waiting 25 ms for a gap between keys
+// instead: 175 and 183 ms keystroke -> update against 162 and 151, bench/bench_page.py.)
 const speculation = new Speculation(
   (text) => availableModels().reverse().map((name) => modelRequest(text, name)), SPECULATE_MS);
 

@@ -1,6 +1,7 @@
 // Ask early, show late. The views change only after a pause in typing (~120 ms), but the server
-// need not wait that long: a text is asked about as soon as the keys stop for a moment, so when
-// the pause is over the answers are here or on their way, and the update takes what is there.
+// need not wait that long: a text is asked about right away (or after `delay` ms without a newer
+// one), so when the pause is over the answers are here or on their way, and the update takes
+// what is there.
 //
 // A newer text makes the older one's requests worthless: they are aborted, and the server drops
 // work whose client has gone (app/disconnect.py), so the newest text never queues behind them.

@@ -75,8 +75,8 @@ def test_typing_translates_with_every_model(shared_page, available, server):
 
 
 def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(shared_page):
-    """The views wait for a pause in typing, the requests do not: they leave as soon as the keys
-    stop for a moment. When the text changes again, the requests still running for the old text
+    """The views wait for a pause in typing, the requests do not: they leave at the keystroke.
+    When the text changes again, the requests still running for the old text
     are aborted (the server then drops their work), so requests about two different texts are
     never in flight together, and each (model, text) is asked once."""
     page, problems = shared_page
