@@ -29,24 +29,24 @@ class CancelOnDisconnect:
             return
         gone = threading.Event()  # read from the model thread, so not an asyncio.Event
         scope.setdefault("state", {})[STATE_KEY] = gone
-        body_read = asyncio.Event()
-
-        async def receive_body() -> Message:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                gone.set()
-            elif not message.get("more_body", False):
-                body_read.set()
-            return message
+        watcher: asyncio.Task | None = None
 
         async def watch() -> None:
-            await body_read.wait()
             while (await receive())["type"] != "http.disconnect":
                 pass
             gone.set()
 
-        watcher = asyncio.create_task(watch())
+        async def receive_body() -> Message:
+            nonlocal watcher
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone.set()
+            elif not message.get("more_body", False) and watcher is None:
+                watcher = asyncio.create_task(watch())  # only requests with a body do model work
+            return message
+
         try:
             await self.app(scope, receive_body, send)
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()

@@ -47,11 +47,13 @@ class CoreShare:
         """Intra-op threads for the call about to run."""
         if self.cores <= 1:
             return self.cores
-        now, stall = self._clock(), self._stall()
+        now = self._clock()
         then, stall_then = self._since
-        if stall is None or stall_then is None:
-            return self.cores
-        if now - then >= WINDOW_S:
-            self.contended = (stall - stall_then) / ((now - then) * 1e6) > BUSY
+        if now - then >= WINDOW_S:  # the pressure file is read at most once per window
+            stall = self._stall()
+            if stall is None or stall_then is None:
+                self.contended = False
+            else:
+                self.contended = (stall - stall_then) / ((now - then) * 1e6) > BUSY
             self._since = (now, stall)
         return 1 if self.contended else self.cores

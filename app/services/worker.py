@@ -4,8 +4,8 @@ Why not the request threads themselves: PyTorch's CPU kernels parallelise throug
 every thread that runs a parallel op gets a team of helper threads of its own. Once a second
 thread has a team, the idle helpers of one fight the busy ones of the other for the cores: on
 the 2-core machines a Transformer request took ~80 ms from a request thread against ~20 ms
-from a thread that alone owns a team (bench/bench_api.py). With a single model thread each
-request gets every core (the big output projections split across them), requests never share
+from a thread that alone owns a team (measured in-process, two intra-op threads). With a single
+model thread a request can use every core (cores.py decides how many), requests never share
 model state, and the answers are the serial ones by construction. Requests queue for it, so
 cached answers are served before they reach it (see ModelRegistry.result), and work whose client
 has hung up is skipped (`cancel`).

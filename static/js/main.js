@@ -13,7 +13,6 @@ import { MODEL_NAMES, TranslationCards, bucketOf, drawBleuByLength } from "./tra
 
 const MAX_CHARS = 500;
 const PAUSE_MS = 120; // the views change after this pause in typing
-const SPECULATE_MS = 0; // the requests leave at once (static/js/speculate.js)
 const ATTENTION_MODELS = ["lstm-additive", "lstm-dot", "transformer"];
 const DEFAULT_TEXT = "Je mange du pain.";
 
@@ -252,8 +251,7 @@ const availableModels = () => MODEL_NAMES.filter((name) => cards.isAvailable(nam
 // quick ones are those left when the page redraws after the pause. Each key aborts the requests
 // of the text before it, and the server drops their work. (Waiting 25 ms for a gap between keys
 // instead: 175 and 183 ms keystroke -> update against 162 and 151, bench/bench_page.py.)
-const speculation = new Speculation(
-  (text) => availableModels().reverse().map((name) => modelRequest(text, name)), SPECULATE_MS);
+const speculation = new Speculation((text) => availableModels().reverse().map((name) => modelRequest(text, name)));
 
 function debounce(fn, ms) {
   let timer = 0;

@@ -1,7 +1,6 @@
 // Ask early, show late. The views change only after a pause in typing (~120 ms), but the server
-// need not wait that long: a text is asked about right away (or after `delay` ms without a newer
-// one), so when the pause is over the answers are here or on their way, and the update takes
-// what is there.
+// need not wait that long: a text is asked about right away, so when the pause is over the
+// answers are here or on their way, and the update takes what is there.
 //
 // A newer text makes the older one's requests worthless: they are aborted, and the server drops
 // work whose client has gone (app/disconnect.py), so the newest text never queues behind them.
@@ -12,11 +11,10 @@ const KEEP = 40; // answers remembered (about eight texts of five models)
 export class Speculation {
   /**
    * `round(text)` lists the requests a text needs: [[key, start, text], ...], where
-   * start(signal) returns a Promise. A text is asked about once `delay` ms pass without a newer one.
+   * start(signal) returns a Promise.
    */
-  constructor(round, delay = 0) {
+  constructor(round) {
     this.round = round;
-    this.delay = delay;
     this.timer = 0;
     this.answers = new Map(); // key -> {promise, text, controller (null once settled)}, oldest first
     this.text = null; // the newest text asked about
@@ -53,9 +51,11 @@ export class Speculation {
     }
     clearTimeout(this.timer);
     if (text === null) return;
+    // in the next task: the aborted requests have settled by then, and keys typed in the same
+    // task cost one round, not one each
     this.timer = setTimeout(() => {
       for (const [key, start] of this.round(text)) this.ask(key, start, text);
-    }, this.delay);
+    });
   }
 }
 

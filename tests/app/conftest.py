@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.config import REPO_ROOT, Settings
 from app.main import create_app
+from app.services.registry import load_registry
 from models import checkpoint
 from models.config import Seq2SeqConfig, TransformerConfig
 from models.registry import MODEL_NAMES, build
@@ -70,3 +71,11 @@ def short_client(tiny_checkpoints) -> Iterator[TestClient]:
     """Random models rarely end a sentence; a short output limit keeps the hostile table quick."""
     with TestClient(create_app(tiny_settings(tiny_checkpoints, max_target_tokens=12))) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def cached_registry(tiny_checkpoints):
+    """Two tiny models with the result cache on, and their own model thread (closed after)."""
+    registry = load_registry(tiny_checkpoints, ("lstm", "transformer"), device="cpu", cache_size=8)
+    yield registry
+    registry.worker.close()

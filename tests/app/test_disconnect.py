@@ -12,35 +12,27 @@ from fastapi import FastAPI
 from app.dependencies import ClientGone
 from app.disconnect import CancelOnDisconnect
 from app.services.attention import attention
-from app.services.registry import load_registry
 from app.services.worker import Abandoned
 from models.decoding import Stopped
 
 
-@pytest.fixture
-def registry(tiny_checkpoints):
-    registry = load_registry(tiny_checkpoints, ("transformer",), device="cpu", cache_size=8)
-    yield registry
-    registry.worker.close()
-
-
-def test_work_queued_for_a_client_that_left_is_skipped(registry):
+def test_work_queued_for_a_client_that_left_is_skipped(cached_registry):
     release, gone, computed = threading.Event(), threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(registry.worker.run, release.wait, 10)  # model thread busy
-    waiting = ThreadPoolExecutor(1).submit(registry.result, "key", lambda: computed.append(1), gone)
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.worker.run, release.wait, 10)  # model thread busy
+    waiting = ThreadPoolExecutor(1).submit(cached_registry.result, "key", lambda: computed.append(1), gone)
     gone.set()  # the client hangs up while its request waits in the queue
     release.set()
     with pytest.raises(Abandoned):
         waiting.result(timeout=10)
-    assert computed == [] and len(registry.cache) == 0
+    assert computed == [] and len(cached_registry.cache) == 0
     blocker.result(timeout=10)
-    assert registry.result("key", lambda: {"computed": True}) == {"computed": True}  # nothing stuck
+    assert cached_registry.result("key", lambda: {"computed": True}) == {"computed": True}  # nothing stuck
 
 
-def test_decoding_for_a_client_that_left_stops(registry, monkeypatch):
+def test_decoding_for_a_client_that_left_stops(cached_registry, monkeypatch):
     gone = threading.Event()
     steps = []
-    model = registry.get("transformer").model
+    model = cached_registry.get("transformer").model
     real_decode = model.decode
 
     def decode_then_hang_up(*args, **kwargs):
@@ -50,8 +42,8 @@ def test_decoding_for_a_client_that_left_stops(registry, monkeypatch):
 
     monkeypatch.setattr(model, "decode", decode_then_hang_up)
     with pytest.raises(Stopped):
-        attention(registry, "transformer", "Je mange du pain.", cancel=gone)
-    assert len(steps) == 1 and len(registry.cache) == 0
+        attention(cached_registry, "transformer", "Je mange du pain.", cancel=gone)
+    assert len(steps) == 1 and len(cached_registry.cache) == 0
 
 
 def _app(seen: list) -> FastAPI:
