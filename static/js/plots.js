@@ -102,7 +102,8 @@ function exportFigure(gd) {
   return { data, layout };
 }
 
-function exportButton(format, title, icon, filename) {
+/** A modebar button that downloads the plot under the name draw() gave it (div.dataset.exportName). */
+function exportButton(format, title, icon) {
   return {
     name: `download-${format}`,
     title,
@@ -110,25 +111,34 @@ function exportButton(format, title, icon, filename) {
     click: (gd) => {
       const figure = exportFigure(gd);
       return Plotly().downloadImage(figure, {
-        format, filename, width: figure.layout.width, height: figure.layout.height, scale: format === "png" ? 2 : 1,
+        format, filename: gd.dataset.exportName || "plot", width: figure.layout.width, height: figure.layout.height,
+        scale: format === "png" ? 2 : 1,
       });
     },
   };
 }
 
-/** Modebar with a PNG (at 2x) and an SVG download button, both with the colour bar. */
-export function plotConfig(filename) {
-  return {
+let config = null;
+
+/**
+ * Modebar with a PNG (at 2x) and an SVG download button, both with the colour bar. The same
+ * object for every plot and every redraw: Plotly.react compares the config it is given with the
+ * last one, and the buttons' click functions of a fresh config never compare equal, so every
+ * redraw would start the plot over (BLEU chart: 24 ms instead of 14).
+ */
+export function plotConfig() {
+  config ??= {
     responsive: true,
     displaylogo: false,
     modeBarButtonsToRemove: [
       "toImage", "sendChartToCloud", "select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d",
     ],
     modeBarButtonsToAdd: [
-      exportButton("png", "Download plot as PNG", Plotly().Icons.camera, filename),
-      exportButton("svg", "Download plot as SVG", SVG_ICON, filename),
+      exportButton("png", "Download plot as PNG", Plotly().Icons.camera),
+      exportButton("svg", "Download plot as SVG", SVG_ICON),
     ],
   };
+  return config;
 }
 
 /** Plotly's modebar buttons are links without href: make them reachable and usable by keyboard. */
@@ -151,7 +161,8 @@ export function draw(div, data, layout, filename) {
   const empty = div.querySelector(":scope > .plot-empty");
   if (empty) empty.remove();
   div.dataset.state = "drawn";
-  return Plotly().react(div, data, layout, plotConfig(filename)).then(() => keyboardModebar(div));
+  div.dataset.exportName = filename;
+  return Plotly().react(div, data, layout, plotConfig()).then(() => keyboardModebar(div));
 }
 
 /** Replace a plot with a short message (text only, never HTML). */

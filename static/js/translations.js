@@ -138,13 +138,13 @@ export class TranslationCards {
   }
 }
 
-/** BLEU per length bucket, one line per loaded model, the typed sentence's bucket shaded. */
-export function drawBleuByLength(div, models, bucket, selected) {
-  const withMetrics = models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
-  if (!withMetrics.length) {
-    showEmpty(div, "No evaluation report yet: the scores appear once the models have been evaluated.");
-    return;
-  }
+// The traces of the last drawing, reused while the models and the selection stay the same: given
+// the same data objects, Plotly.react redraws only what changed (the bucket's band, as the typed
+// sentence grows), ~4 ms instead of ~14 ms for new but equal traces.
+let lastTraces = { models: null, selected: null, data: null };
+
+function bleuTraces(withMetrics, selected) {
+  if (lastTraces.selected === selected && sameModels(lastTraces.models, withMetrics)) return lastTraces.data;
   const ordered = MODEL_NAMES.map((n) => withMetrics.find((m) => m.name === n)).filter(Boolean);
   const data = ordered.map((m) => {
     const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
@@ -162,18 +162,36 @@ export function drawBleuByLength(div, models, bucket, selected) {
       opacity: emphasis ? 1 : 0.45,
     };
   });
+  lastTraces = { models: withMetrics, selected, data };
+  return data;
+}
+
+// One object for every drawing: Plotly.react takes new tick arrays for new ticks and redraws the
+// axes (~15 ms here instead of ~4 ms).
+const BUCKET_AXIS = {
+  tickmode: "array",
+  tickvals: BUCKETS.map((_, i) => i),
+  ticktext: BUCKETS.map((b) => b.replace("-", "–")),
+  title: { text: "source sentence length (words)", standoff: 4 },
+  range: [-0.5, BUCKETS.length - 0.5],
+  showgrid: false,
+  zeroline: false,
+};
+
+const sameModels = (a, b) => a !== null && a.length === b.length && a.every((m, i) => m === b[i]);
+
+/** BLEU per length bucket, one line per loaded model, the typed sentence's bucket shaded. */
+export function drawBleuByLength(div, models, bucket, selected) {
+  const withMetrics = models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
+  if (!withMetrics.length) {
+    showEmpty(div, "No evaluation report yet: the scores appear once the models have been evaluated.");
+    return;
+  }
+  const data = bleuTraces(withMetrics, selected);
   const at = BUCKETS.indexOf(bucket);
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 36, b: 48 },
-    xaxis: {
-      tickmode: "array",
-      tickvals: BUCKETS.map((_, i) => i),
-      ticktext: BUCKETS.map((b) => b.replace("-", "–")),
-      title: { text: "source sentence length (words)", standoff: 4 },
-      range: [-0.5, BUCKETS.length - 0.5],
-      showgrid: false,
-      zeroline: false,
-    },
+    xaxis: BUCKET_AXIS,
     yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom", font: { size: 12 } },
     shapes: at < 0 ? [] : [{
