@@ -48,6 +48,9 @@ class AdditiveAttention(nn.Module):
     """Bahdanau et al. (2014): a one-hidden-layer network scores each (query, key) pair.
 
         score(s, h_j) = v^T tanh(W s + U h_j)
+
+    U h_j does not depend on the query, so a decoder computes it once per sentence (`project`)
+    and passes it to every step, as the paper suggests, instead of once per output token.
     """
 
     def __init__(self, d_query: int, d_key: int, d_attn: int):
@@ -56,23 +59,33 @@ class AdditiveAttention(nn.Module):
         self.U = nn.Linear(d_key, d_attn)
         self.v = nn.Linear(d_attn, 1, bias=False)
 
-    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        # query: (B, T_q, d_q), keys: (B, T_k, d_k) -> (B, T_q, T_k)
-        hidden = torch.tanh(self.W(query).unsqueeze(2) + self.U(keys).unsqueeze(1))  # (B,Tq,Tk,a)
+    def project(self, keys: torch.Tensor) -> torch.Tensor:
+        """(B, T_k, d_k) -> U h_j: (B, T_k, a)."""
+        return self.U(keys)
+
+    def score(self, query: torch.Tensor, keys: torch.Tensor, projected: torch.Tensor | None = None):
+        # query: (B, T_q, d_q), keys: (B, T_k, d_k), projected: (B, T_k, a) -> (B, T_q, T_k)
+        projected = self.project(keys) if projected is None else projected
+        hidden = torch.tanh(self.W(query).unsqueeze(2) + projected.unsqueeze(1))  # (B, Tq, Tk, a)
         return self.v(hidden).squeeze(-1)
 
-    def forward(self, query, keys, mask=None) -> tuple[torch.Tensor, torch.Tensor]:
-        weights = masked_softmax(self.score(query, keys), _key_mask(mask))  # (B, T_q, T_k)
+    def forward(self, query, keys, mask=None, projected=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """`projected`: `project(keys)` computed beforehand (None: computed here)."""
+        weights = masked_softmax(self.score(query, keys, projected), _key_mask(mask))  # (B, T_q, T_k)
         return weights @ keys, weights  # context (B, T_q, d_k)
 
 
 class DotAttention(nn.Module):
     """Luong et al. (2015): the score is the plain dot product s . h_j (no parameters)."""
 
+    def project(self, keys: torch.Tensor) -> None:
+        """Nothing to compute ahead: the keys are scored as they are."""
+        return None
+
     def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         return query @ keys.transpose(1, 2)  # (B, T_q, T_k)
 
-    def forward(self, query, keys, mask=None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, query, keys, mask=None, projected=None) -> tuple[torch.Tensor, torch.Tensor]:
         weights = masked_softmax(self.score(query, keys), _key_mask(mask))
         return weights @ keys, weights
 

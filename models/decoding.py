@@ -74,6 +74,16 @@ def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
     return _allowed(logits[:, -1])  # (B, V)
 
 
+FIRST_ALLOWED = 2  # PAD_ID and BOS_ID are ids 0 and 1, never a valid next token
+assert {PAD_ID, BOS_ID} == set(range(FIRST_ALLOWED))
+
+
+def _best_next(logits: torch.Tensor) -> int:
+    """The greedy choice for one sentence: what argmax over _next_token_scores picks, read off a
+    view of the allowed ids (no copy of the 8000 scores per step)."""
+    return int(logits[0, -1, FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+
+
 def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
     """The distributions the search chose from: (T, V) logits -> per position the k best."""
     probs, ids = torch.softmax(_allowed(logits), dim=-1).topk(k, dim=-1)  # (T, k)
@@ -92,7 +102,7 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
     for _ in range(max_len):
         _check(stop)
         logits, _, cache = model.decode(memory, last, cache)
-        last = _next_token_scores(logits).argmax(-1, keepdim=True)  # (B, 1)
+        last = logits[:, -1, FIRST_ALLOWED:].argmax(-1, keepdim=True) + FIRST_ALLOWED  # (B, 1)
         last = last.masked_fill(done.unsqueeze(1), PAD_ID)
         out.append(last)
         done |= last.squeeze(1) == EOS_ID
@@ -118,7 +128,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             break
-        last = int(_next_token_scores(logits).argmax())
+        last = _best_next(logits)
         if last == EOS_ID:
             finished = True
             break

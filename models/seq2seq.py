@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from models.attention import AdditiveAttention, DotAttention
@@ -27,8 +28,9 @@ from models.tokenizer import PAD_ID
 @dataclass
 class Seq2SeqMemory:
     keys: torch.Tensor  # (B, S, H): encoder states the attention looks at
-    mask: torch.Tensor  # (B, S): True on real source tokens
+    mask: torch.Tensor | None  # (B, S): True on real source tokens; None: no padding
     state: torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # encoder's final h (or (h, c))
+    projected: torch.Tensor | None = None  # (B, S, a): the attention's key-only part, once per sentence
 
 
 class Seq2Seq(nn.Module):
@@ -58,7 +60,10 @@ class Seq2Seq(nn.Module):
         fields: {"encoder_hidden": (B, S, H), "encoder_gates": (B, S, 3, H) or None}."""
         mask = src != PAD_ID  # (B, S)
         encoding = self.encoder(self.drop(self.embed(src)), mask)
-        memory = Seq2SeqMemory(keys=encoding.hidden, mask=mask, state=encoding.final)
+        projected = None if self.attention is None else self.attention.project(encoding.hidden)
+        # a single sentence has no padding: nothing for the attention to hide at any step
+        memory = Seq2SeqMemory(keys=encoding.hidden, mask=None if bool(mask.all()) else mask,
+                               state=encoding.final, projected=projected)
         return memory, {"encoder_hidden": encoding.hidden, "encoder_gates": getattr(encoding, "gates", None)}
 
     def encode(self, src: torch.Tensor) -> Seq2SeqMemory:
@@ -73,10 +78,10 @@ class Seq2Seq(nn.Module):
         s = run.hidden  # (B, t, H)
         weights = {}
         if self.attention is not None:
-            context, weights = self.attention(s, memory.keys, memory.mask)  # (B,t,H), (B,t,S)
+            context, weights = self.attention(s, memory.keys, memory.mask, memory.projected)  # (B,t,H), (B,t,S)
             s = torch.tanh(self.W_c(torch.cat([context, s], dim=-1)))
             weights = {"cross": weights[:, None, None]}  # one layer, one head
-        logits = self.out(self.drop(s)) @ self.embed.weight.T + self.out_bias
+        logits = F.linear(self.out(self.drop(s)), self.embed.weight, self.out_bias)  # o E^T + b: tied E
         return logits, weights, run.final
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:

@@ -106,3 +106,14 @@ def test_switching_a_head_off_removes_its_contribution():
     ctx[:, 1] = 0
     torch.testing.assert_close(off, mha.W_o(ctx.transpose(1, 2).reshape(1, 5, 16)))
     assert weights.shape == (1, 4, 5, 5)
+
+
+def test_keys_projected_once_give_the_same_attention_as_projected_each_time():
+    keys, mask = _keys_and_mask()
+    query = torch.randn(2, 3, 8)
+    for attention in (AdditiveAttention(8, 8, 6), DotAttention()):
+        projected = attention.project(keys)  # what a decoder computes once per sentence
+        for step in range(3):  # ... and hands to each step
+            ahead = attention(query[:, step : step + 1], keys, mask, projected)
+            each = attention(query[:, step : step + 1], keys, mask)
+            torch.testing.assert_close(ahead, each, rtol=0, atol=0)

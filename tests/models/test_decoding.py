@@ -88,6 +88,12 @@ def test_never_produces_padding_or_bos_and_batch_equals_single():
     batch = greedy_batch(model, src, max_len=10)
     assert all(t not in (PAD_ID, BOS_ID) for row in batch for t in row)
     assert batch[1] == greedy(model, [8, 6], max_len=10).tokens
+    with torch.no_grad():  # now padding and BOS are by far the most likely (and EOS unlikely):
+        model.out_bias[PAD_ID] = model.out_bias[BOS_ID] = 50.0  # still never chosen
+        model.out_bias[EOS_ID] = -50.0
+    outputs = [*greedy_batch(model, src, max_len=10), greedy(model, [8, 6], max_len=10).tokens,
+               beam_search(model, [8, 6], beam_size=3, max_len=10).tokens]
+    assert all(row and not {PAD_ID, BOS_ID} & set(row) for row in outputs)
 
 
 def test_invalid_beam_and_empty_source_are_rejected():
