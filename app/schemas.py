@@ -59,6 +59,19 @@ class GradientsRequest(TextRequest):
     models: list[str] = Field([], max_length=5, description="recurrent models to measure (default: rnn, lstm)")
 
 
+class CompareRequest(TextRequest):
+    models: list[str] = Field([], max_length=8,
+                              description="models to run, in this order (default: every loaded model)",
+                              examples=[["transformer", "lstm-dot", "lstm-additive", "lstm", "rnn"]])
+
+    @field_validator("models")
+    @classmethod
+    def _once_each(cls, models: list[str]) -> list[str]:
+        if len(set(models)) != len(models):
+            raise ValueError("name each model at most once")
+        return models
+
+
 class Health(BaseModel):
     status: Literal["ok", "degraded"]
     device: str

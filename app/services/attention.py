@@ -9,6 +9,7 @@ decoder read, ["<bos>", t0, t1, ...], so those maps are square and lower-triangu
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from app.services.decoding import GREEDY, DecodeOptions, decode, stop_when
 from app.services.registry import ModelRegistry
@@ -25,9 +26,17 @@ def attention(
 ) -> dict:
     """`kinds` picks among cross, encoder and decoder maps (all by default). `cancel` set (the
     client hung up): the work is skipped, or stopped between decoder steps."""
+    return registry.result(*attention_job(registry, name, text, options, kinds, cancel), cancel)
+
+
+def attention_job(
+    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
+) -> tuple[tuple, Callable[[], dict]]:
+    """(cache key, computation) of `attention`, for registry.result or registry.submit. The model
+    name and the text are checked here, before anything runs."""
     entry = registry.get(name)
     source = source_of(registry.tokenizer, text, registry.max_chars)
-    key = ("attention", name, source.text, options, kinds)
 
     def compute() -> dict:
         decoded = decode(entry, source, options, registry.max_target_tokens, stop_when(cancel))
@@ -35,7 +44,7 @@ def attention(
         maps = attention_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
         return {**result, "maps": maps}
 
-    return registry.result(key, compute, cancel)
+    return ("attention", name, source.text, options, kinds), compute
 
 
 def attention_maps(

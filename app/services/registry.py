@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,10 +55,16 @@ class ModelRegistry:
         cache is asked again there: an identical request queued behind the one that computed it
         (live typing asks twice for the same text) gets the answer without computing it again.
         `cancel` set before its turn: nothing is computed (worker.Abandoned)."""
+        return self.submit(key, compute, cancel).result()
+
+    def submit(self, key, compute, cancel: threading.Event | None = None) -> Future:
+        """Like `result`, without waiting: a Future, already done when the cache had the answer."""
         value = self.cache.get(key)
-        if value is not MISSING:
-            return value
-        return self.worker.run(self.cache.get_or_compute, key, compute, cancel=cancel)
+        if value is MISSING:
+            return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel)
+        done: Future = Future()
+        done.set_result(value)
+        return done
 
     def get(self, name: str) -> LoadedModel:
         if name in self.models:

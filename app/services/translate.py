@@ -4,6 +4,7 @@ next tokens (chapter 10) and the beam's candidates."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from app.services.decoding import GREEDY, DecodeOptions, decode, decode_tokens, stop_when
@@ -19,11 +20,19 @@ def translate(
     cancel: threading.Event | None = None,
 ) -> dict:
     """`cancel` set (the client hung up): the work is skipped, or stopped between decoder steps."""
+    return registry.result(*translate_job(registry, name, text, options, cancel), cancel)
+
+
+def translate_job(
+    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    cancel: threading.Event | None = None,
+) -> tuple[tuple, Callable[[], dict]]:
+    """(cache key, computation) of `translate`; the model name and the text are checked here."""
     entry = registry.get(name)
     source = source_of(registry.tokenizer, text, registry.max_chars)
-    key = ("translate", name, source.text, options)
     tokenizer, limit, stop = registry.tokenizer, registry.max_target_tokens, stop_when(cancel)
-    return registry.result(key, lambda: _translate(entry, tokenizer, source, options, limit, stop), cancel)
+    key = ("translate", name, source.text, options)
+    return key, lambda: _translate(entry, tokenizer, source, options, limit, stop)
 
 
 def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
@@ -47,9 +47,9 @@ class ModelThread:
             if threads != torch.get_num_threads():
                 torch.set_num_threads(threads)
 
-    def run(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None, **kwargs) -> T:
-        """fn(*args, **kwargs) on the model thread; its result, or its exception re-raised here.
-        If `cancel` is set by the time its turn comes, fn is not run: Abandoned is raised."""
+    def submit(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None, **kwargs) -> Future[T]:
+        """Queue fn(*args, **kwargs) for the model thread; its Future. If `cancel` is set by the
+        time its turn comes, fn is not run and the Future raises Abandoned."""
 
         def job() -> T:
             if cancel is not None and cancel.is_set():
@@ -57,7 +57,11 @@ class ModelThread:
             self._share_cores()
             return fn(*args, **kwargs)
 
-        return self._pool.submit(job).result()
+        return self._pool.submit(job)
+
+    def run(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None, **kwargs) -> T:
+        """fn(*args, **kwargs) on the model thread; its result, or its exception re-raised here."""
+        return self.submit(fn, *args, cancel=cancel, **kwargs).result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -36,6 +36,60 @@ async function request(method, path, body, signal) {
   return data;
 }
 
+/**
+ * POST /api/compare: several models on one text in one request. The server sends one JSON line
+ * per model as soon as that model is done; returns a Map model -> Promise of its answer (what
+ * /api/attention answers), each settled as its line arrives. An abort rejects those still waiting.
+ */
+export function compare(text, models, signal) {
+  const waiting = new Map(models.map((name) => [name, settler()]));
+  const settle = (answer) => {
+    const one = waiting.get(answer.model);
+    if (!one) return;
+    waiting.delete(answer.model);
+    if (answer.error) one.reject(new ApiError(500, answer.error));
+    else one.resolve(answer);
+  };
+  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)))
+    .then(() => new ApiError(502, "the server's answer ended early"), (error) => error)
+    .then((error) => {
+      for (const one of waiting.values()) one.reject(error);
+    });
+  return new Map(models.map((name) => [name, waiting.get(name).promise]));
+}
+
+function settler() {
+  const one = {};
+  one.promise = new Promise((resolve, reject) => Object.assign(one, { resolve, reject }));
+  one.promise.catch(() => {}); // rejections nobody awaits (an aborted round) are not errors
+  return one;
+}
+
+/** POST `body` and hand each line of the streamed answer to `onLine` as it arrives. */
+async function readLines(path, body, signal, onLine) {
+  const response = await fetch(path, {
+    method: "POST", signal, body: JSON.stringify(body),
+    headers: { Accept: "application/x-ndjson", "Content-Type": "application/json" },
+  });
+  if (!response.ok) {
+    const data = await response.json().catch(() => null);
+    throw new ApiError(response.status, reason(data, response.status));
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+      if (line.trim()) onLine(line);
+    }
+  }
+}
+
 export const isAbort = (error) => error && error.name === "AbortError";
 
 export const health = (signal) => request("GET", "/api/health", undefined, signal);

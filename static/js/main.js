@@ -179,11 +179,13 @@ function update() {
   cards.setBucket(bucketOf(text));
   drawBleu();
 
+  speculation.ahead(text, heaviestFirst()); // already asked while typing; not when an example was picked
+  const answers = speculation.ask(text, heaviestFirst());
   const jobs = availableModels().map(async (name) => {
     cards.busy(name, true);
     try {
       const usesAttention = ATTENTION_MODELS.includes(name);
-      const answer = await unlessAborted(speculation.ask(...modelRequest(text, name)), signal);
+      const answer = await unlessAborted(answers.get(name), signal);
       if (!current()) return;
       cards.setTranslation(name, answer.translation);
       if (name === "transformer") {
@@ -240,18 +242,11 @@ function updateLengthOnly() {
   });
 }
 
-/** [cache key, start(signal), text] of the one request a model needs: attention or translation. */
-function modelRequest(text, name) {
-  const ask = ATTENTION_MODELS.includes(name) ? api.attention : api.translate;
-  return [`${name}\n${text}`, (signal) => ask(text, name, signal), text];
-}
-
 const availableModels = () => MODEL_NAMES.filter((name) => cards.isAvailable(name));
-// Early requests go heaviest first (the story's order reversed: transformer ... rnn), so the
-// quick ones are those left when the page redraws after the pause. Each key aborts the requests
-// of the text before it, and the server drops their work. (Waiting 25 ms for a gap between keys
-// instead: 175 and 183 ms keystroke -> update against 162 and 151, bench/bench_page.py.)
-const speculation = new Speculation((text) => availableModels().reverse().map((name) => modelRequest(text, name)));
+// The server runs them in the order asked: heaviest first (the story's order reversed), so the
+// quick ones are those left when the page redraws after the pause.
+const heaviestFirst = () => availableModels().reverse();
+const speculation = new Speculation(api.compare);
 
 function debounce(fn, ms) {
   let timer = 0;
@@ -329,7 +324,7 @@ async function start() {
   const later = debounce(update, PAUSE_MS);
   source.addEventListener("input", () => {
     showCount();
-    speculation.ahead(validate(source.value) ? null : source.value);
+    speculation.ahead(validate(source.value) ? null : source.value, heaviestFirst());
     later();
   });
   for (const chip of document.querySelectorAll("[data-example]")) {

@@ -2,45 +2,54 @@
 // need not wait that long: a text is asked about right away, so when the pause is over the
 // answers are here or on their way, and the update takes what is there.
 //
-// A newer text makes the older one's requests worthless: they are aborted, and the server drops
-// work whose client has gone (app/disconnect.py), so the newest text never queues behind them.
-// (Without that, every early round would have to finish before the next could start.)
+// One request per text carries every model (POST /api/compare, answers streamed as each model
+// finishes): five requests per keystroke, and five aborts at the next, cost the browser and the
+// server more CPU than the models' work on a 2-core machine.
+//
+// A newer text makes the older one's request worthless: it is aborted, and the server drops
+// work whose client has gone (app/disconnect.py), so the newest text never queues behind it.
 
 const KEEP = 40; // answers remembered (about eight texts of five models)
 
 export class Speculation {
   /**
-   * `round(text)` lists the requests a text needs: [[key, start, text], ...], where
-   * start(signal) returns a Promise.
+   * `fetchRound(text, names, signal)` asks about one text for several models in one request and
+   * returns a Map name -> Promise of that model's answer.
    */
-  constructor(round) {
-    this.round = round;
-    this.timer = 0;
-    this.answers = new Map(); // key -> {promise, text, controller (null once settled)}, oldest first
+  constructor(fetchRound) {
+    this.fetchRound = fetchRound;
+    this.answers = new Map(); // "name\ntext" -> {promise, text, controller (null once settled)}, oldest first
     this.text = null; // the newest text asked about
   }
 
-  /** The answer for `key` (a request about `text`): the request already made, else a new one. */
-  ask(key, start, text = null) {
-    const known = this.answers.get(key);
-    if (known) return known.promise;
-    const controller = new AbortController();
-    const entry = { promise: start(controller.signal), text, controller };
+  /** Map name -> Promise of its answer about `text`: those already asked for, the others in one new request. */
+  ask(text, names) {
+    const key = (name) => `${name}\n${text}`;
+    const missing = names.filter((name) => !this.answers.has(key(name)));
+    if (missing.length) {
+      const controller = new AbortController();
+      const promises = this.fetchRound(text, missing, controller.signal);
+      for (const name of missing) this.remember(key(name), promises.get(name), text, controller);
+    }
+    return new Map(names.map((name) => [name, this.answers.get(key(name)).promise]));
+  }
+
+  remember(key, promise, text, controller) {
+    const entry = { promise, text, controller };
     this.answers.set(key, entry);
     // a failure (an abort included) is not remembered: the next ask tries again
-    entry.promise.then(
+    promise.then(
       () => { entry.controller = null; },
       () => this.answers.get(key) === entry && this.answers.delete(key),
     );
     while (this.answers.size > KEEP) this.answers.delete(this.answers.keys().next().value);
-    return entry.promise;
   }
 
   /**
-   * Ask about `text` soon (null: about nothing, e.g. an empty box); requests still running for
-   * any other text are aborted now.
+   * Ask about `text` now (null: about nothing, e.g. an empty box); the request still running for
+   * any other text is aborted first.
    */
-  ahead(text) {
+  ahead(text, names) {
     if (text === this.text) return;
     this.text = text;
     for (const [key, entry] of this.answers) {
@@ -49,13 +58,7 @@ export class Speculation {
         this.answers.delete(key);
       }
     }
-    clearTimeout(this.timer);
-    if (text === null) return;
-    // in the next task: the aborted requests have settled by then, and keys typed in the same
-    // task cost one round, not one each
-    this.timer = setTimeout(() => {
-      for (const [key, start] of this.round(text)) this.ask(key, start, text);
-    });
+    if (text !== null) this.ask(text, names);
   }
 }
 

@@ -115,6 +115,7 @@ def test_gradients_of_chosen_models(client):
 
 def test_openapi_documents_the_endpoints(client):
     paths = client.get("/openapi.json").json()["paths"]
-    for path in ("/api/health", "/api/models", "/api/translate", "/api/attention", "/api/gradients"):
+    for path in ("/api/health", "/api/models", "/api/translate", "/api/attention", "/api/compare",
+                 "/api/gradients"):
         assert path in paths
     assert client.get("/docs").status_code == 200

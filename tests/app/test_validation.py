@@ -103,6 +103,9 @@ def test_hostile_text_never_500s(short_client, text):
         assert response.status_code == 200, (path, model, response.text)
     response = short_client.post("/api/gradients", json={"text": text})
     assert response.status_code == 200
+    response = short_client.post("/api/compare", json={"text": text})  # all five, streamed
+    assert response.status_code == 200 and '"error"' not in response.text, response.text[:300]
+    assert len(response.text.splitlines()) == 5
 
 
 def test_longest_input_gets_every_map(short_client):
@@ -117,7 +120,7 @@ def test_longest_input_gets_every_map(short_client):
 @pytest.mark.parametrize("raw", [b'"a\\ud800b"', b'"\\udfff"', b'"\\udbff\\udfff"'])
 def test_lone_surrogates_are_replaced_not_500(short_client, raw):
     """JSON escapes can name UTF-16 halves that are no character; they become U+FFFD (<unk>)."""
-    for path in ("/api/translate", "/api/attention", "/api/gradients"):
+    for path in ("/api/translate", "/api/attention", "/api/gradients", "/api/compare"):
         body = b'{"text": ' + raw + b', "model": "transformer"}'
         response = short_client.post(path, content=body, headers={"Content-Type": "application/json"})
         assert response.status_code == 200, (path, response.text)

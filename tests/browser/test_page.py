@@ -74,21 +74,21 @@ def test_typing_translates_with_every_model(shared_page, available, server):
     assert problems.errors == []
 
 
-def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(shared_page):
-    """The views wait for a pause in typing, the requests do not: they leave at the keystroke.
-    When the text changes again, the requests still running for the old text
-    are aborted (the server then drops their work), so requests about two different texts are
-    never in flight together, and each (model, text) is asked once."""
+def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(shared_page, available):
+    """The views wait for a pause in typing, the request does not: it leaves at the keystroke,
+    one request for every model (POST /api/compare). When the text changes again, the request
+    still running for the old text is aborted (the server then drops its work), so requests about
+    two different texts are never in flight together, and each (model, text) is asked once."""
     page, problems = shared_page
     sent, aborted = [], []
 
     def asked(request):
-        return request.method == "POST" and request.url.endswith(("/api/translate", "/api/attention"))
+        return request.method == "POST" and request.url.endswith("/api/compare")
 
     def record(request):
         if asked(request):
             body = request.post_data_json
-            sent.append((body["model"], body["text"]))
+            sent.extend((model, body["text"]) for model in body["models"])
 
     def record_failure(request):
         if asked(request):
@@ -101,17 +101,26 @@ def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(sha
         window.__inFlight = 0;
         window.__mostTexts = 0;
         window.fetch = (path, init) => {
-            const asks = path === "/api/translate" || path === "/api/attention";
+            const asks = path === "/api/compare";
             const text = asks ? JSON.parse(init.body).text : null;
             window.__inFlight++;
             if (asks) texts.set(text, (texts.get(text) || 0) + 1);
             window.__mostTexts = Math.max(window.__mostTexts, texts.size);
-            return fetch(path, init).finally(() => {
+            let over = false;
+            const end = () => {  // answered, failed, or aborted (the page dropped it): once
+                if (over) return;
+                over = true;
                 window.__inFlight--;
                 if (!asks) return;
                 const left = texts.get(text) - 1;
                 if (left) texts.set(text, left); else texts.delete(text);
-            });
+            };
+            init?.signal?.addEventListener("abort", end);
+            // the answer streams: in flight until its body has been read to the end
+            return fetch(path, init).then((response) => {
+                response.clone().arrayBuffer().then(end, end);
+                return response;
+            }, (error) => { end(); throw error; });
         };
     }""")
     first, rest = "Le chien dort", " dans la cuisine."
@@ -127,6 +136,7 @@ def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(sha
     page.remove_listener("requestfailed", record_failure)
     texts = [text for _, text in sent]
     assert first in texts and sentence in texts
+    assert {model for model, text in sent if text == sentence} == set(available)
     # the first text's requests were dropped (and those of any text a slow typist paused on),
     # before any about a newer text left; the final text's requests all ran
     assert first in aborted and all(sentence.startswith(t) and t != sentence for t in aborted)
@@ -142,7 +152,7 @@ def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(sha
     box.press("!")
     page.wait_for_function("t => window.attentionLab.lastUpdate?.text === t", arg=sentence + "!")
     first_sent = page.evaluate("""Math.min(...performance.getEntriesByType('resource')
-        .filter(e => /api[/](translate|attention)$/.test(e.name) && e.startTime >= window.__keyAt)
+        .filter(e => /api[/]compare$/.test(e.name) && e.startTime >= window.__keyAt)
         .map(e => e.startTime)) - window.__keyAt""")
     assert 0 <= first_sent < 60, f"first request {first_sent:.0f} ms after the keystroke (pause: 120 ms)"
     assert problems.errors == []
@@ -256,7 +266,7 @@ def test_markup_in_the_input_stays_text(shared_page, available):
     assert problems.errors == []
 
 
-def test_messages_for_empty_too_long_and_server_errors(shared_page, available):
+def test_messages_for_empty_too_long_and_server_errors(shared_page, available, server):
     page, problems = shared_page
     status = page.get_by_test_id("status")
     box = page.get_by_test_id("source")
@@ -268,13 +278,31 @@ def test_messages_for_empty_too_long_and_server_errors(shared_page, available):
     assert "500" in status.inner_text()
     assert page.locator("#char-count.is-over").count() == 1
     # a failing server: the message names the problem and the rest of the page stays usable
-    page.route("**/api/translate", lambda route: route.fulfill(status=500, body='{"detail": "boom"}',
-                                                               content_type="application/json"))
+    page.route("**/api/compare", lambda route: route.fulfill(status=500, body='{"detail": "boom"}',
+                                                             content_type="application/json"))
     type_sentence(page, "Il pleut.")
-    if {"rnn", "lstm"} & set(available):
-        assert status.get_attribute("data-tone") == "error"
-        assert "server error 500" in status.inner_text()
-    page.unroute("**/api/translate")
+    assert status.get_attribute("data-tone") == "error"
+    assert "server error 500" in status.inner_text()
+    page.unroute("**/api/compare")
+    # one model failing (its line of the streamed answer is an error): only its card says so
+    failing, working = available[0], available[-1]
+
+    def one_model_fails(route):
+        try:
+            lines = route.fetch().text().splitlines()
+        except Exception:  # typing went on: the page dropped this request
+            return
+        lines = [f'{{"model": "{failing}", "error": "RuntimeError: boom"}}' if f'"model":"{failing}"' in line
+                 else line for line in lines]
+        route.fulfill(status=200, body="\n".join(lines) + "\n", content_type="application/x-ndjson")
+
+    page.route("**/api/compare", one_model_fails)
+    type_sentence(page, "Il grêle.")
+    assert f"{failing}: server error 500" in status.inner_text()
+    assert "No answer this time." in page.get_by_test_id(f"translation-{failing}").inner_text()
+    expected = httpx.post(f"{server}/api/translate", json={"text": "Il grêle.", "model": working}).json()
+    assert page.get_by_test_id(f"translation-{working}").inner_text() == expected["translation"]
+    page.unroute("**/api/compare")
     type_sentence(page, "Il neige.")
     assert status.is_hidden()
     assert [e for e in problems.errors if "500" not in e] == []

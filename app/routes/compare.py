@@ -1,0 +1,30 @@
+import json
+from collections.abc import Iterator
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from app.dependencies import ClientGone, Registry
+from app.schemas import Attention, CompareRequest, ErrorBody
+from app.services.compare import compare as compare_models
+
+router = APIRouter(prefix="/api", tags=["attention"])
+
+NDJSON = "application/x-ndjson"
+
+
+@router.post("/compare", response_class=StreamingResponse, responses={
+    200: {"description": "One JSON object per line and per model, in the order asked, each sent as soon as "
+                         "it is ready: what POST /api/attention answers for that model (`maps` is [] for "
+                         "models without attention), or {\"model\", \"error\"} if that model failed.",
+          "content": {NDJSON: {"schema": Attention.model_json_schema()}}},
+    404: {"model": ErrorBody}})
+def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
+    """Every model (or those named) on one text, in one request: the page's way of asking."""
+    answers = compare_models(registry, body.text, tuple(body.models), gone)  # checks first: 404/422
+    return StreamingResponse(_lines(answers), media_type=NDJSON)
+
+
+def _lines(answers: Iterator[dict]) -> Iterator[str]:
+    for answer in answers:
+        yield json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n"

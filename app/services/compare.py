@@ -1,0 +1,57 @@
+"""POST /api/compare as a function: several models on one text, each answer handed over as soon as
+it is ready, in the order asked.
+
+Why one call for all of them: the page asks about the text at every keystroke. Five requests per
+keystroke (and five aborts at the next one) cost the browser and the server more than the answers
+themselves; one request carries the same five answers. Every model's work is queued on the model
+thread at once, so it runs them back to back.
+
+Each answer is what POST /api/attention answers for that model: for models without attention
+the translation with no maps, computed the cheaper way /api/translate does (the same greedy
+translation).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+
+from app.services.attention import attention_job
+from app.services.registry import ModelRegistry
+from app.services.translate import translate_job
+from app.services.worker import Abandoned
+from models.decoding import Stopped
+
+log = logging.getLogger("attention_lab")
+
+
+def compare(
+    registry: ModelRegistry, text: str, names: tuple[str, ...] = (), cancel: threading.Event | None = None,
+) -> Iterator[dict]:
+    """Check the names (default: every loaded model) and the text, queue every model's work, and
+    return the answers as they come: {"model", "translation", ..., "maps"} per model, or
+    {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
+    (UnknownModelError) or the text is not valid (InvalidTextError)."""
+    names = names or tuple(registry.names)
+    jobs = [_job(registry, name, text, cancel) for name in names]  # every check before any work
+    return _as_ready([(name, registry.submit(*job, cancel)) for name, job in zip(names, jobs, strict=True)])
+
+
+def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):
+    """The same job (and cache entry) as /api/attention, or /api/translate for no attention."""
+    job = attention_job if registry.get(name).info["attention"] else translate_job
+    return job(registry, name, text, cancel=cancel)
+
+
+def _as_ready(pending: list[tuple[str, Future]]) -> Iterator[dict]:
+    for name, future in pending:
+        try:
+            answer = future.result()
+            yield answer if "maps" in answer else {**answer, "maps": []}
+        except (Abandoned, Stopped):
+            return  # the client has gone: the rest is skipped on the model thread too
+        except Exception as error:  # one model failing leaves the others' answers standing
+            log.exception("compare: %s failed", name)
+            yield {"model": name, "error": f"{type(error).__name__}: {error}"}
