@@ -6,8 +6,10 @@
 
 For each loaded model: p50 / p95 latency of sequential requests, each on a different 10-word
 sentence, with the server's result cache switched off, so every request decodes and builds every
-map. Then throughput (requests per second) with 8 clients at once, for the Transformer and for a
-mix of all models. Target on the 2-core machines: transformer p50 <= 30 ms, p95 <= 60 ms.
+map. Then POST /api/compare (every model in one request, as the page asks): time to its first
+and to its last line. Then throughput (requests per second) with 8 clients at once, for the
+Transformer and for a mix of all models. Target on the 2-core machines: transformer p50 <= 30 ms,
+p95 <= 60 ms.
 """
 
 from __future__ import annotations
@@ -100,6 +102,28 @@ def latency(url: str, model: str, requests: int) -> tuple[float, float, float]:
     return 1000 * statistics.median(times), 1000 * cuts[18], statistics.mean(n for _, n in runs)
 
 
+def compare_latency(url: str, requests: int) -> tuple[float, float, float]:
+    """POST /api/compare, every loaded model: (p50 to the last line, its p95, p50 to the first
+    line) in ms, sequential requests on different sentences."""
+    def timed(client: httpx.Client, text: str) -> tuple[float, float]:
+        start = time.perf_counter()
+        marks = []
+        with client.stream("POST", "/api/compare", json={"text": text}) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if line.strip():
+                    marks.append(time.perf_counter() - start)
+        return marks[0], marks[-1]
+
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for text in SENTENCES[:3]:
+            timed(client, text)
+        runs = [timed(client, SENTENCES[i % len(SENTENCES)]) for i in range(requests)]
+    last = [b for _, b in runs]
+    cuts = statistics.quantiles(last, n=20, method="inclusive")
+    return 1000 * statistics.median(last), 1000 * cuts[18], 1000 * statistics.median(a for a, _ in runs)
+
+
 def throughput(url: str, models: list[str], requests: int, clients: int) -> float:
     """Requests per second with `clients` concurrent clients, each with its own connection."""
     jobs = [(models[i % len(models)], SENTENCES[i % len(SENTENCES)]) for i in range(requests)]
@@ -126,6 +150,9 @@ def report(url: str, args) -> None:
     for model in models:
         p50, p95, pieces = latency(url, model, args.requests)
         print(f"{model:<14} {p50:8.1f} {p95:8.1f} {pieces:10.1f}")
+    p50, p95, first = compare_latency(url, args.requests)
+    print(f"{'all (compare)':<14} {p50:8.1f} {p95:8.1f}   first line p50 {first:.1f} ms "
+          f"(POST /api/compare, {len(models)} models per request)")
     mixes = [["transformer"]] if "transformer" in models else []
     if models != ["transformer"]:
         mixes.append(models)
