@@ -22,7 +22,9 @@ NDJSON = "application/x-ndjson"
 def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
     """Every model (or those named) on one text, in one request: the page's way of asking."""
     answers = compare_models(registry, body.text, tuple(body.models), gone)  # checks first: 404/422
-    return StreamingResponse(_lines(answers), media_type=NDJSON)
+    # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding
+    # the answer until the last model is done
+    return StreamingResponse(_lines(answers), media_type=NDJSON, headers={"X-Accel-Buffering": "no"})
 
 
 def _lines(answers: Iterator[dict]) -> Iterator[str]:

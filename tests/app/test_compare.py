@@ -18,6 +18,7 @@ TEXT = "Je mange du pain."
 def lines(response) -> list[dict]:
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/x-ndjson")
+    assert response.headers["x-accel-buffering"] == "no"  # a proxy must not hold the lines back
     return [json.loads(line) for line in response.text.splitlines()]
 
 
