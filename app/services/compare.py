@@ -1,10 +1,10 @@
 """POST /api/compare as a function: several models on one text, each answer handed over as soon as
 it is ready, in the order asked.
 
-Why one call for all of them: the page asks about the text at every keystroke. Five requests per
-keystroke (and five aborts at the next one) cost the browser and the server more than the answers
-themselves; one request carries the same five answers. Every model's work is queued on the model
-thread at once, so it runs them back to back.
+Why one call for all of them: the page asks about the text at every keystroke, and five requests
+per keystroke (and five aborts at the next one) took CPU from the models on a 2-core machine, where
+the browser and the server share the cores. Every model's work is queued on the model thread at
+once, so it runs them back to back.
 
 Each answer is what POST /api/attention answers for that model: for models without attention
 the translation with no maps, computed the cheaper way /api/translate does (the same greedy

@@ -3,8 +3,9 @@
 // answers are here or on their way, and the update takes what is there.
 //
 // One request per text carries every model (POST /api/compare, answers streamed as each model
-// finishes): five requests per keystroke, and five aborts at the next, cost the browser and the
-// server more CPU than the models' work on a 2-core machine.
+// finishes). Five requests per keystroke, and five aborts at the next, took CPU from the models
+// on a 2-core machine: with one, the last answer came 84-85 ms after the key instead of 110-154
+// (bench/bench_page.py, interleaved runs).
 //
 // A newer text makes the older one's request worthless: it is aborted, and the server drops
 // work whose client has gone (app/disconnect.py), so the newest text never queues behind it.
