@@ -7,7 +7,7 @@ Two figures:
 - keystroke -> update: Playwright types a sentence into the text box; the time from the last
   keystroke (its `keydown`) to the moment every view shows that sentence (the page's `lab:updated`
   event, fired after the paint that follows the last redraw). It includes the ~120 ms pause in
-  typing the views wait for (the requests leave earlier, at the keystroke: see
+  typing the views wait for (the request for every model leaves earlier, at the keystroke: see
   static/js/speculate.js). Median over --runs different sentences, so no cache ever answers.
   Target: <= 150 ms.
 - first-load bytes: everything the browser received (headers and gzip-compressed bodies, from the
