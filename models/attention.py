@@ -27,6 +27,12 @@ def padding_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
     return torch.arange(T, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
 
 
+def mask_if_needed(mask: torch.Tensor) -> torch.Tensor | None:
+    """`mask`, or None when it hides nothing (a single sentence has no padding): no masking to pay
+    for at every step."""
+    return None if bool(mask.all()) else mask
+
+
 def causal_mask(T_q: int, T_k: int | None = None, device=None) -> torch.Tensor:
     """(T_q, T_k) True where key j is not in query i's future.
 

@@ -78,10 +78,10 @@ FIRST_ALLOWED = 2  # PAD_ID and BOS_ID are ids 0 and 1, never a valid next token
 assert {PAD_ID, BOS_ID} == set(range(FIRST_ALLOWED))
 
 
-def _best_next(logits: torch.Tensor) -> int:
-    """The greedy choice for one sentence: what argmax over _next_token_scores picks, read off a
-    view of the allowed ids (no copy of the 8000 scores per step)."""
-    return int(logits[0, -1, FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+def _greedy_choice(logits: torch.Tensor) -> torch.Tensor:
+    """(B, t, V) -> (B, 1): what argmax over _next_token_scores picks, read off a view of the
+    allowed ids (no copy of the 8000 scores per step)."""
+    return logits[:, -1, FIRST_ALLOWED:].argmax(-1, keepdim=True) + FIRST_ALLOWED
 
 
 def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
@@ -102,7 +102,7 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
     for _ in range(max_len):
         _check(stop)
         logits, _, cache = model.decode(memory, last, cache)
-        last = logits[:, -1, FIRST_ALLOWED:].argmax(-1, keepdim=True) + FIRST_ALLOWED  # (B, 1)
+        last = _greedy_choice(logits)  # (B, 1)
         last = last.masked_fill(done.unsqueeze(1), PAD_ID)
         out.append(last)
         done |= last.squeeze(1) == EOS_ID
@@ -128,7 +128,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             break
-        last = _best_next(logits)
+        last = int(_greedy_choice(logits))
         if last == EOS_ID:
             finished = True
             break

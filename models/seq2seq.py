@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.attention import AdditiveAttention, DotAttention
+from models.attention import AdditiveAttention, DotAttention, mask_if_needed
 from models.config import Seq2SeqConfig
 from models.lstm import LSTMEncoder
 from models.outputs import ModelOutput
@@ -61,9 +61,8 @@ class Seq2Seq(nn.Module):
         mask = src != PAD_ID  # (B, S)
         encoding = self.encoder(self.drop(self.embed(src)), mask)
         projected = None if self.attention is None else self.attention.project(encoding.hidden)
-        # a single sentence has no padding: nothing for the attention to hide at any step
-        memory = Seq2SeqMemory(keys=encoding.hidden, mask=None if bool(mask.all()) else mask,
-                               state=encoding.final, projected=projected)
+        memory = Seq2SeqMemory(keys=encoding.hidden, mask=mask_if_needed(mask), state=encoding.final,
+                               projected=projected)
         return memory, {"encoder_hidden": encoding.hidden, "encoder_gates": getattr(encoding, "gates", None)}
 
     def encode(self, src: torch.Tensor) -> Seq2SeqMemory:

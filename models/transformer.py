@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.attention import MultiHeadAttention, causal_mask
+from models.attention import MultiHeadAttention, causal_mask, mask_if_needed
 from models.config import TransformerConfig
 from models.outputs import ModelOutput
 from models.tokenizer import PAD_ID
@@ -125,9 +125,7 @@ class Transformer(nn.Module):
     def encode_with_internals(self, src, head_mask=None, positional=None):
         """Like `encode`, also returning what the encoder computed on the way, as ModelOutput
         fields: {"attentions": {"encoder": (B, L, h, S, S)}, "encoder_hidden": (B, S, d)}."""
-        mask = (src != PAD_ID).unsqueeze(1)  # (B, 1, S)
-        if bool(mask.all()):
-            mask = None  # no padding (a single sentence): nothing to hide, no masking to pay for
+        mask = mask_if_needed((src != PAD_ID).unsqueeze(1))  # (B, 1, S), None without padding
         x = self._embed(src, positional=positional)
         weights = []
         for i, layer in enumerate(self.encoder_layers):

@@ -179,8 +179,8 @@ function update() {
   cards.setBucket(bucketOf(text));
   drawBleu();
 
-  speculation.ahead(text, heaviestFirst()); // already asked while typing; not when an example was picked
-  const answers = speculation.ask(text, heaviestFirst());
+  // asked while typing already (an example picked is asked here)
+  const answers = speculation.ahead(text, heaviestFirst());
   const jobs = availableModels().map(async (name) => {
     cards.busy(name, true);
     try {

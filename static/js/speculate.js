@@ -47,19 +47,20 @@ export class Speculation {
   }
 
   /**
-   * Ask about `text` now (null: about nothing, e.g. an empty box); the request still running for
-   * any other text is aborted first.
+   * Ask about `text` now (null: about nothing, e.g. an empty box), aborting first the request
+   * still running for any other text; returns `ask`'s Map (null for no text).
    */
   ahead(text, names) {
-    if (text === this.text) return;
-    this.text = text;
-    for (const [key, entry] of this.answers) {
-      if (entry.controller && entry.text !== text) {
-        entry.controller.abort();
-        this.answers.delete(key);
+    if (text !== this.text) {
+      this.text = text;
+      for (const [key, entry] of this.answers) {
+        if (entry.controller && entry.text !== text) {
+          entry.controller.abort();
+          this.answers.delete(key);
+        }
       }
     }
-    if (text !== null) this.ask(text, names);
+    return text === null ? null : this.ask(text, names);
   }
 }
 
