@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from models.registry import MODEL_NAMES
+from models.architectures import MODEL_NAMES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

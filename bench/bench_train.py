@@ -18,16 +18,16 @@ import torch
 
 from models.batches import collate, encode_pairs, token_batches
 from models.data import load_split
-from models.registry import MODEL_NAMES, build, count_parameters, default_config
+from models.architectures import MODEL_NAMES, build, count_parameters, default_config
 from models.tokenizer import BPETokenizer
-from models.train import Settings, loss_fn
+from models.train import TrainingSettings, loss_fn
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(name: str, pairs, batches, steps: int) -> tuple[int, float]:
     torch.manual_seed(0)
-    settings = Settings()
+    settings = TrainingSettings()
     model = build(default_config(name, 8000)).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     rates = []
@@ -49,10 +49,10 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=list(MODEL_NAMES))
     args = parser.parse_args()
     tokenizer = BPETokenizer.load(ROOT / "checkpoints" / "tokenizer.json")
-    pairs = encode_pairs(tokenizer, load_split().train[:20000], Settings().max_len)
-    batches = token_batches(pairs, Settings().max_tokens, seed=0)
+    pairs = encode_pairs(tokenizer, load_split().train[:20000], TrainingSettings().max_len)
+    batches = token_batches(pairs, TrainingSettings().max_tokens, seed=0)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batches of "
-          f"<= {Settings().max_tokens} padded tokens")
+          f"<= {TrainingSettings().max_tokens} padded tokens")
     for name in args.models:
         params, rate = measure(name, pairs, batches, args.steps)
         print(f"{name:14s} {params:>10,d} parameters  {rate:8,.0f} target tokens/s (median)")

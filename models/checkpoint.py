@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from models.config import config_from_dict, config_to_dict
-from models.registry import build
+from models.architectures import build
 
 WEIGHTS, CONFIG, METRICS, CURVE = "model.safetensors", "config.json", "metrics.json", "curve.json"
 

@@ -19,7 +19,7 @@ from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 @dataclass
-class Candidate:
+class Hypothesis:
     tokens: list[int]  # produced ids, without BOS and EOS
     log_prob: float  # sum of the log-probabilities of the tokens (and EOS when finished)
     score: float  # log_prob after the length penalty: what the beam ranks by
@@ -32,7 +32,7 @@ class Decoded:
     finished: bool
     output: ModelOutput  # what the decoder computed reading [BOS] + tokens: T = len(tokens) + 1 positions
     top_k: list[list[tuple[int, float]]]  # per position: (token id, probability), best first
-    candidates: list[Candidate] = field(default_factory=list)  # beam search: the final beam
+    beam: list[Hypothesis] = field(default_factory=list)  # beam search: the final beam
 
 
 class Stopped(Exception):
@@ -176,7 +176,7 @@ def beam_search(
     memory = _encode(model, src, options)
     device = src.device
     alive: list[tuple[list[int], float]] = [([], 0.0)]
-    finished: list[Candidate] = []
+    finished: list[Hypothesis] = []
     cache = None
     for _ in range(max_len):
         _check(stop)
@@ -190,7 +190,7 @@ def beam_search(
             row, token = divmod(index, log_probs.size(1))
             seq = alive[row][0]
             if token == EOS_ID:
-                finished.append(_candidate(seq, total, True, alpha))
+                finished.append(_hypothesis(seq, total, True, alpha))
             else:
                 next_alive.append((seq + [token], total))
                 rows.append(row)
@@ -201,17 +201,17 @@ def beam_search(
         index = torch.tensor(rows, device=device)
         memory, cache, alive = select_batch(memory, index), select_batch(cache, index), next_alive
     else:
-        finished.extend(_candidate(seq, lp, False, alpha) for seq, lp in alive)
+        finished.extend(_hypothesis(seq, lp, False, alpha) for seq, lp in alive)
     finished.sort(key=lambda c: c.score, reverse=True)
     best_c = finished[0]
     decoded = _finish(model, src, best_c.tokens, best_c.finished, top_k, options)
-    decoded.candidates = finished[:beam_size]
+    decoded.beam = finished[:beam_size]
     return decoded
 
 
-def _candidate(seq: list[int], log_prob: float, done: bool, alpha: float) -> Candidate:
+def _hypothesis(seq: list[int], log_prob: float, done: bool, alpha: float) -> Hypothesis:
     penalty = ((5 + len(seq) + int(done)) / 6) ** alpha
-    return Candidate(tokens=seq, log_prob=log_prob, score=log_prob / penalty, finished=done)
+    return Hypothesis(tokens=seq, log_prob=log_prob, score=log_prob / penalty, finished=done)
 
 
 def _source(model, src_ids: list[int]) -> torch.Tensor:

@@ -39,8 +39,9 @@ from tqdm import tqdm
 from models import checkpoint
 from models.batches import collate, encode_pairs, token_batches
 from models.data import load_split
+from models.device import choose_device
 from models.evaluate import translate_all
-from models.registry import MODEL_NAMES, build, count_parameters, default_config
+from models.architectures import MODEL_NAMES, build, count_parameters, default_config
 from models.tokenizer import PAD_ID, BPETokenizer, train_on_split
 
 log = logging.getLogger("models.train")
@@ -48,7 +49,7 @@ STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
 
 
 @dataclass
-class Settings:
+class TrainingSettings:
     """Training settings, stored in config.json so a run can be repeated exactly."""
 
     max_tokens: int = 4000  # padded tokens per batch
@@ -82,7 +83,7 @@ class Progress:
 RECURRENT_LR = 2e-3
 
 
-def lr_at(step: int, s: Settings) -> float:
+def lr_at(step: int, s: TrainingSettings) -> float:
     step = max(step, 1)
     return s.lr * min(step / s.warmup, math.sqrt(s.warmup / step))
 
@@ -101,7 +102,7 @@ class Ranks:
 
 def init_distributed(device_name: str) -> tuple[Ranks, torch.device]:
     """Join the process group torchrun describes in the environment, if there is one."""
-    device = pick_device(device_name)
+    device = choose_device(device_name)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         return Ranks(), device
@@ -120,14 +121,6 @@ def agree(ranks: Ranks, values: list[float], device) -> list[float]:
     t = torch.tensor(values, dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return t.tolist()
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda asked for, but no GPU is visible")
-    return torch.device(name)
 
 
 def hardware(device: torch.device) -> str:
@@ -217,12 +210,12 @@ def parse_args(argv):
     p.add_argument("--data", default=None, help="path to the Tatoeba zip")
     p.add_argument("--config", default=None, help="JSON overrides of the model config")
     p.add_argument("--limit", type=int, default=None, help="train on the first N pairs only")
-    for field, default in asdict(Settings()).items():
+    for field, default in asdict(TrainingSettings()).items():
         p.add_argument(f"--{field.replace('_', '-')}", type=type(default),
                        default=None if field == "lr" else default)
     args = p.parse_args(argv)
     if args.lr is None:
-        args.lr = Settings.lr if args.model == "transformer" else RECURRENT_LR
+        args.lr = TrainingSettings.lr if args.model == "transformer" else RECURRENT_LR
     return args
 
 
@@ -233,7 +226,7 @@ def main(argv: list[str] | None = None) -> Progress:
 def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
     """Train for `args.minutes`; returns the (unwrapped) model and where training stands."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    settings = Settings(**{k: getattr(args, k) for k in asdict(Settings())})
+    settings = TrainingSettings(**{k: getattr(args, k) for k in asdict(TrainingSettings())})
     ranks, device = init_distributed(args.device)
     torch.manual_seed(settings.seed)  # same seed on every rank: identical initial weights
 

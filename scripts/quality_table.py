@@ -11,7 +11,7 @@ from pathlib import Path
 
 from models import checkpoint
 from models.evaluate import BUCKETS
-from models.registry import MODEL_NAMES
+from models.architectures import MODEL_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 

@@ -19,7 +19,8 @@ from torch import nn
 from app.services.cache import MISSING, ResultCache
 from app.services.worker import ModelThread
 from models import checkpoint
-from models.registry import MODEL_NAMES, count_parameters, describe
+from models.device import choose_device
+from models.architectures import MODEL_NAMES, count_parameters, describe
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -77,15 +78,6 @@ class ModelRegistry:
     @property
     def names(self) -> list[str]:
         return list(self.models)
-
-
-def choose_device(setting: str) -> torch.device:
-    """"auto" picks cuda when present; an explicit "cuda" without a GPU is a configuration error."""
-    if setting == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if setting == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("ATTENTION_LAB_DEVICE=cuda but torch.cuda.is_available() is False")
-    return torch.device(setting)
 
 
 def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:

@@ -84,6 +84,6 @@ def candidates(tokenizer: BPETokenizer, decoded: Decoded) -> list[dict]:
         {"translation": tokenizer.decode(c.tokens), "tokens": tokenizer.pieces(c.tokens),
          "log_prob": round_sig(c.log_prob), "score": round_sig(c.score),
          "finished": c.finished}
-        for c in decoded.candidates
+        for c in decoded.beam
     ]
 

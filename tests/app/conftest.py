@@ -16,7 +16,7 @@ from app.main import create_app
 from app.services.registry import load_registry
 from models import checkpoint
 from models.config import Seq2SeqConfig, TransformerConfig
-from models.registry import MODEL_NAMES, build
+from models.architectures import MODEL_NAMES, build
 from models.tokenizer import BPETokenizer
 
 TOKENIZER = REPO_ROOT / "checkpoints" / "tokenizer.json"

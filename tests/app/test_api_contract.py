@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.registry import MODEL_NAMES
+from models.architectures import MODEL_NAMES
 from tests.app.conftest import METRICS
 from tests.app.contract import check_attention, check_translation
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from app.services.compare import compare
-from models.registry import MODEL_NAMES
+from models.architectures import MODEL_NAMES
 from tests.app.contract import check_attention
 
 TEXT = "Je mange du pain."

@@ -16,7 +16,7 @@ from app.services.rounding import round_sig
 from app.services.text import InvalidTextError, check_text, source_of
 from app.services.translate import translate
 from models.config import Seq2SeqConfig
-from models.registry import build
+from models.architectures import build
 
 
 @pytest.fixture(scope="module")

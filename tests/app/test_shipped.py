@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.config import REPO_ROOT
 from app.main import app
-from models.registry import MODEL_NAMES
+from models.architectures import MODEL_NAMES
 from tests.app.contract import check_attention, check_translation
 
 CHECKPOINTS = REPO_ROOT / "checkpoints"

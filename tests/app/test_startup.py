@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.dependencies import get_registry
 from app.main import create_app
-from app.services.registry import choose_device, load_registry
+from app.services.registry import load_registry
 from tests.app.conftest import tiny_settings, write_tiny_checkpoints
 
 
@@ -27,19 +27,6 @@ def test_settings_from_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn,gpt")
     with pytest.raises(ValueError, match="gpt"):
         Settings()
-
-
-@pytest.mark.parametrize(("setting", "gpu", "expected"), [
-    ("auto", False, "cpu"), ("auto", True, "cuda"), ("cpu", True, "cpu"), ("cuda", True, "cuda")])
-def test_device_choice_honours_the_setting(monkeypatch, setting, gpu, expected):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
-    assert choose_device(setting).type == expected
-
-
-def test_cuda_without_a_gpu_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(RuntimeError, match="cuda"):
-        choose_device("cuda")
 
 
 def test_models_load_on_the_chosen_device(tiny_checkpoints):

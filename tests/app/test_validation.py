@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.registry import MODEL_NAMES
+from models.architectures import MODEL_NAMES
 
 
 def _locs(response) -> set[str]:

@@ -61,7 +61,7 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
 
     from models import checkpoint
     from models.checkpoint import METRICS, write_json
-    from models.registry import build
+    from models.architectures import build
     from models.tokenizer import BPETokenizer
 
     folder = tmp_path_factory.mktemp("checkpoints")

@@ -5,7 +5,7 @@ import torch
 
 from models import checkpoint
 from models.config import Seq2SeqConfig, TransformerConfig
-from models.registry import build
+from models.architectures import build
 
 CONFIGS = [
     Seq2SeqConfig(vocab_size=30, cell="rnn", d_embed=16, d_hidden=24),

@@ -3,7 +3,7 @@ import torch
 
 from models.config import Seq2SeqConfig, TransformerConfig
 from models.decoding import Stopped, beam_search, greedy, greedy_batch, greedy_tokens
-from models.registry import build
+from models.architectures import build
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 CONFIGS = {
@@ -75,9 +75,9 @@ def test_beam_search_finds_at_least_the_greedy_score(name):
     src = [6, 7, 8, 9]
     g = beam_search(model, src, beam_size=1, max_len=10, alpha=0.0)
     b = beam_search(model, src, beam_size=6, max_len=10, alpha=0.0)
-    assert b.candidates and len(b.candidates) <= 6
-    assert b.candidates[0].score >= g.candidates[0].score - 1e-5
-    scores = [c.score for c in b.candidates]
+    assert b.beam and len(b.beam) <= 6
+    assert b.beam[0].score >= g.beam[0].score - 1e-5
+    scores = [c.score for c in b.beam]
     assert scores == sorted(scores, reverse=True)
 
 

@@ -7,7 +7,7 @@ import torch
 from models.batches import EncodedPair, collate
 from models.config import Seq2SeqConfig, TransformerConfig
 from models.decoding import greedy_batch
-from models.registry import build
+from models.architectures import build
 from models.train import loss_fn
 
 VOCAB = 14  # 4 specials + 10 symbols

@@ -12,7 +12,7 @@ TINY = '{"d_model": 32, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers":
 
 
 def test_learning_rate_warms_up_then_decays():
-    s = train.Settings(lr=1e-3, warmup=100)
+    s = train.TrainingSettings(lr=1e-3, warmup=100)
     assert train.lr_at(1, s) == pytest.approx(1e-5)
     assert train.lr_at(100, s) == pytest.approx(1e-3)
     assert train.lr_at(400, s) == pytest.approx(5e-4)
@@ -20,7 +20,7 @@ def test_learning_rate_warms_up_then_decays():
 
 def test_peak_learning_rate_per_model_unless_given():
     base = ["--minutes", "1"]
-    assert train.parse_args(["--model", "transformer", *base]).lr == train.Settings.lr
+    assert train.parse_args(["--model", "transformer", *base]).lr == train.TrainingSettings.lr
     assert train.parse_args(["--model", "lstm-dot", *base]).lr == train.RECURRENT_LR
     assert train.parse_args(["--model", "rnn", "--lr", "0.0005", *base]).lr == 0.0005
 
