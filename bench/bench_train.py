@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
+from models.architectures import MODEL_NAMES, build, count_parameters, default_config
 from models.batches import collate, encode_pairs, token_batches
 from models.data import load_split
-from models.architectures import MODEL_NAMES, build, count_parameters, default_config
 from models.tokenizer import BPETokenizer
 from models.train import TrainingSettings, loss_fn
 

@@ -15,8 +15,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from models.config import config_from_dict, config_to_dict
 from models.architectures import build
+from models.config import config_from_dict, config_to_dict
 
 WEIGHTS, CONFIG, METRICS, CURVE = "model.safetensors", "config.json", "metrics.json", "curve.json"
 

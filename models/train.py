@@ -37,11 +37,11 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from models import checkpoint
+from models.architectures import MODEL_NAMES, build, count_parameters, default_config
 from models.batches import collate, encode_pairs, token_batches
 from models.data import load_split
 from models.device import choose_device
 from models.evaluate import translate_all
-from models.architectures import MODEL_NAMES, build, count_parameters, default_config
 from models.tokenizer import PAD_ID, BPETokenizer, train_on_split
 
 log = logging.getLogger("models.train")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from models import checkpoint
-from models.evaluate import BUCKETS
 from models.architectures import MODEL_NAMES
+from models.evaluate import BUCKETS
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 

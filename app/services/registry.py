@@ -19,8 +19,8 @@ from torch import nn
 from app.services.cache import MISSING, ResultCache
 from app.services.worker import ModelThread
 from models import checkpoint
-from models.device import choose_device
 from models.architectures import MODEL_NAMES, count_parameters, describe
+from models.device import choose_device
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")

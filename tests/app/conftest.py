@@ -15,8 +15,8 @@ from app.config import REPO_ROOT, Settings
 from app.main import create_app
 from app.services.registry import load_registry
 from models import checkpoint
-from models.config import Seq2SeqConfig, TransformerConfig
 from models.architectures import MODEL_NAMES, build
+from models.config import Seq2SeqConfig, TransformerConfig
 from models.tokenizer import BPETokenizer
 
 TOKENIZER = REPO_ROOT / "checkpoints" / "tokenizer.json"

@@ -15,8 +15,8 @@ from app.services.registry import load_registry
 from app.services.rounding import round_sig
 from app.services.text import InvalidTextError, check_text, source_of
 from app.services.translate import translate
-from models.config import Seq2SeqConfig
 from models.architectures import build
+from models.config import Seq2SeqConfig
 
 
 @pytest.fixture(scope="module")

@@ -60,8 +60,8 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
     import torch
 
     from models import checkpoint
-    from models.checkpoint import METRICS, write_json
     from models.architectures import build
+    from models.checkpoint import METRICS, write_json
     from models.tokenizer import BPETokenizer
 
     folder = tmp_path_factory.mktemp("checkpoints")

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from models import checkpoint
-from models.config import Seq2SeqConfig, TransformerConfig
 from models.architectures import build
+from models.config import Seq2SeqConfig, TransformerConfig
 
 CONFIGS = [
     Seq2SeqConfig(vocab_size=30, cell="rnn", d_embed=16, d_hidden=24),

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
+from models.architectures import build
 from models.config import Seq2SeqConfig, TransformerConfig
 from models.decoding import Stopped, beam_search, greedy, greedy_batch, greedy_tokens
-from models.architectures import build
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 CONFIGS = {

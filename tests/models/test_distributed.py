@@ -47,8 +47,8 @@ def test_two_gloo_ranks_end_with_identical_weights(tmp_path):
         assert torch.equal(a[key], b[key]), key
     # they trained: the weights moved away from the shared initialisation
     torch.manual_seed(0)
-    from models.config import TransformerConfig
     from models.architectures import build
+    from models.config import TransformerConfig
 
     fresh = build(TransformerConfig(vocab_size=8000, d_model=32, n_heads=2, n_encoder_layers=1,
                                     n_decoder_layers=1, d_ff=64)).state_dict()

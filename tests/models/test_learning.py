@@ -4,10 +4,10 @@
 import pytest
 import torch
 
+from models.architectures import build
 from models.batches import EncodedPair, collate
 from models.config import Seq2SeqConfig, TransformerConfig
 from models.decoding import greedy_batch
-from models.architectures import build
 from models.train import loss_fn
 
 VOCAB = 14  # 4 specials + 10 symbols

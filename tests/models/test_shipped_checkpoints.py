@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from models import checkpoint
+from models.architectures import MODEL_NAMES, count_parameters
 from models.data import load_split
 from models.decoding import greedy
-from models.architectures import MODEL_NAMES, count_parameters
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
