@@ -49,7 +49,8 @@ def requests() -> list[tuple[str, str, dict | None]]:
     text = SENTENCES[0]
     out += [
         ("POST", "/api/translate", {"text": text, "model": "transformer", "positional": False, "top_k": 2}),
-        ("POST", "/api/attention", {"text": text, "model": "transformer", "heads_off": [HEAD], "kinds": ["cross"]}),
+        ("POST", "/api/attention",
+         {"text": text, "model": "transformer", "heads_off": [HEAD], "kinds": ["cross"]}),
         ("POST", "/api/gradients", {"text": text, "length": 200, "models": ["lstm-dot"]}),
         ("POST", "/api/compare", {"text": text, "models": ["lstm", "rnn"]}),
         # bad input: the status codes (and messages) clients see
