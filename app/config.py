@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -12,9 +13,10 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from models.architectures import MODEL_NAMES
+from app.services.registry import Limits
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 class Settings(BaseSettings):
@@ -23,12 +25,14 @@ class Settings(BaseSettings):
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: cuda when available, else cpu
     # Relative paths are taken from the repository root, so the server starts from any folder.
     checkpoints: Path = REPO_ROOT / "checkpoints"
+    # Checkpoint folders to load; None: the story's five, then any other folder holding a model.
     # NoDecode: the environment gives "rnn,lstm", not a JSON list.
-    models: Annotated[tuple[str, ...], NoDecode] = MODEL_NAMES
+    models: Annotated[tuple[str, ...] | None, NoDecode] = None
     max_chars: int = Field(500, ge=1)  # longest input text, after trimming white space
     # Longest translation decoded: bounds the work (and the maps) when a model babbles on an odd
     # input instead of ending the sentence. Seq2seq models stop at 127 anyway (their max_len).
     max_target_tokens: int = Field(128, ge=1)
+    max_gradient_length: int = Field(200, ge=1)  # longest repeated input of the gradient experiment
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
     cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see services/cache.py)
     # Intra-op threads of the one thread that runs the models (app/services/worker.py). None: all
@@ -39,12 +43,18 @@ class Settings(BaseSettings):
     @field_validator("models", mode="before")
     @classmethod
     def _split_names(cls, value):
+        if value is None:
+            return None
         if isinstance(value, str):
             value = [name.strip() for name in value.split(",") if name.strip()]
-        unknown = [name for name in value if name not in MODEL_NAMES]
-        if unknown:
-            raise ValueError(f"unknown model names {unknown}; valid: {', '.join(MODEL_NAMES)}")
+        bad = [name for name in value if not FOLDER_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"model names are checkpoint folder names (letters, digits, - and _): {bad}")
         return tuple(value)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_chars, self.max_target_tokens, self.max_gradient_length)
 
     @field_validator("checkpoints")
     @classmethod

@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.config import Settings, get_settings
 from app.disconnect import STATE_KEY
 from app.services.registry import ModelRegistry
 
@@ -23,4 +22,3 @@ def client_gone(request: Request) -> threading.Event:
 
 Registry = Annotated[ModelRegistry, Depends(get_registry)]
 ClientGone = Annotated[threading.Event, Depends(client_gone)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]

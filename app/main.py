@@ -15,8 +15,8 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
-from app.routes import attention, compare, gradients, health, models, pages, translate
-from app.services.decoding import InvalidOptionError
+from app.routes import compare, gradients, health, maps, models, pages, translate
+from app.services.inference import InvalidOptionError
 from app.services.registry import UnknownModelError, load_registry
 from app.services.text import InvalidTextError
 from app.services.worker import Abandoned, ModelThread
@@ -31,17 +31,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        # Tests may put a registry in place before start-up; otherwise load the checkpoints.
-        if getattr(app.state, "registry", None) is not None:
-            yield
-            return
-        worker = ModelThread(settings.torch_threads)
         app.state.registry = load_registry(
-            settings.checkpoints, settings.models, settings.device, settings.cache_size,
-            settings.max_chars, settings.max_target_tokens, settings.cache_mb, worker,
+            settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
+            settings.limits, ModelThread(settings.torch_threads),
         )
         yield
-        worker.close()
+        app.state.registry.close()
 
     app = FastAPI(
         title="Attention Lab",
@@ -53,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Level 5, not the default 9: on a 4 MB attention payload 9 takes ~20x longer for ~5% less.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
-    for module in (health, models, translate, attention, compare, gradients, pages):
+    for module in (health, models, translate, maps, compare, gradients, pages):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)

@@ -1,15 +1,15 @@
 """Request and response models of the JSON contract (../shared/docs/API.md), with examples so
-/docs is a usable reference. Fields beyond the contract are additive and optional."""
+/docs is a usable reference. Fields beyond the contract are additive and optional.
+
+A leaf: nothing here reads the settings or calls a service. Limits that depend on the server's
+settings (the text's length, the gradient input's length) are checked once, by the services, and
+told to clients by GET /api/health."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from app.config import get_settings
-from app.services.gradients import MAX_LENGTH
-from app.services.text import check_text
 
 EXAMPLE_TEXT = "Je mange du pain."
 Strict = ConfigDict(strict=True)  # "3" is not a beam size: wrong types are 422, never coerced
@@ -18,13 +18,8 @@ Strict = ConfigDict(strict=True)  # "3" is not a beam size: wrong types are 422,
 class TextRequest(BaseModel):
     model_config = Strict
 
-    text: str = Field(description="French text, 1 to 500 characters after trimming white space",
-                      examples=[EXAMPLE_TEXT])
-
-    @field_validator("text")
-    @classmethod
-    def _check_text(cls, text: str) -> str:
-        return check_text(text, get_settings().max_chars)
+    text: str = Field(description="French text, 1 to `limits.max_chars` (GET /api/health) characters "
+                                  "after trimming white space", examples=[EXAMPLE_TEXT])
 
 
 class HeadSwitch(BaseModel):
@@ -54,9 +49,10 @@ class AttentionRequest(TextRequest):
 
 
 class GradientsRequest(TextRequest):
-    length: int | None = Field(None, ge=1, le=MAX_LENGTH,
-                               description="repeat the sentence's pieces up to this many (default: its length)")
-    models: list[str] = Field([], max_length=5, description="recurrent models to measure (default: rnn, lstm)")
+    length: int | None = Field(None, description="repeat the sentence's pieces up to this many, 1 to "
+                                                 "`limits.max_gradient_length` (default: its length)")
+    models: list[str] = Field([], max_length=8, description="recurrent models to measure "
+                                                            "(default: those without attention)")
 
 
 class CompareRequest(TextRequest):
@@ -72,15 +68,23 @@ class CompareRequest(TextRequest):
         return models
 
 
+class Limits(BaseModel):
+    max_chars: int = Field(description="longest input text, after trimming and normalisation")
+    max_target_tokens: int = Field(description="longest output, in pieces")
+    max_gradient_length: int = Field(description="longest repeated input of POST /api/gradients")
+
+
 class Health(BaseModel):
     status: Literal["ok", "degraded"]
     device: str
     models: list[str]
     unavailable: dict[str, str] = Field({}, description="models that did not load, with the reason")
+    limits: Limits
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
-         "unavailable": {"rnn": "FileNotFoundError: no checkpoint at checkpoints/rnn/model.safetensors"}}]})
+         "unavailable": {"rnn": "FileNotFoundError: no checkpoint at checkpoints/rnn/model.safetensors"},
+         "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200}}]})
 
 
 class LengthBucket(BaseModel):
@@ -116,12 +120,21 @@ class ModelInfo(BaseModel):
     parameters: int
     layers: int
     heads: int
+    recurrent: bool = Field(description="reads the source through a recurrence (gradient experiment)")
+    gates: bool = Field(description="an LSTM: its gates can be shown")
+    cross_attention: bool = Field(description="its decoder attends over the source (alignment maps)")
+    attention_kinds: list[Literal["cross", "encoder", "decoder"]] = Field(
+        description="the attention maps POST /api/attention returns for it")
+    switches: bool = Field(description="positional encoding and single heads can be switched off")
+    summary: str = Field(description="one line for a reader")
     metrics: Metrics
     curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"name": "transformer", "architecture": "transformer", "attention": "scaled-dot",
-         "parameters": 7586624, "layers": 3, "heads": 4, "curve_points": 40,
+         "parameters": 7586624, "layers": 3, "heads": 4, "recurrent": False, "gates": False,
+         "cross_attention": True, "attention_kinds": ["cross", "encoder", "decoder"], "switches": True,
+         "summary": "Transformer: heads, layers, no recurrence", "curve_points": 40,
          "metrics": {"bleu": 41.2, "chrf": 60.3,
                      "bleu_by_length": [{"bucket": "1-5", "pairs": 812, "bleu": 55.0}]}}]})
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from torch import nn
 
 from models.config import ModelConfig, Seq2SeqConfig, TransformerConfig
+from models.outputs import ATTENTION_KINDS
 from models.seq2seq import Seq2Seq
 from models.transformer import Transformer
 
@@ -27,13 +30,38 @@ def build(config: ModelConfig) -> nn.Module:
     return Transformer(config) if isinstance(config, TransformerConfig) else Seq2Seq(config)
 
 
-def describe(config: ModelConfig) -> dict:
-    """Architecture facts the app lists: family, attention kind, layers, heads."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model has inside: the server and the page choose the experiments that apply to a
+    model from these, never from its name, so a new checkpoint folder needs no code edit."""
+
+    architecture: str  # "rnn", "lstm" or "transformer"
+    attention: str | None  # None, "additive", "dot" or "scaled-dot"
+    layers: int  # attention layers (1 for a recurrent model with attention)
+    heads: int  # heads per attention layer (0 without attention)
+    recurrent: bool  # reads the source through a recurrence: chapter 3's gradient probe applies
+    gates: bool  # an LSTM: input, forget and output gates to show
+    attention_kinds: tuple[str, ...]  # the maps its forward returns, in ATTENTION_KINDS order
+    switches: bool  # positional encoding and single heads can be switched off (chapters 8-9)
+    summary: str  # one line for a reader
+
+    @property
+    def cross_attention(self) -> bool:
+        return "cross" in self.attention_kinds
+
+
+def describe(config: ModelConfig) -> Capabilities:
     if isinstance(config, TransformerConfig):
-        return {"architecture": "transformer", "attention": "scaled-dot",
-                "layers": config.n_encoder_layers, "heads": config.n_heads}
-    return {"architecture": config.cell, "attention": config.attention,
-            "layers": 1, "heads": 1 if config.attention else 0}
+        return Capabilities("transformer", "scaled-dot", config.n_encoder_layers, config.n_heads,
+                            recurrent=False, gates=False, attention_kinds=ATTENTION_KINDS, switches=True,
+                            summary="Transformer: heads, layers, no recurrence")
+    summary = {"rnn": "Plain recurrent net (Elman, 1990)", "lstm": "LSTM encoder-decoder (2014)"}[config.cell]
+    if config.attention:
+        scoring = {"additive": "additive", "dot": "dot-product"}[config.attention]
+        summary = f"{config.cell.upper()} + {scoring} attention"
+    return Capabilities(config.cell, config.attention, 1, 1 if config.attention else 0, recurrent=True,
+                        gates=config.cell == "lstm", attention_kinds=("cross",) if config.attention else (),
+                        switches=False, summary=summary)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -115,6 +115,22 @@ class Transformer(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         nn.init.normal_(self.embed.weight, std=c.d_model**-0.5)
 
+    def head_mask(self, heads_off) -> dict[str, torch.Tensor]:
+        """(kind, layer, head) triples of switched-off heads -> the `head_mask` that `encode` and
+        `forward` take: kind -> (layers, heads), 1 everywhere but a 0 per switched-off head.
+        A head that does not exist is a ValueError that names the valid ones (chapter 9)."""
+        c = self.config
+        layers = {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers}
+        device = self.out_bias.device
+        mask: dict[str, torch.Tensor] = {}
+        for kind, layer, head in heads_off:
+            if kind not in layers or not 0 <= layer < layers[kind] or not 0 <= head < c.n_heads:
+                raise ValueError(
+                    f"no head ({kind}, layer {layer}, head {head}); kinds {sorted(layers)}, "
+                    f"layers 0-{layers.get(kind, 1) - 1}, heads 0-{c.n_heads - 1}")
+            mask.setdefault(kind, torch.ones(layers[kind], c.n_heads, device=device))[layer, head] = 0
+        return mask
+
     def _embed(self, ids: torch.Tensor, offset: int = 0, positional: bool | None = None):
         x = self.embed(ids) * math.sqrt(self.config.d_model)  # (B, T, d)
         use_pe = self.config.positional if positional is None else positional

@@ -6,7 +6,7 @@ from fastapi.responses import StreamingResponse
 
 from app.dependencies import ClientGone, Registry
 from app.schemas import Attention, CompareRequest, ErrorBody
-from app.services.compare import compare as compare_models
+from app.services.comparison import comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])
 
@@ -21,7 +21,7 @@ NDJSON = "application/x-ndjson"
     404: {"model": ErrorBody}})
 def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
     """Every model (or those named) on one text, in one request: the page's way of asking."""
-    answers = compare_models(registry, body.text, tuple(body.models), gone)  # checks first: 404/422
+    answers = comparison(registry, body.text, tuple(body.models), gone)  # checks first: 404/422
     # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding
     # the answer until the last model is done
     return StreamingResponse(_lines(answers), media_type=NDJSON, headers={"X-Accel-Buffering": "no"})

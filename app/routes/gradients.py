@@ -2,7 +2,7 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.schemas import ErrorBody, Gradients, GradientsRequest
-from app.services.gradients import gradients as gradient_curves
+from app.services.gradients import gradient_curves
 
 router = APIRouter(prefix="/api", tags=["gradients"])
 

@@ -1,7 +1,7 @@
 """Request fields -> the services' DecodeOptions (shared by translate and attention)."""
 
 from app.schemas import AttentionRequest, TranslateRequest
-from app.services.decoding import DecodeOptions
+from app.services.inference import DecodeOptions
 
 
 def decode_options(body: TranslateRequest | AttentionRequest) -> DecodeOptions:

@@ -11,7 +11,6 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app.config import REPO_ROOT
-from app.dependencies import Registry
 
 TEMPLATES = Jinja2Templates(directory=REPO_ROOT / "templates")
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -22,10 +21,8 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request, registry: Registry):
-    return TEMPLATES.TemplateResponse(
-        request, "index.html", {"model_names": registry.names, "data_credit": DATA_CREDIT}
-    )
+def index(request: Request):
+    return TEMPLATES.TemplateResponse(request, "index.html", {"data_credit": DATA_CREDIT})
 
 
 @router.get("/vendor/plotly.min.js")

@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes.options import decode_options
 from app.schemas import ErrorBody, TranslateRequest, Translation
-from app.services.translate import translate as translate_text
+from app.services.translation import translation
 
 router = APIRouter(prefix="/api", tags=["translate"])
 
@@ -12,4 +12,4 @@ router = APIRouter(prefix="/api", tags=["translate"])
              responses={404: {"model": ErrorBody}})
 def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> dict:
     """Translate French to English: greedy (beam_size 1) or beam search (2-8)."""
-    return translate_text(registry, body.model, body.text, decode_options(body), gone)
+    return translation(registry, body.model, body.text, decode_options(body), gone)

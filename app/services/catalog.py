@@ -1,6 +1,10 @@
-"""What the server knows about its models without running them: health, facts, metrics, curves."""
+"""What the server knows about its models without running them: health and limits, what each
+model has inside, metrics, curves. The page builds itself from these: no model name is written
+into the front end."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from app.services.registry import ModelRegistry
 
@@ -12,12 +16,15 @@ def health(registry: ModelRegistry) -> dict:
         "device": registry.device.type,
         "models": registry.names,
         "unavailable": dict(registry.unavailable),
+        "limits": asdict(registry.limits),
     }
 
 
 def model_infos(registry: ModelRegistry) -> list[dict]:
     return [
-        {"name": entry.name, **entry.info, "metrics": entry.metrics, "curve_points": len(entry.curve)}
+        {"name": entry.name, **asdict(entry.capabilities),
+         "cross_attention": entry.capabilities.cross_attention, "parameters": entry.parameters,
+         "metrics": entry.metrics, "curve_points": len(entry.curve)}
         for entry in registry.models.values()
     ]
 

@@ -19,7 +19,7 @@ from torch import nn
 from app.services.cache import MISSING, ResultCache
 from app.services.worker import ModelThread
 from models import checkpoint
-from models.architectures import MODEL_NAMES, count_parameters, describe
+from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe
 from models.device import choose_device
 from models.tokenizer import BPETokenizer
 
@@ -32,10 +32,20 @@ class UnknownModelError(LookupError):
 
 
 @dataclass(frozen=True)
+class Limits:
+    """The bounds of one request, told to clients by GET /api/health."""
+
+    max_chars: int = 500  # input text, after trimming and after normalisation
+    max_target_tokens: int = 128  # output pieces: bounds the work when a model does not stop
+    max_gradient_length: int = 200  # pieces of the repeated input of the gradient experiment
+
+
+@dataclass(frozen=True)
 class LoadedModel:
     name: str
     model: nn.Module  # eval mode, on the registry's device
-    info: dict[str, Any]  # architecture, attention, layers, heads, parameters
+    capabilities: Capabilities  # what it has inside: which experiments apply
+    parameters: int
     metrics: dict[str, Any]  # metrics.json ({} when the model was not evaluated yet)
     curve: list[dict[str, Any]]  # curve.json: the training log
 
@@ -44,11 +54,10 @@ class LoadedModel:
 class ModelRegistry:
     tokenizer: BPETokenizer
     device: torch.device
-    models: dict[str, LoadedModel]  # in MODEL_NAMES order
+    models: dict[str, LoadedModel]  # the story's order, then any other checkpoint folder
     unavailable: dict[str, str] = field(default_factory=dict)  # name -> why it did not load
     cache: ResultCache = field(default_factory=lambda: ResultCache(256))
-    max_chars: int = 500  # input limit, after trimming and after normalisation
-    max_target_tokens: int = 128  # output limit: bounds the work when a model does not stop
+    limits: Limits = field(default_factory=Limits)
     worker: ModelThread = field(default_factory=ModelThread)  # runs every model call
 
     def result(self, key, compute, cancel: threading.Event | None = None):
@@ -79,6 +88,10 @@ class ModelRegistry:
     def names(self) -> list[str]:
         return list(self.models)
 
+    def close(self) -> None:
+        """Stop the model thread (after the work already queued)."""
+        self.worker.close()
+
 
 def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
     if not (folder / checkpoint.WEIGHTS).exists():
@@ -86,9 +99,9 @@ def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
     model = checkpoint.load(folder, device)
     for p in model.parameters():
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
-    info = {**describe(model.config), "parameters": count_parameters(model)}
-    return LoadedModel(name, model, info, _read_or(checkpoint.read_metrics, folder, {}),
-                       _read_or(checkpoint.read_curve, folder, []))
+    metrics = _read_or(checkpoint.read_metrics, folder, {})
+    curve = _read_or(checkpoint.read_curve, folder, [])
+    return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve)
 
 
 def _read_or(read, folder: Path, default):
@@ -101,20 +114,28 @@ def _read_or(read, folder: Path, default):
 
 
 def load_registry(
-    checkpoints: Path, names: tuple[str, ...] = MODEL_NAMES, device: str = "auto",
-    cache_size: int = 256, max_chars: int = 500, max_target_tokens: int = 128, cache_mb: int = 64,
-    worker: ModelThread | None = None,
+    checkpoints: Path, names: tuple[str, ...] | None = None, device: str = "auto",
+    cache_size: int = 256, cache_mb: int = 64, limits: Limits = Limits(), worker: ModelThread | None = None,
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
-    `names` that loads, on the model thread that will run them."""
+    `names` that loads, on the model thread that will run them. names None: the story's five,
+    then every other folder of `checkpoints` that holds a model."""
     if not (checkpoints / TOKENIZER_FILE).exists():
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
     dev = choose_device(device)
     worker = worker or ModelThread()
+    names = model_folders(checkpoints) if names is None else names
     loaded, unavailable = worker.run(load_models, checkpoints, names, dev)
     cache = ResultCache(cache_size, cache_mb * 2**20)
-    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, max_chars, max_target_tokens, worker)
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker)
+
+
+def model_folders(checkpoints: Path) -> tuple[str, ...]:
+    """The story's models (listed even when missing, so health says so), then any other folder
+    with a config.json: a new model needs its folder and nothing else."""
+    others = sorted(p.parent.name for p in checkpoints.glob(f"*/{checkpoint.CONFIG}"))
+    return MODEL_NAMES + tuple(n for n in others if n not in MODEL_NAMES)
 
 
 def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device):

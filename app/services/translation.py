@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from app.services.decoding import GREEDY, DecodeOptions, decode, decode_tokens, stop_when
+from app.services.inference import GREEDY, DecodeOptions, decode, decode_tokens, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source, source_of
@@ -15,22 +15,22 @@ from models.decoding import Decoded
 from models.tokenizer import EOS_ID, BPETokenizer
 
 
-def translate(
+def translation(
     registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
     cancel: threading.Event | None = None,
 ) -> dict:
     """`cancel` set (the client hung up): the work is skipped, or stopped between decoder steps."""
-    return registry.result(*translate_job(registry, name, text, options, cancel), cancel)
+    return registry.result(*translation_job(registry, name, text, options, cancel), cancel)
 
 
-def translate_job(
+def translation_job(
     registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
     cancel: threading.Event | None = None,
 ) -> tuple[tuple, Callable[[], dict]]:
-    """(cache key, computation) of `translate`; the model name and the text are checked here."""
+    """(cache key, computation) of `translation`; the text and the model name are checked here."""
+    source = source_of(registry.tokenizer, text, registry.limits.max_chars)
     entry = registry.get(name)
-    source = source_of(registry.tokenizer, text, registry.max_chars)
-    tokenizer, limit, stop = registry.tokenizer, registry.max_target_tokens, stop_when(cancel)
+    tokenizer, limit, stop = registry.tokenizer, registry.limits.max_target_tokens, stop_when(cancel)
     key = ("translate", name, source.text, options)
     return key, lambda: _translate(entry, tokenizer, source, options, limit, stop)
 

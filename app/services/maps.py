@@ -11,43 +11,43 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from app.services.decoding import GREEDY, DecodeOptions, decode, stop_when
+from app.services.inference import GREEDY, DecodeOptions, decode, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source, source_of
-from app.services.translate import translation_fields
+from app.services.translation import translation_fields
 from models.outputs import ATTENTION_KINDS, ModelOutput
 from models.tokenizer import BOS_ID, BPETokenizer
 
 
-def attention(
+def attention_maps(
     registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
 ) -> dict:
     """`kinds` picks among cross, encoder and decoder maps (all by default). `cancel` set (the
     client hung up): the work is skipped, or stopped between decoder steps."""
-    return registry.result(*attention_job(registry, name, text, options, kinds, cancel), cancel)
+    return registry.result(*attention_maps_job(registry, name, text, options, kinds, cancel), cancel)
 
 
-def attention_job(
+def attention_maps_job(
     registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
 ) -> tuple[tuple, Callable[[], dict]]:
-    """(cache key, computation) of `attention`, for registry.result or registry.submit. The model
-    name and the text are checked here, before anything runs."""
+    """(cache key, computation) of `attention_maps`, for registry.result or registry.submit. The
+    text and the model name are checked here, before anything runs."""
+    source = source_of(registry.tokenizer, text, registry.limits.max_chars)
     entry = registry.get(name)
-    source = source_of(registry.tokenizer, text, registry.max_chars)
 
     def compute() -> dict:
-        decoded = decode(entry, source, options, registry.max_target_tokens, stop_when(cancel))
+        decoded = decode(entry, source, options, registry.limits.max_target_tokens, stop_when(cancel))
         result = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
-        maps = attention_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
+        maps = label_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
         return {**result, "maps": maps}
 
     return ("attention", name, source.text, options, kinds), compute
 
 
-def attention_maps(
+def label_maps(
     tokenizer: BPETokenizer, output: ModelOutput, source: Source, target_ids: list[int], kinds=ATTENTION_KINDS
 ) -> list[dict]:
     """One dict per (kind, layer, head) of `output.attentions` (batch row 0), in kinds order."""

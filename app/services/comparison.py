@@ -18,22 +18,24 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
 
-from app.services.attention import attention_job
+from app.services.maps import attention_maps_job
 from app.services.registry import ModelRegistry
-from app.services.translate import translate_job
+from app.services.text import source_of
+from app.services.translation import translation_job
 from app.services.worker import Abandoned
 from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
 
 
-def compare(
+def comparison(
     registry: ModelRegistry, text: str, names: tuple[str, ...] = (), cancel: threading.Event | None = None,
 ) -> Iterator[dict]:
     """Check the names (default: every loaded model) and the text, queue every model's work, and
     return the answers as they come: {"model", "translation", ..., "maps"} per model, or
     {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
+    source_of(registry.tokenizer, text, registry.limits.max_chars)  # the text first, as elsewhere
     names = names or tuple(registry.names)
     jobs = [_job(registry, name, text, cancel) for name in names]  # every check before any work
     return _as_ready([(name, registry.submit(*job, cancel)) for name, job in zip(names, jobs, strict=True)])
@@ -41,7 +43,7 @@ def compare(
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):
     """The same job (and cache entry) as /api/attention, or /api/translate for no attention."""
-    job = attention_job if registry.get(name).info["attention"] else translate_job
+    job = attention_maps_job if registry.get(name).capabilities.attention_kinds else translation_job
     return job(registry, name, text, cancel=cancel)
 
 

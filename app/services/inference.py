@@ -1,4 +1,4 @@
-"""One place that runs a model on a sentence: options checked against the model, then greedy or
+"""Running a loaded model on one sentence: options checked against the model, then greedy or
 beam search under inference_mode. Translate and attention both build on `decode`."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import torch
 
 from app.services.registry import LoadedModel
 from app.services.text import Source
-from models.config import TransformerConfig
 from models.decoding import Decoded, Stop, beam_search, greedy, greedy_tokens, max_target_len
 
 
@@ -41,34 +40,22 @@ def stop_when(cancel: threading.Event | None) -> Stop:
 
 
 def model_options(entry: LoadedModel, options: DecodeOptions) -> dict:
-    """The keyword arguments `models.decoding` passes to the model, checked against its config."""
-    config = entry.model.config
-    switches = options.positional is not None or options.heads_off
-    if not isinstance(config, TransformerConfig):
-        if switches:
+    """The keyword arguments `models.decoding` passes to the model, checked against what it has."""
+    switched = options.positional is not None or options.heads_off
+    if not entry.capabilities.switches:
+        if switched:
             raise InvalidOptionError("positional" if options.positional is not None else "heads_off",
-                                     f"only the transformer has positional/head switches, not {entry.name!r}")
+                                     f"{entry.name!r} has no positional or head switches")
         return {}
     kwargs: dict = {}
     if options.positional is not None:
         kwargs["positional"] = options.positional
     if options.heads_off:
-        kwargs["head_mask"] = head_mask(config, options.heads_off, next(entry.model.parameters()).device)
+        try:
+            kwargs["head_mask"] = entry.model.head_mask(options.heads_off)
+        except ValueError as error:
+            raise InvalidOptionError("heads_off", str(error)) from error
     return kwargs
-
-
-def head_mask(config: TransformerConfig, heads_off, device) -> dict[str, torch.Tensor]:
-    """kind -> (layers, heads) tensor of 1s with a 0 for every switched-off head."""
-    layers = {"encoder": config.n_encoder_layers, "decoder": config.n_decoder_layers,
-              "cross": config.n_decoder_layers}
-    mask = {}
-    for kind, layer, head in heads_off:
-        if kind not in layers or not 0 <= layer < layers[kind] or not 0 <= head < config.n_heads:
-            raise InvalidOptionError(
-                "heads_off", f"no head ({kind}, layer {layer}, head {head}); kinds {sorted(layers)}, "
-                f"layers 0-{layers.get(kind, 1) - 1}, heads 0-{config.n_heads - 1}")
-        mask.setdefault(kind, torch.ones(layers[kind], config.n_heads, device=device))[layer, head] = 0
-    return mask
 
 
 def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128,

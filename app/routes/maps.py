@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes.options import decode_options
 from app.schemas import Attention, AttentionRequest, ErrorBody
-from app.services.attention import attention as attention_maps
+from app.services.maps import attention_maps
 from models.outputs import ATTENTION_KINDS
 
 router = APIRouter(prefix="/api", tags=["attention"])

@@ -1,0 +1,57 @@
+"""Tiny untrained versions of the shipped architectures, saved as real checkpoint folders: the
+one place the API, service and browser tests get their models from. They load and answer in
+milliseconds, so the tests are fast, deterministic and independent of the shipped weights."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import torch
+
+from models import checkpoint
+from models.architectures import MODEL_NAMES, build, default_config
+from models.config import ModelConfig, TransformerConfig
+from models.tokenizer import BPETokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKENIZER = ROOT / "checkpoints" / "tokenizer.json"
+CURVE = [{"step": s, "epoch": s / 10, "tokens": 100 * s, "seconds": s / 2, "train_loss": 9.0 - s,
+          "valid_loss": 9.5 - s, "valid_bleu": float(s)} for s in (1, 2, 3)]
+
+
+def tiny_config(name: str, vocab_size: int, layers: int = 2, max_len: int | None = None) -> ModelConfig:
+    """The shipped architecture of `name` (models.architectures.default_config), a few thousand
+    parameters wide; `max_len` (if given) bounds the longest target (and the Transformer's table)."""
+    config = default_config(name, vocab_size)
+    if isinstance(config, TransformerConfig):
+        small = {"d_model": 32, "n_heads": 4, "n_encoder_layers": layers, "n_decoder_layers": layers, "d_ff": 64}
+    else:
+        small = {"d_embed": 16, "d_hidden": 32, "d_attn": 16}
+    return dataclasses.replace(config, **small, **({"max_len": max_len} if max_len else {}))
+
+
+def tiny_metrics(seed: int) -> dict:
+    """Made-up evaluation figures in the shape of metrics.json, different per model."""
+    base = 20.0 + 4 * seed
+    buckets = [("1-5", 800, 12), ("6-10", 4000, 3), ("11-15", 1200, -6), ("16+", 300, -12)]
+    return {"bleu": base, "chrf": base + 15, "pairs": 6300,
+            "bleu_by_length": [{"bucket": b, "pairs": n, "bleu": base + d, "chrf": base + d + 15}
+                               for b, n, d in buckets]}
+
+
+def write_tiny_checkpoints(folder: Path, names=MODEL_NAMES, extra: dict[str, ModelConfig] | None = None,
+                           **config) -> Path:
+    """tokenizer.json and one folder per name (`tiny_config(name, **config)`, seeded by its place in
+    the list), plus `extra` folders of other names with the configs given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TOKENIZER, folder / "tokenizer.json")
+    vocab_size = BPETokenizer.load(TOKENIZER).vocab_size
+    configs = {name: tiny_config(name, vocab_size, **config) for name in names} | (extra or {})
+    for seed, (name, model_config) in enumerate(configs.items()):
+        torch.manual_seed(seed)
+        checkpoint.save(build(model_config), folder / name, {"name": name})
+        checkpoint.write_json(folder / name / checkpoint.METRICS, tiny_metrics(seed))
+        checkpoint.write_json(folder / name / checkpoint.CURVE, CURVE)
+    return folder
