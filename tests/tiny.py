@@ -26,7 +26,8 @@ def tiny_config(name: str, vocab_size: int, layers: int = 2, max_len: int | None
     parameters wide; `max_len` (if given) bounds the longest target (and the Transformer's table)."""
     config = default_config(name, vocab_size)
     if isinstance(config, TransformerConfig):
-        small = {"d_model": 32, "n_heads": 4, "n_encoder_layers": layers, "n_decoder_layers": layers, "d_ff": 64}
+        small = {"d_model": 32, "n_heads": 4, "d_ff": 64,
+                 "n_encoder_layers": layers, "n_decoder_layers": layers}
     else:
         small = {"d_embed": 16, "d_hidden": 32, "d_attn": 16}
     return dataclasses.replace(config, **small, **({"max_len": max_len} if max_len else {}))

@@ -31,7 +31,7 @@ def gradient_curves(
     before the model thread gets to it (the client hung up): nothing is computed."""
     source = source_of(registry.tokenizer, text, registry.limits.max_chars)
     longest = registry.limits.max_gradient_length
-    ids = repeat_to(source.ids, length or min(len(source.ids), longest), longest)
+    ids = repeat_to(source.ids, min(len(source.ids), longest) if length is None else length, longest)
     entries = recurrent_models(registry, names)
     key = ("gradients", source.text, len(ids), tuple(e.name for e in entries))
 

@@ -89,8 +89,14 @@ class ModelRegistry:
         return list(self.models)
 
     def close(self) -> None:
-        """Stop the model thread (after the work already queued)."""
+        """Stop the model thread; queued work that has not started is dropped."""
         self.worker.close()
+
+    def __enter__(self) -> ModelRegistry:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:

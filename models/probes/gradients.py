@@ -30,7 +30,9 @@ def directions(H: int, K: int, device) -> torch.Tensor:
     return Q.float().to(device)
 
 
-def jacobian_norms(model: Seq2Seq, ids: list[int], K: int = DIRECTIONS) -> tuple[torch.Tensor, torch.Tensor | None]:
+def jacobian_norms(
+    model: Seq2Seq, ids: list[int], K: int = DIRECTIONS,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """norm per distance from the end (T,) in float64, and the LSTM's gates (T, 3, H) (None for
     the RNN), on the encoder of `model` reading `ids`.
 

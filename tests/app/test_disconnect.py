@@ -3,47 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi import FastAPI
 
 from app.dependencies import ClientGone
 from app.disconnect import CancelOnDisconnect
-from app.services.attention import attention
 from app.services.worker import Abandoned
 from models.decoding import Stopped
-
-
-def test_work_queued_for_a_client_that_left_is_skipped(cached_registry):
-    release, gone, computed = threading.Event(), threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.worker.run, release.wait, 10)  # model thread busy
-    waiting = ThreadPoolExecutor(1).submit(cached_registry.result, "key", lambda: computed.append(1), gone)
-    gone.set()  # the client hangs up while its request waits in the queue
-    release.set()
-    with pytest.raises(Abandoned):
-        waiting.result(timeout=10)
-    assert computed == [] and len(cached_registry.cache) == 0
-    blocker.result(timeout=10)
-    assert cached_registry.result("key", lambda: {"computed": True}) == {"computed": True}  # nothing stuck
-
-
-def test_decoding_for_a_client_that_left_stops(cached_registry, monkeypatch):
-    gone = threading.Event()
-    steps = []
-    model = cached_registry.get("transformer").model
-    real_decode = model.decode
-
-    def decode_then_hang_up(*args, **kwargs):
-        steps.append(1)
-        gone.set()  # the client leaves during the first decoder step
-        return real_decode(*args, **kwargs)
-
-    monkeypatch.setattr(model, "decode", decode_then_hang_up)
-    with pytest.raises(Stopped):
-        attention(cached_registry, "transformer", "Je mange du pain.", cancel=gone)
-    assert len(steps) == 1 and len(cached_registry.cache) == 0
 
 
 def _app(seen: list) -> FastAPI:
@@ -107,6 +74,6 @@ def test_work_dropped_for_a_client_that_left_is_not_a_server_error(client, monke
     def drop(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr("app.routes.attention.attention_maps", drop)
+    monkeypatch.setattr("app.routes.maps.attention_maps", drop)
     response = client.post("/api/attention", json={"text": "Je mange.", "model": "transformer"})
     assert response.status_code == 499  # nobody reads it: the client has gone

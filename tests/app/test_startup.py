@@ -13,7 +13,8 @@ from app.config import Settings
 from app.dependencies import get_registry
 from app.main import create_app
 from app.services.registry import load_registry
-from tests.app.conftest import tiny_settings, write_tiny_checkpoints
+from tests.app.conftest import tiny_settings
+from tests.tiny import write_tiny_checkpoints
 
 
 def test_settings_from_environment(monkeypatch, tmp_path):
@@ -21,18 +22,20 @@ def test_settings_from_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn, transformer")
     monkeypatch.setenv("ATTENTION_LAB_CHECKPOINTS", str(tmp_path))
     monkeypatch.setenv("ATTENTION_LAB_MAX_CHARS", "80")
+    monkeypatch.setenv("ATTENTION_LAB_MAX_GRADIENT_LENGTH", "50")
     settings = Settings()
     assert (settings.device, settings.models, settings.checkpoints, settings.max_chars) == (
         "cpu", ("rnn", "transformer"), tmp_path, 80)
-    monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn,gpt")
-    with pytest.raises(ValueError, match="gpt"):
+    assert (settings.limits.max_chars, settings.limits.max_gradient_length) == (80, 50)
+    monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn,../secrets")
+    with pytest.raises(ValueError, match="folder names"):
         Settings()
 
 
 def test_models_load_on_the_chosen_device(tiny_checkpoints):
-    registry = load_registry(tiny_checkpoints, ("lstm",), device="cpu")
-    assert next(registry.models["lstm"].model.parameters()).device.type == "cpu"
-    assert not registry.models["lstm"].model.training  # eval mode: dropout off
+    with load_registry(tiny_checkpoints, ("lstm",), device="cpu") as registry:
+        assert next(registry.models["lstm"].model.parameters()).device.type == "cpu"
+        assert not registry.models["lstm"].model.training  # eval mode: dropout off
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here")
@@ -83,10 +86,10 @@ def test_a_missing_tokenizer_stops_start_up_with_a_clear_message(tmp_path):
 def test_registry_can_be_injected_through_dependency_overrides(tiny_checkpoints, tmp_path):
     """The FastAPI testing recipe: whatever the settings say, the handlers use the override."""
     app = create_app(Settings(checkpoints=write_tiny_checkpoints(tmp_path / "empty", names=()), device="cpu"))
-    injected = load_registry(tiny_checkpoints, ("rnn",), device="cpu")
-    app.dependency_overrides[get_registry] = lambda: injected
-    with TestClient(app) as client:
-        assert client.get("/api/health").json()["models"] == ["rnn"]
+    with load_registry(tiny_checkpoints, ("rnn",), device="cpu") as injected:
+        app.dependency_overrides[get_registry] = lambda: injected
+        with TestClient(app) as client:
+            assert client.get("/api/health").json()["models"] == ["rnn"]
 
 
 def test_an_unexpected_error_is_a_json_500_not_a_crash(tiny_checkpoints):

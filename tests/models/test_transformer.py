@@ -1,3 +1,4 @@
+import pytest
 import torch
 from torch import nn
 
@@ -108,3 +109,14 @@ def test_head_mask_changes_the_output_only_when_a_head_is_off():
     off = {**ones, "cross": ones["cross"].clone()}
     off["cross"][1, 2] = 0
     assert not torch.allclose(model(src, tgt, head_mask=off).logits, model(src, tgt).logits)
+
+
+def test_heads_off_become_a_mask_and_a_missing_head_is_named():
+    model = Transformer(TransformerConfig(vocab_size=40, d_model=16, n_heads=4, n_encoder_layers=2,
+                                          n_decoder_layers=3, d_ff=32))
+    mask = model.head_mask([("decoder", 2, 1), ("decoder", 0, 3)])
+    assert list(mask) == ["decoder"]
+    assert mask["decoder"].tolist() == [[1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 1, 1]]
+    for bad in [("encoder", 2, 0), ("cross", 0, 4), ("memory", 0, 0), ("cross", -1, 0)]:
+        with pytest.raises(ValueError, match="no head"):
+            model.head_mask([bad])

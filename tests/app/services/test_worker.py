@@ -12,14 +12,14 @@ from app.services.worker import ModelThread
 
 
 def test_models_load_and_run_on_the_model_thread(cached_registry, monkeypatch):
-    from app.services import attention as attention_service
+    from app.services import maps
 
     threads = []
-    real_decode = attention_service.decode
-    monkeypatch.setattr(attention_service, "decode",
+    real_decode = maps.decode
+    monkeypatch.setattr(maps, "decode",
                         lambda *a, **k: threads.append(threading.current_thread().name) or real_decode(*a, **k))
     with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda text: attention_service.attention(cached_registry, "transformer", text),
+        list(pool.map(lambda text: maps.attention_maps(cached_registry, "transformer", text),
                       ["Je mange.", "Tu manges.", "Il mange.", "Nous mangeons."]))
     assert len(threads) == 4 and all(name.startswith("models") for name in threads)
 

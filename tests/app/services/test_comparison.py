@@ -1,0 +1,47 @@
+"""The comparison service: every model's work queued at once, answers handed over one by one."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from app.services.comparison import comparison
+
+TEXT = "Je mange du pain."
+
+
+def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry, monkeypatch):
+    """The first answer is handed over while the next model still works; the next model's work
+    is already queued on the model thread (no gap between models)."""
+    release, queued = threading.Event(), []
+    model = cached_registry.get("transformer").model
+    real_encode = model.encode_with_internals
+
+    def slow_encode(*args, **kwargs):
+        release.wait(10)
+        return real_encode(*args, **kwargs)
+
+    monkeypatch.setattr(model, "encode_with_internals", slow_encode)
+    worker = cached_registry.worker
+    real_submit = worker.submit
+    monkeypatch.setattr(worker, "submit", lambda *a, **k: queued.append(1) or real_submit(*a, **k))
+    answers = comparison(cached_registry, TEXT, ("lstm", "transformer"))
+    assert len(queued) == 2  # both queued before the first answer is read
+    assert next(answers)["model"] == "lstm"  # while the transformer waits
+    release.set()
+    assert next(answers)["model"] == "transformer"
+    assert list(answers) == []
+
+
+def test_when_the_client_has_gone_the_rest_is_not_computed(cached_registry, monkeypatch):
+    release, gone, computed = threading.Event(), threading.Event(), []
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.worker.run, release.wait, 10)  # model thread busy
+    model = cached_registry.get("lstm").model
+    real_encode = model.encode
+    monkeypatch.setattr(model, "encode", lambda *a, **k: computed.append(1) or real_encode(*a, **k))
+    answers = comparison(cached_registry, TEXT, ("lstm", "transformer"), cancel=gone)
+    gone.set()  # the client hangs up while both models wait in the queue
+    release.set()
+    assert list(answers) == []  # the stream just ends: nobody is there to read it
+    assert computed == [] and len(cached_registry.cache) == 0
+    blocker.result(timeout=10)

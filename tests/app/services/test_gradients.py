@@ -1,0 +1,47 @@
+"""The gradient service: lengths, which models are measured, the gates as JSON."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from app.services.gradients import GATE_UNITS, gate_summary, gradient_curves, recurrent_models, repeat_to
+from app.services.inference import InvalidOptionError
+
+
+def test_repeat_to():
+    assert repeat_to([1, 2, 3], 7, 200) == [1, 2, 3, 1, 2, 3, 1]
+    assert repeat_to([1, 2, 3], 2, 200) == [1, 2]
+    with pytest.raises(InvalidOptionError):
+        repeat_to([1], 201, 200)
+
+
+def test_by_default_the_recurrent_models_without_attention_are_measured(registry):
+    assert [e.name for e in recurrent_models(registry, ())] == ["rnn", "lstm"]
+    assert [e.name for e in recurrent_models(registry, ("lstm-dot",))] == ["lstm-dot"]
+    with pytest.raises(InvalidOptionError, match="transformer"):
+        recurrent_models(registry, ("transformer",))
+
+
+def test_the_length_limit_is_the_registry_s(registry):
+    answer = gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length)
+    assert len(answer["tokens"]) == registry.limits.max_gradient_length
+    with pytest.raises(InvalidOptionError, match="1 to 200") as error:
+        gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length + 1)
+    assert error.value.field == "length"
+
+
+def test_gates_come_from_the_first_lstm_with_the_units_that_vary_most(registry):
+    answer = gradient_curves(registry, "Je mange du pain.", 7)
+    assert [c["model"] for c in answer["curves"]] == ["rnn", "lstm"]
+    gates = answer["gates"]
+    assert gates["model"] == "lstm" and len(gates["units"]) == min(GATE_UNITS, 32)
+    assert len(gates["forget"]) == 7 and len(gates["forget"][0]) == len(gates["units"])
+    assert all(0 <= v <= 1 for v in gates["mean"]["input"])
+
+
+def test_gate_summary_rounds_a_known_tensor():
+    gates = torch.rand(4, 3, 60, generator=torch.Generator().manual_seed(0))
+    summary = gate_summary(gates)
+    assert len(summary["units"]) == GATE_UNITS and summary["units"] == sorted(summary["units"])
+    assert summary["mean"]["output"] == pytest.approx(gates[:, 2].mean(-1).tolist(), abs=1e-3)

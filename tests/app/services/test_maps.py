@@ -1,0 +1,55 @@
+"""The attention-maps service: maps labelled with their tokens, switches, stopping early."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from app.services.inference import DecodeOptions
+from app.services.maps import attention_maps
+from models.decoding import Stopped
+
+
+def test_positional_switch_permutes_encoder_attention(registry):
+    """Chapter 8's claim on the tiny model: without positions, shuffling the words only permutes
+    the encoder self-attention."""
+    words = ["▁Le", "▁chat", "▁dort"]
+    no_positions = DecodeOptions(positional=False)
+    original = attention_maps(registry, "transformer", "Le chat dort", no_positions, ("encoder",))
+    shuffled = attention_maps(registry, "transformer", "dort Le chat", no_positions, ("encoder",))
+    assert original["source_tokens"] == words
+    order = [shuffled["source_tokens"].index(w) for w in words]
+    a = torch.tensor(original["maps"][0]["weights"])
+    b = torch.tensor(shuffled["maps"][0]["weights"])[order][:, order]
+    torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-3)
+
+
+def test_decoding_for_a_client_that_left_stops(cached_registry, monkeypatch):
+    gone = threading.Event()
+    steps = []
+    model = cached_registry.get("transformer").model
+    real_decode = model.decode
+
+    def decode_then_hang_up(*args, **kwargs):
+        steps.append(1)
+        gone.set()  # the client leaves during the first decoder step
+        return real_decode(*args, **kwargs)
+
+    monkeypatch.setattr(model, "decode", decode_then_hang_up)
+    with pytest.raises(Stopped):
+        attention_maps(cached_registry, "transformer", "Je mange du pain.", cancel=gone)
+    assert len(steps) == 1 and len(cached_registry.cache) == 0
+
+
+def test_only_the_kinds_asked_for_in_the_canonical_order(registry):
+    answer = attention_maps(registry, "transformer", "Je mange du pain.", kinds=("cross", "decoder"))
+    kinds = [m["kind"] for m in answer["maps"]]
+    assert kinds == ["cross"] * 8 + ["decoder"] * 8  # 2 layers x 4 heads each
+    cross = answer["maps"][0]
+    assert cross["rows"] == answer["target_tokens"] and cross["cols"] == answer["source_tokens"]
+
+
+def test_models_without_attention_have_no_maps(registry):
+    assert attention_maps(registry, "lstm", "Je mange du pain.")["maps"] == []
