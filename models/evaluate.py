@@ -1,6 +1,6 @@
 """Score a trained model on the test split: sacrebleu BLEU and chrF, cased and detokenised.
 
-    python -m models.evaluate --model transformer [--split test] [--beam 1]
+    python -m models.evaluate --model transformer [--split test] [--limit N] [--device cpu]
 
 Writes `checkpoints/NAME/metrics.json`, overall and by source length in words (1-5, 6-10, 11-15,
 16+): chapter 4's claim is that the no-attention models fall behind as sentences grow.
@@ -63,9 +63,11 @@ def score(hypotheses: list[str], pairs: list[Pair]) -> dict:
         "chrf": round(sacrebleu.corpus_chrf(hypotheses, [refs]).score, 2),
         "pairs": len(pairs),
     }
+    groups: dict[str, list[int]] = {name: [] for name, _, _ in BUCKETS}
+    for i, p in enumerate(pairs):
+        groups[bucket_of(len(p.fr.split()))].append(i)
     by_length = []
-    for name, lo, hi in BUCKETS:
-        idx = [i for i, p in enumerate(pairs) if lo <= len(p.fr.split()) <= hi]
+    for name, idx in groups.items():
         if not idx:
             continue
         bucket_hyps = [hypotheses[i] for i in idx]

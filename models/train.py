@@ -38,8 +38,9 @@ from tqdm import tqdm
 
 from models import checkpoint
 from models.architectures import MODEL_NAMES, build, count_parameters, default_config
-from models.batches import collate, encode_pairs, token_batches
-from models.data import load_split
+from models.batches import EncodedPair, collate, encode_pairs, token_batches
+from models.config import ModelConfig
+from models.data import Pair, load_split
 from models.device import choose_device
 from models.evaluate import translate_all
 from models.tokenizer import PAD_ID, BPETokenizer, train_on_split
@@ -77,10 +78,7 @@ class Progress:
     best_loss: float = float("inf")
 
 
-# The recurrent models' default peak rate. At 1e-3 the inverse-square-root decay had halved the
-# rate by step 850, and lstm-additive's validation BLEU gained 0.6 in its last 70 steps (to 9.1);
-# continued at 2e-3 it reached 26.0 320 steps later. The Transformer keeps 1e-3.
-RECURRENT_LR = 2e-3
+RECURRENT_LR = 2e-3  # peak learning rate of the four recurrent models (the Transformer's: TrainingSettings.lr)
 
 
 def lr_at(step: int, s: TrainingSettings) -> float:
@@ -223,13 +221,59 @@ def main(argv: list[str] | None = None) -> Progress:
     return run(parse_args(argv))[1]
 
 
+@dataclass
+class TrainingRun:
+    """What one run carries from its set-up to its end: model, optimizer, data and counters."""
+
+    name: str
+    settings: TrainingSettings
+    ranks: Ranks
+    device: torch.device
+    folder: Path  # checkpoints/NAME
+    tokenizer: BPETokenizer
+    model: torch.nn.Module
+    trainee: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
+    optimizer: torch.optim.Optimizer
+    train_pairs: list[EncodedPair]
+    valid_pairs: list[EncodedPair]
+    bleu_pairs: list[Pair]  # validation pairs translated for BLEU
+    meta: dict  # config.json besides the model config and "progress"
+    progress: Progress
+    curve: list[dict]
+
+
+@dataclass
+class Clock:
+    """This run's wall-clock budget and the sums kept between two evaluations."""
+
+    budget: float  # seconds
+    seconds_before: float  # training seconds of the earlier runs
+    start: float
+    last_eval: float
+    loss: float = 0.0  # summed training loss since the last evaluation
+    tokens: int = 0  # target tokens since the last evaluation
+    speed_tokens: int = 0  # target tokens since the start of this run
+
+
 def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
     """Train for `args.minutes`; returns the (unwrapped) model and where training stands."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     settings = TrainingSettings(**{k: getattr(args, k) for k in asdict(TrainingSettings())})
     ranks, device = init_distributed(args.device)
     torch.manual_seed(settings.seed)  # same seed on every rank: identical initial weights
+    training = set_up(args, settings, ranks, device)
+    clock = train_for(training, args.minutes * 60)
+    if ranks.leader:
+        seconds = time.perf_counter() - clock.start
+        log.info("%s: %.0f target tokens/s over %.1f minutes; best valid BLEU %.2f", args.model,
+                 clock.speed_tokens / seconds, seconds / 60, training.progress.best_bleu)
+    if ranks.world > 1:
+        dist.destroy_process_group()
+    return training.model, training.progress
 
+
+def set_up(args: argparse.Namespace, settings: TrainingSettings, ranks: Ranks, device) -> TrainingRun:
+    """Data, model and optimizer: fresh, or restored by --resume (see `restore`)."""
     root = Path(args.checkpoints)
     folder = root / args.model
     folder.mkdir(parents=True, exist_ok=True)
@@ -237,32 +281,14 @@ def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
     tokenizer = get_tokenizer(root, split)
     train_pairs = encode_pairs(tokenizer, split.train[: args.limit], settings.max_len)
     valid_pairs = encode_pairs(tokenizer, split.valid)
-    bleu_pairs = split.valid[: settings.bleu_pairs]
-
     resuming = args.resume and (folder / STATE_TENSORS).exists()
-    # On a machine without the (uncommitted) training state, --resume warm-starts from the shipped
-    # fp16 weights with a fresh optimizer instead of starting over.
     warm_start = args.resume and not resuming and (folder / checkpoint.WEIGHTS).exists()
-    if resuming or warm_start:
-        config = checkpoint.config_from_dict(checkpoint.read_meta(folder)["model"])
-    else:
-        config = default_config(args.model, tokenizer.vocab_size)
-        if args.config:
-            config = type(config)(**{**asdict(config), **json.loads(args.config)})
-    model = build(config).to(device).train()
+    model = build(model_config(args, folder, tokenizer.vocab_size, resuming or warm_start))
+    model = model.to(device).train()
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, betas=(0.9, 0.98), weight_decay=settings.weight_decay
     )
-    progress, curve = Progress(), []
-    if resuming:
-        progress = load_state(folder, model, optimizer)
-        curve = checkpoint.read_curve(folder)
-        log.info("resumed %s at step %d (epoch %d)", args.model, progress.step, progress.epoch)
-    elif warm_start:
-        model.load_state_dict(checkpoint.load(folder).state_dict())
-        progress = warm_progress(checkpoint.read_meta(folder))
-        curve = checkpoint.read_curve(folder)
-        log.info("no training state: warm start of %s from its checkpoint (step %d)", args.model, progress.step)
+    progress, curve = restore(args.model, folder, model, optimizer, resuming, warm_start)
     trainee = model
     if ranks.world > 1:
         trainee = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if
@@ -270,91 +296,138 @@ def run(args: argparse.Namespace) -> tuple[torch.nn.Module, Progress]:
     if ranks.leader:
         log.info("%s: %s parameters on %s x%d, %d training pairs", args.model,
                  f"{count_parameters(model):,}", hardware(device), ranks.world, len(train_pairs))
+    meta = {"name": args.model, "split_hash": split.hash, "tokenizer_hash": tokenizer.hash,
+            "parameters": count_parameters(model), "training": asdict(settings)}
+    return TrainingRun(args.model, settings, ranks, device, folder, tokenizer, model, trainee, optimizer,
+                       train_pairs, valid_pairs, split.valid[: settings.bleu_pairs], meta, progress, curve)
 
-    meta = {
-        "name": args.model, "split_hash": split.hash, "tokenizer_hash": tokenizer.hash,
-        "parameters": count_parameters(model), "training": asdict(settings),
-    }
 
-    def evaluate_and_save(train_loss: float) -> None:
-        val_loss = validation_loss(model, valid_pairs, device, settings.max_tokens)
-        hyps = translate_all(model, tokenizer, [p.fr for p in bleu_pairs])
-        bleu = sacrebleu.corpus_bleu(hyps, [[p.en for p in bleu_pairs]]).score
-        curve.append({
-            "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
-            "seconds": round(progress.seconds, 1), "train_loss": round(train_loss, 4),
-            "valid_loss": round(val_loss, 4), "valid_bleu": round(bleu, 2),
-        })
-        log.info("step %d: train %.3f valid %.3f BLEU %.2f (%s -> %s)", progress.step, train_loss,
-                 val_loss, bleu, bleu_pairs[0].fr, hyps[0])
-        if (bleu, -val_loss) > (progress.best_bleu, -progress.best_loss):
-            progress.best_bleu, progress.best_loss = bleu, val_loss
-            checkpoint.save(model, folder, {**meta, "progress": {
-                "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
-                "training_seconds": round(progress.seconds, 1),
-                "hardware": f"{hardware(device)} x{ranks.world}",
-                "valid_bleu": round(bleu, 2), "valid_loss": round(val_loss, 4),
-            }})
-        save_state(folder, model, optimizer, progress, curve)
+def model_config(args: argparse.Namespace, folder: Path, vocab_size: int, restoring: bool) -> ModelConfig:
+    """The checkpoint's own config when restoring one, else the default with --config on top."""
+    if restoring:
+        return checkpoint.config_from_dict(checkpoint.read_meta(folder)["model"])
+    config = default_config(args.model, vocab_size)
+    if args.config:
+        config = type(config)(**{**asdict(config), **json.loads(args.config)})
+    return config
 
-    budget = args.minutes * 60
-    seconds_before = progress.seconds
+
+def restore(name: str, folder: Path, model, optimizer, resuming: bool,
+            warm_start: bool) -> tuple[Progress, list[dict]]:
+    """Progress and curve of the run to continue, with its weights (and optimizer state) loaded.
+
+    `resuming`: the full training state is there. `warm_start`: only the fp16 checkpoint is (a
+    machine without the uncommitted training state); the optimizer starts fresh.
+    """
+    if resuming:
+        progress = load_state(folder, model, optimizer)
+        log.info("resumed %s at step %d (epoch %d)", name, progress.step, progress.epoch)
+    elif warm_start:
+        model.load_state_dict(checkpoint.load(folder).state_dict())
+        progress = warm_progress(checkpoint.read_meta(folder))
+        log.info("no training state: warm start of %s from its checkpoint (step %d)", name, progress.step)
+    else:
+        return Progress(), []
+    return progress, checkpoint.read_curve(folder)
+
+
+def train_for(training: TrainingRun, budget: float) -> Clock:
+    """Train epoch after epoch until the budget (seconds) is spent, evaluating on the way."""
     start = time.perf_counter()
-    last_eval = start
-    run_loss, run_tokens, speed_tokens = 0.0, 0, 0
-    bar = tqdm(total=int(budget), unit="s", desc=args.model, disable=not ranks.leader,
+    clock = Clock(budget, training.progress.seconds, start, start)
+    bar = tqdm(total=int(budget), unit="s", desc=training.name, disable=not training.ranks.leader,
                mininterval=2 if sys.stderr.isatty() else 30,
                bar_format="{desc} {percentage:3.0f}%|{bar:20}| {elapsed}<{remaining} {postfix}")
-    done = False
-    while not done:
-        batches = token_batches(train_pairs, settings.max_tokens, seed=settings.seed + progress.epoch)
-        batches = batches[: len(batches) // ranks.world * ranks.world][ranks.rank :: ranks.world]
-        for idx in batches[progress.batch_in_epoch :]:
-            batch = collate([train_pairs[i] for i in idx]).to(device)
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(progress.step + 1, settings)
-            loss = loss_fn(trainee(batch.src, batch.tgt_in).logits, batch.tgt_out, settings.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            (loss / batch.n_tokens).backward()  # DDP averages these gradients over the ranks
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
-            optimizer.step()
-
-            now = time.perf_counter()
-            elapsed = now - start
-            eval_due, stop, n_tokens, loss_sum = agree(ranks, [
-                float(now - last_eval >= settings.eval_minutes * 60), float(elapsed >= budget),
-                float(batch.n_tokens), loss.item(),
-            ], device)
-            progress.step += 1
-            progress.batch_in_epoch += 1
-            progress.tokens += int(n_tokens)
-            progress.seconds = seconds_before + elapsed
-            run_loss += loss_sum
-            run_tokens += int(n_tokens)
-            speed_tokens += int(n_tokens)
-            bar.n = min(int(elapsed), int(budget))
-            bar.set_postfix_str(f"step {progress.step} loss {run_loss / run_tokens:.3f} "
-                                f"{speed_tokens / max(elapsed, 1e-9):,.0f} tok/s")
+    while True:
+        for idx in epoch_batches(training)[training.progress.batch_in_epoch :]:
+            loss, n_tokens = train_step(training, idx)
+            eval_due, stop = count_step(training, clock, bar, loss, n_tokens)
             if eval_due or stop:
-                if ranks.leader:
-                    evaluate_and_save(run_loss / run_tokens)
-                if ranks.world > 1:
-                    dist.barrier()
-                run_loss, run_tokens, last_eval = 0.0, 0, time.perf_counter()
+                evaluate_on_leader(training, clock)
             if stop:
-                done = True
-                break
-        else:
-            progress.epoch += 1
-            progress.batch_in_epoch = 0
-    bar.close()
-    if ranks.leader:
-        log.info("%s: %.0f target tokens/s over %.1f minutes; best valid BLEU %.2f", args.model,
-                 speed_tokens / (time.perf_counter() - start), (time.perf_counter() - start) / 60,
-                 progress.best_bleu)
-    if ranks.world > 1:
-        dist.destroy_process_group()
-    return model, progress
+                bar.close()
+                return clock
+        training.progress.epoch += 1
+        training.progress.batch_in_epoch = 0
+
+
+def epoch_batches(training: TrainingRun) -> list[list[int]]:
+    """This rank's batches of the current epoch: every world-th one, the same number on each rank."""
+    ranks = training.ranks
+    batches = token_batches(training.train_pairs, training.settings.max_tokens,
+                            seed=training.settings.seed + training.progress.epoch)
+    return batches[: len(batches) // ranks.world * ranks.world][ranks.rank :: ranks.world]
+
+
+def train_step(training: TrainingRun, idx: list[int]) -> tuple[torch.Tensor, int]:
+    """One optimizer step on one batch; returns the summed loss and the batch's target tokens."""
+    settings, optimizer = training.settings, training.optimizer
+    batch = collate([training.train_pairs[i] for i in idx]).to(training.device)
+    for group in optimizer.param_groups:
+        group["lr"] = lr_at(training.progress.step + 1, settings)
+    logits = training.trainee(batch.src, batch.tgt_in).logits
+    loss = loss_fn(logits, batch.tgt_out, settings.label_smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    (loss / batch.n_tokens).backward()  # DDP averages these gradients over the ranks
+    torch.nn.utils.clip_grad_norm_(training.model.parameters(), settings.clip)
+    optimizer.step()
+    return loss, batch.n_tokens
+
+
+def count_step(training: TrainingRun, clock: Clock, bar: tqdm, loss: torch.Tensor, n_tokens: int):
+    """Add a step to the counters, summed over the ranks; returns (evaluation due, budget spent)."""
+    now = time.perf_counter()
+    elapsed = now - clock.start
+    eval_due, stop, n_tokens, loss_sum = agree(training.ranks, [
+        float(now - clock.last_eval >= training.settings.eval_minutes * 60), float(elapsed >= clock.budget),
+        float(n_tokens), loss.item(),
+    ], training.device)
+    progress = training.progress
+    progress.step += 1
+    progress.batch_in_epoch += 1
+    progress.tokens += int(n_tokens)
+    progress.seconds = clock.seconds_before + elapsed
+    clock.loss += loss_sum
+    clock.tokens += int(n_tokens)
+    clock.speed_tokens += int(n_tokens)
+    bar.n = min(int(elapsed), int(clock.budget))
+    bar.set_postfix_str(f"step {progress.step} loss {clock.loss / clock.tokens:.3f} "
+                        f"{clock.speed_tokens / max(elapsed, 1e-9):,.0f} tok/s")
+    return bool(eval_due), bool(stop)
+
+
+def evaluate_on_leader(training: TrainingRun, clock: Clock) -> None:
+    """Rank 0 evaluates and saves while the others wait; the loss sums start again."""
+    if training.ranks.leader:
+        evaluate_and_save(training, clock.loss / clock.tokens)
+    if training.ranks.world > 1:
+        dist.barrier()
+    clock.loss, clock.tokens, clock.last_eval = 0.0, 0, time.perf_counter()
+
+
+def evaluate_and_save(training: TrainingRun, train_loss: float) -> None:
+    """Validation loss and BLEU as a curve point, the checkpoint if they are the best so far, and the
+    training state."""
+    model, progress, bleu_pairs = training.model, training.progress, training.bleu_pairs
+    val_loss = validation_loss(model, training.valid_pairs, training.device, training.settings.max_tokens)
+    hyps = translate_all(model, training.tokenizer, [p.fr for p in bleu_pairs])
+    bleu = sacrebleu.corpus_bleu(hyps, [[p.en for p in bleu_pairs]]).score
+    training.curve.append({
+        "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
+        "seconds": round(progress.seconds, 1), "train_loss": round(train_loss, 4),
+        "valid_loss": round(val_loss, 4), "valid_bleu": round(bleu, 2),
+    })
+    log.info("step %d: train %.3f valid %.3f BLEU %.2f (%s -> %s)", progress.step, train_loss,
+             val_loss, bleu, bleu_pairs[0].fr, hyps[0])
+    if (bleu, -val_loss) > (progress.best_bleu, -progress.best_loss):
+        progress.best_bleu, progress.best_loss = bleu, val_loss
+        checkpoint.save(model, training.folder, {**training.meta, "progress": {
+            "step": progress.step, "epoch": progress.epoch, "tokens": progress.tokens,
+            "training_seconds": round(progress.seconds, 1),
+            "hardware": f"{hardware(training.device)} x{training.ranks.world}",
+            "valid_bleu": round(bleu, 2), "valid_loss": round(val_loss, 4),
+        }})
+    save_state(training.folder, model, training.optimizer, progress, training.curve)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,11 @@ def test_train_writes_a_loadable_folder_and_resumes(tmp_path):
     assert curve and {"step", "train_loss", "valid_loss", "valid_bleu"} <= set(curve[0])
 
     second = train.main([*args, "--minutes", "0.03", "--eval-minutes", "0.02", "--resume"])
-    assert second.step > first.step and second.seconds > first.seconds
-    assert len(checkpoint.read_curve(folder)) > len(curve)
+    assert second.step > first.step and second.seconds > first.seconds and second.tokens > first.tokens
+    resumed = checkpoint.read_curve(folder)
+    assert resumed[: len(curve)] == curve and len(resumed) > len(curve)  # the curve goes on
+    steps = [point["step"] for point in resumed]
+    assert steps == sorted(set(steps)) and steps[len(curve)] > first.step and steps[-1] == second.step
 
     # a fresh machine has the committed checkpoint but not the training state: warm start
     for state in folder.glob("train_state.*"):
@@ -55,8 +58,3 @@ def test_train_writes_a_loadable_folder_and_resumes(tmp_path):
     metrics = evaluate.main(["--model", "transformer", "--checkpoints", str(tmp_path), "--split", "valid",
                              "--limit", "30"])
     assert 0 <= metrics["bleu"] <= 100 and metrics["bleu_by_length"]
-
-
-def test_evaluate_buckets():
-    assert [evaluate.bucket_of(n) for n in (1, 5, 6, 10, 11, 15, 16, 40)] == [
-        "1-5", "1-5", "6-10", "6-10", "11-15", "11-15", "16+", "16+"]
