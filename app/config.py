@@ -28,11 +28,11 @@ class Settings(BaseSettings):
     # Checkpoint folders to load; None: the story's five, then any other folder holding a model.
     # NoDecode: the environment gives "rnn,lstm", not a JSON list.
     models: Annotated[tuple[str, ...] | None, NoDecode] = None
-    max_chars: int = Field(500, ge=1)  # longest input text, after trimming white space
+    max_chars: int = Field(Limits.max_chars, ge=1)  # longest input text, after trimming white space
     # Longest translation decoded: bounds the work (and the maps) when a model babbles on an odd
     # input instead of ending the sentence. Seq2seq models stop at 127 anyway (their max_len).
-    max_target_tokens: int = Field(128, ge=1)
-    max_gradient_length: int = Field(200, ge=1)  # longest repeated input of the gradient experiment
+    max_target_tokens: int = Field(Limits.max_target_tokens, ge=1)
+    max_gradient_length: int = Field(Limits.max_gradient_length, ge=1)  # longest repeated gradient input
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
     cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see services/cache.py)
     # Intra-op threads of the one thread that runs the models (app/services/worker.py). None: all

@@ -10,5 +10,5 @@ router = APIRouter(prefix="/api", tags=["gradients"])
 @router.post("/gradients", response_model=Gradients, responses={404: {"model": ErrorBody}})
 def gradients(body: GradientsRequest, registry: Registry, gone: ClientGone) -> dict:
     """How strongly the final encoder state depends on each input, by distance from the end
-    (rnn vs lstm), and the LSTM's gates per token."""
+    (the recurrent models without attention by default), and the LSTM's gates per token."""
     return gradient_curves(registry, body.text, body.length, tuple(body.models), gone)

@@ -20,7 +20,6 @@ from concurrent.futures import Future
 
 from app.services.maps import attention_maps_job
 from app.services.registry import ModelRegistry
-from app.services.text import source_of
 from app.services.translation import translation_job
 from app.services.worker import Abandoned
 from models.decoding import Stopped
@@ -35,7 +34,7 @@ def comparison(
     return the answers as they come: {"model", "translation", ..., "maps"} per model, or
     {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
-    source_of(registry.tokenizer, text, registry.limits.max_chars)  # the text first, as elsewhere
+    registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)
     jobs = [_job(registry, name, text, cancel) for name in names]  # every check before any work
     return _as_ready([(name, registry.submit(*job, cancel)) for name, job in zip(names, jobs, strict=True)])

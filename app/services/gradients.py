@@ -9,7 +9,6 @@ import threading
 from app.services.inference import InvalidOptionError
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
-from app.services.text import source_of
 from models.probes.gradients import DIRECTIONS, jacobian_norms, most_varying_units
 
 GATE_UNITS = 48  # units shown in the gate heatmaps
@@ -29,7 +28,7 @@ def gradient_curves(
     """Curves for `names` (default: the recurrent models without attention) on the sentence's
     pieces repeated to `length`, and the gates of the first model that has them. `cancel` set
     before the model thread gets to it (the client hung up): nothing is computed."""
-    source = source_of(registry.tokenizer, text, registry.limits.max_chars)
+    source = registry.source(text)
     longest = registry.limits.max_gradient_length
     ids = repeat_to(source.ids, min(len(source.ids), longest) if length is None else length, longest)
     entries = recurrent_models(registry, names)

@@ -58,7 +58,7 @@ def model_options(entry: LoadedModel, options: DecodeOptions) -> dict:
     return kwargs
 
 
-def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128,
+def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int,
                   stop: Stop = None):
     """Only the greedy translation's ids and whether it ended: skips keeping the maps, encoder
     states and next-token scores that `decode` collects for attention and top-k."""
@@ -71,7 +71,7 @@ def _max_len(entry: LoadedModel, source: Source, max_tokens: int) -> int:
     return min(max_target_len(entry.model, len(source.ids)), max_tokens)
 
 
-def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int = 128,
+def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_tokens: int,
            stop: Stop = None) -> Decoded:
     """Greedy (beam_size 1) or beam search, with every internal collected, at most `max_tokens`
     pieces long. No gradients, no state kept anywhere: the same call gives the same answer from

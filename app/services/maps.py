@@ -14,7 +14,7 @@ from collections.abc import Callable
 from app.services.inference import GREEDY, DecodeOptions, decode, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
-from app.services.text import Source, source_of
+from app.services.text import Source
 from app.services.translation import translation_fields
 from models.outputs import ATTENTION_KINDS, ModelOutput
 from models.tokenizer import BOS_ID, BPETokenizer
@@ -35,7 +35,7 @@ def attention_maps_job(
 ) -> tuple[tuple, Callable[[], dict]]:
     """(cache key, computation) of `attention_maps`, for registry.result or registry.submit. The
     text and the model name are checked here, before anything runs."""
-    source = source_of(registry.tokenizer, text, registry.limits.max_chars)
+    source = registry.source(text)
     entry = registry.get(name)
 
     def compute() -> dict:

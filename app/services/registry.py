@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from app.services.cache import MISSING, ResultCache
+from app.services.text import Source, source_of
 from app.services.worker import ModelThread
 from models import checkpoint
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe
@@ -75,6 +76,10 @@ class ModelRegistry:
         done: Future = Future()
         done.set_result(value)
         return done
+
+    def source(self, text: str) -> Source:
+        """The checked, normalised text and its pieces, within this server's limit (InvalidTextError)."""
+        return source_of(self.tokenizer, text, self.limits.max_chars)
 
     def get(self, name: str) -> LoadedModel:
         if name in self.models:

@@ -41,7 +41,7 @@ def check_text(text: str, max_chars: int) -> str:
     return normal
 
 
-def source_of(tokenizer: BPETokenizer, text: str, max_chars: int = 500) -> Source:
+def source_of(tokenizer: BPETokenizer, text: str, max_chars: int) -> Source:
     """Checked, normalised text and its pieces. A text the tokenizer cannot split into any piece
     still gets one <unk>, so every accepted text translates."""
     normal = check_text(text, max_chars)

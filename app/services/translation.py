@@ -10,7 +10,7 @@ from typing import Any
 from app.services.inference import GREEDY, DecodeOptions, decode, decode_tokens, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
-from app.services.text import Source, source_of
+from app.services.text import Source
 from models.decoding import Decoded
 from models.tokenizer import EOS_ID, BPETokenizer
 
@@ -28,7 +28,7 @@ def translation_job(
     cancel: threading.Event | None = None,
 ) -> tuple[tuple, Callable[[], dict]]:
     """(cache key, computation) of `translation`; the text and the model name are checked here."""
-    source = source_of(registry.tokenizer, text, registry.limits.max_chars)
+    source = registry.source(text)
     entry = registry.get(name)
     tokenizer, limit, stop = registry.tokenizer, registry.limits.max_target_tokens, stop_when(cancel)
     key = ("translate", name, source.text, options)
