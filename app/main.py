@@ -15,8 +15,9 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
-from app.routes import compare, gradients, health, maps, models, pages, translate
+from app.routes import compare, gradients, health, long_lag, maps, models, pages, translate
 from app.services.inference import InvalidOptionError
+from app.services.long_lag import NoResultsError
 from app.services.registry import UnknownModelError, load_registry
 from app.services.text import InvalidTextError
 from app.services.worker import Abandoned, ModelThread
@@ -48,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Level 5, not the default 9: on a 4 MB attention payload 9 takes ~20x longer for ~5% less.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
-    for module in (health, models, translate, maps, compare, gradients, pages):
+    for module in (health, models, translate, maps, compare, gradients, long_lag, pages):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)
@@ -60,7 +61,8 @@ def add_error_handlers(app: FastAPI) -> None:
     The last one is a safety net, not a way of handling input: no text should ever reach it."""
 
     @app.exception_handler(UnknownModelError)
-    def unknown_model(request: Request, error: UnknownModelError) -> JSONResponse:
+    @app.exception_handler(NoResultsError)
+    def unknown_model(request: Request, error: LookupError) -> JSONResponse:
         return JSONResponse({"detail": str(error.args[0])}, status_code=404)
 
     @app.exception_handler(InvalidTextError)

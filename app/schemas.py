@@ -53,6 +53,10 @@ class GradientsRequest(TextRequest):
                                                  "`limits.max_gradient_length` (default: its length)")
     models: list[str] = Field([], max_length=8, description="recurrent models to measure "
                                                             "(default: those without attention)")
+    initialized: bool = Field(False, description="also measure each model at its seeded initialization "
+                                                 "(the untrained weights training started from)")
+    factors: bool = Field(False, description="add each curve's per-step factors (state_norm, shrink, "
+                                             "step_factor, hidden_factor, forget_mean; see `definition`)")
 
 
 class CompareRequest(TextRequest):
@@ -202,8 +206,15 @@ class Attention(Translation):
 
 class GradientCurve(BaseModel):
     model: str
+    weights: Literal["trained", "initialized"] = Field(description="the shipped weights or the seeded "
+                                                                   "initialization training started from")
     distance: list[int] = Field(description="positions before the last token")
     norm: list[float] = Field(description="||d h_T / d x_(T-1-distance)||_F (4 significant digits)")
+    state_norm: list[float] | None = Field(None, description="with factors: ||d h_T / d s_(T-1-distance)||_F")
+    shrink: list[float] | None = Field(None, description="with factors: state_norm[i+1] / state_norm[i]")
+    step_factor: list[float] | None = Field(None, description="with factors: sigma_max(d s_t / d s_(t-1))")
+    hidden_factor: list[float] | None = Field(None, description="with factors: sigma_max(d h_t / d h_(t-1))")
+    forget_mean: list[float] | None = Field(None, description="with factors, LSTM: mean forget gate")
 
 
 class GateMeans(BaseModel):
@@ -227,6 +238,41 @@ class Gradients(BaseModel):
     directions: int = Field(description="K, random directions of the Frobenius-norm estimate")
     curves: list[GradientCurve]
     gates: Gates | None = Field(None, description="the first LSTM's gates per token (None without an LSTM)")
+
+
+class LagGradientsRequest(BaseModel):
+    model_config = Strict
+
+    lag: int = Field(description="one of the lags the tiny models were trained at (GET /api/long-lag)")
+    initialized: bool = Field(True, description="also the same models before training")
+
+
+class LagRun(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    cell: Literal["rnn", "lstm"]
+    lag: int
+    accuracy: float = Field(description="share of held-out sequences whose signal the model named")
+    steps: int
+    seconds: float
+    curve: list[dict[str, float]] = Field(description="training loss every 25 steps")
+
+
+class LongLagResults(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    chance: float
+    eval_sequences: int
+    max_steps: int
+    task: dict[str, int]
+    runs: list[LagRun]
+    chance_lag: dict[str, int | None] = Field(
+        description="per cell, the shortest lag whose accuracy is within 3 standard errors of chance")
+
+
+class LagGradients(BaseModel):
+    lag: int
+    tokens: list[int] = Field(description="the task sequence read: signal, distractors, query")
+    definition: str
+    curves: list[GradientCurve]
 
 
 class ErrorBody(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from models.config import ModelConfig, Seq2SeqConfig, TransformerConfig
@@ -28,6 +29,15 @@ def default_config(name: str, vocab_size: int) -> ModelConfig:
 
 def build(config: ModelConfig) -> nn.Module:
     return Transformer(config) if isinstance(config, TransformerConfig) else Seq2Seq(config)
+
+
+def initialized(config: ModelConfig, seed: int) -> nn.Module:
+    """The model as training starts it (models.train builds it this way): the same config and seed
+    give the same weights, bit for bit, so the untrained state need not be stored. The caller's
+    random state is left as it was."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return build(config)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from models import checkpoint
-from models.architectures import MODEL_NAMES, build, count_parameters, default_config
+from models.architectures import MODEL_NAMES, count_parameters, default_config, initialized
 from models.batches import EncodedPair, collate, encode_pairs, token_batches
 from models.config import ModelConfig
 from models.data import Pair, load_split
@@ -283,7 +283,7 @@ def set_up(args: argparse.Namespace, settings: TrainingSettings, ranks: Ranks, d
     valid_pairs = encode_pairs(tokenizer, split.valid)
     resuming = args.resume and (folder / STATE_TENSORS).exists()
     warm_start = args.resume and not resuming and (folder / checkpoint.WEIGHTS).exists()
-    model = build(model_config(args, folder, tokenizer.vocab_size, resuming or warm_start))
+    model = initialized(model_config(args, folder, tokenizer.vocab_size, resuming or warm_start), settings.seed)
     model = model.to(device).train()
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, betas=(0.9, 0.98), weight_decay=settings.weight_decay

@@ -7,8 +7,10 @@ from app.services.gradients import gradient_curves
 router = APIRouter(prefix="/api", tags=["gradients"])
 
 
-@router.post("/gradients", response_model=Gradients, responses={404: {"model": ErrorBody}})
+@router.post("/gradients", response_model=Gradients, response_model_exclude_none=True,
+             responses={404: {"model": ErrorBody}})
 def gradients(body: GradientsRequest, registry: Registry, gone: ClientGone) -> dict:
     """How strongly the final encoder state depends on each input, by distance from the end
     (the recurrent models without attention by default), and the LSTM's gates per token."""
-    return gradient_curves(registry, body.text, body.length, tuple(body.models), gone)
+    return gradient_curves(registry, body.text, body.length, tuple(body.models), gone,
+                           body.initialized, body.factors)

@@ -9,7 +9,7 @@ import threading
 from app.services.inference import InvalidOptionError
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
-from models.probes.gradients import DIRECTIONS, jacobian_norms, most_varying_units
+from models.probes.gradients import DIRECTIONS, ITERATIONS, jacobian_norms, most_varying_units, step_factors
 
 GATE_UNITS = 48  # units shown in the gate heatmaps
 GATES = ("input", "forget", "output")
@@ -17,34 +17,58 @@ DEFINITION = (
     "norm[i] = Frobenius norm of d h_T / d x_(T-1-i): the Jacobian of the final encoder hidden state "
     f"h_T with respect to the input embedding distance[i] positions before the last token; estimated "
     f"with K = {DIRECTIONS} (or H if smaller) fixed-seed random orthonormal directions Q (H x K) as "
-    "sqrt(H/K) * ||Q^T J||_F (exact when K = H), in one batched backward pass, dropout off."
+    "sqrt(H/K) * ||Q^T J||_F (exact when K = H), in one batched backward pass, dropout off. "
+    "With factors: state_norm[i] = ||d h_T / d s_(T-1-i)||_F (s: the recurrent state, (h, c) for an "
+    "LSTM), estimated the same way; shrink[i] = state_norm[i+1] / state_norm[i], whose running product "
+    "is state_norm / state_norm[0]; step_factor[i] = top singular value of d s_t / d s_(t-1) at "
+    f"t = T-1-i (power iteration, {ITERATIONS} steps, so from slightly below), which bounds shrink[i] "
+    "from above (||A B||_F <= ||A||_F ||B||_2); hidden_factor: the same for d h_t / d h_(t-1) with "
+    "c_(t-1) fixed; forget_mean: the LSTM's mean forget gate, the cell path's factor."
 )
 
 
 def gradient_curves(
     registry: ModelRegistry, text: str, length: int | None = None, names: tuple[str, ...] = (),
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, initialized: bool = False, factors: bool = False,
 ) -> dict:
     """Curves for `names` (default: the recurrent models without attention) on the sentence's
-    pieces repeated to `length`, and the gates of the first model that has them. `cancel` set
-    before the model thread gets to it (the client hung up): nothing is computed."""
+    pieces repeated to `length`, and the gates of the first model that has them. `initialized`:
+    each model at its seeded initialization too; `factors`: each curve with its per-step factors
+    (see `factor_fields`). `cancel` set before the model thread gets to it: nothing is computed."""
     source = registry.source(text)
     longest = registry.limits.max_gradient_length
     ids = repeat_to(source.ids, min(len(source.ids), longest) if length is None else length, longest)
     entries = recurrent_models(registry, names)
-    key = ("gradients", source.text, len(ids), tuple(e.name for e in entries))
+    key = ("gradients", source.text, len(ids), tuple(e.name for e in entries), initialized, factors)
 
     def compute() -> dict:
         curves, gates = [], None
         for entry in entries:
-            norms, lstm_gates = jacobian_norms(entry.model, ids)
-            curves.append({"model": entry.name, "distance": list(range(len(ids))), "norm": round_sig(norms)})
-            if gates is None and lstm_gates is not None:
-                gates = {"model": entry.name, **gate_summary(lstm_gates)}
+            for weights in ("trained", "initialized") if initialized else ("trained",):
+                model = entry.model if weights == "trained" else registry.initialized(entry.name)
+                reach = jacobian_norms(model, ids)
+                curve = {"model": entry.name, "weights": weights, "distance": list(range(len(ids))),
+                         "norm": round_sig(reach.inputs)}
+                curves.append({**curve, **factor_fields(model, ids, reach)} if factors else curve)
+                if gates is None and reach.gates is not None and weights == "trained":
+                    gates = {"model": entry.name, **gate_summary(reach.gates)}
         return {"tokens": registry.tokenizer.pieces(ids), "definition": DEFINITION,
                 "directions": DIRECTIONS, "curves": curves, "gates": gates}
 
     return registry.result(key, compute, cancel)
+
+
+def factor_fields(model, ids: list[int], reach) -> dict:
+    """The per-step view of one curve, by distance from the end: the state-gradient norm, how much
+    it shrank crossing each step (whose running product is the state curve), and the step
+    Jacobians' top singular values that bound that shrink (and, for an LSTM, the hidden path's and
+    the mean forget gate)."""
+    steps = step_factors(model, ids)
+    fields = {"state_norm": round_sig(reach.states), "shrink": round_sig(reach.shrink),
+              "step_factor": round_sig(steps.state), "hidden_factor": round_sig(steps.hidden)}
+    if steps.forget is not None:
+        fields["forget_mean"] = round_sig(steps.forget)
+    return fields
 
 
 def repeat_to(ids: list[int], length: int, longest: int) -> list[int]:

@@ -20,7 +20,7 @@ from app.services.cache import MISSING, ResultCache
 from app.services.text import Source, source_of
 from app.services.worker import ModelThread
 from models import checkpoint
-from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe
+from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
 from models.tokenizer import BPETokenizer
 
@@ -49,6 +49,7 @@ class LoadedModel:
     parameters: int
     metrics: dict[str, Any]  # metrics.json ({} when the model was not evaluated yet)
     curve: list[dict[str, Any]]  # curve.json: the training log
+    seed: int = 0  # the training seed: with the config it rebuilds the untrained model
 
 
 @dataclass
@@ -60,6 +61,9 @@ class ModelRegistry:
     cache: ResultCache = field(default_factory=lambda: ResultCache(256))
     limits: Limits = field(default_factory=Limits)
     worker: ModelThread = field(default_factory=ModelThread)  # runs every model call
+    untrained: dict[str, nn.Module] = field(default_factory=dict)  # see `initialized`
+    root: Path | None = None  # the checkpoints folder: experiments' own small checkpoints live below it
+    experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
 
     def result(self, key, compute, cancel: threading.Event | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -76,6 +80,16 @@ class ModelRegistry:
         done: Future = Future()
         done.set_result(value)
         return done
+
+    def initialized(self, name: str) -> nn.Module:
+        """Model `name`'s architecture at its seeded initialization, as training started it: rebuilt
+        from the config on first use (nothing is shipped for it), frozen like the trained one.
+        Call it from the model thread, like any model work."""
+        if name not in self.untrained:
+            entry = self.get(name)
+            model = initialized(entry.model.config, entry.seed).to(self.device).eval()
+            self.untrained[name] = model.requires_grad_(False)
+        return self.untrained[name]
 
     def source(self, text: str) -> Source:
         """The checked, normalised text and its pieces, within this server's limit (InvalidTextError)."""
@@ -112,7 +126,8 @@ def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
     metrics = _read_or(checkpoint.read_metrics, folder, {})
     curve = _read_or(checkpoint.read_curve, folder, [])
-    return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve)
+    seed = checkpoint.read_meta(folder).get("training", {}).get("seed", 0)
+    return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve, seed)
 
 
 def _read_or(read, folder: Path, default):
@@ -139,7 +154,7 @@ def load_registry(
     names = model_folders(checkpoints) if names is None else names
     loaded, unavailable = worker.run(load_models, checkpoints, names, dev)
     cache = ResultCache(cache_size, cache_mb * 2**20)
-    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker)
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints)
 
 
 def model_folders(checkpoints: Path) -> tuple[str, ...]:

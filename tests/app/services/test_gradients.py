@@ -45,3 +45,24 @@ def test_gate_summary_rounds_a_known_tensor():
     summary = gate_summary(gates)
     assert len(summary["units"]) == GATE_UNITS and summary["units"] == sorted(summary["units"])
     assert summary["mean"]["output"] == pytest.approx(gates[:, 2].mean(-1).tolist(), abs=1e-3)
+
+
+def test_initialized_curves_are_rebuilt_identically_and_differ_from_the_trained(registry):
+    first = gradient_curves(registry, "Je mange du pain.", 12, initialized=True)
+    registry.untrained.clear()  # rebuilt from the config and seed, not remembered
+    again = gradient_curves(registry, "Je mange du pain.", 12, initialized=True)
+    assert first == again
+    assert [(c["model"], c["weights"]) for c in first["curves"]] == [
+        ("rnn", "trained"), ("rnn", "initialized"), ("lstm", "trained"), ("lstm", "initialized")]
+    assert first["curves"][0]["norm"] != first["curves"][1]["norm"]
+    assert first["gates"]["model"] == "lstm"
+
+
+def test_factors_come_with_each_curve_when_asked(registry):
+    plain = gradient_curves(registry, "Je mange du pain.", 9)
+    assert "step_factor" not in plain["curves"][0]
+    rnn, lstm = gradient_curves(registry, "Je mange du pain.", 9, factors=True)["curves"]
+    for curve in (rnn, lstm):
+        assert len(curve["state_norm"]) == len(curve["step_factor"]) == 9 and len(curve["shrink"]) == 8
+        assert all(s <= f * 1.05 for s, f in zip(curve["shrink"], curve["step_factor"], strict=False))
+    assert "forget_mean" in lstm and "forget_mean" not in rnn

@@ -1,0 +1,75 @@
+"""GET /api/long-lag and POST /api/long-lag/gradients as functions: chapter 3's learning
+experiment (models/long_lag.py). Its results ship as checkpoints/long-lag/results.json with one
+tiny checkpoint per (cell, lag); the gradient curves of those tiny models are measured live."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from app.services.gradients import DEFINITION
+from app.services.inference import InvalidOptionError
+from app.services.registry import ModelRegistry, UnknownModelError
+from app.services.rounding import round_sig
+from models import checkpoint, long_lag
+from models.probes.gradients import jacobian_norms
+
+FOLDER = "long-lag"
+
+
+class NoResultsError(LookupError):
+    """The long-lag experiment has not been run (python -m models.long_lag)."""
+
+
+def results(registry: ModelRegistry) -> dict:
+    """results.json as trained, with the task described and the lag each cell falls to chance."""
+    data = checkpoint.read_json(_folder(registry) / long_lag.RESULTS)
+    if not data:
+        raise NoResultsError("no long-lag results: run python -m models.long_lag")
+    task = {"symbols": long_lag.SYMBOLS,
+            "d_embed": long_lag.LagConfig.d_embed, "d_hidden": long_lag.LagConfig.d_hidden}
+    runs = sorted(data["runs"], key=lambda r: (r["cell"], r["lag"]))
+    return {**data, "runs": runs, "task": task,
+            "chance_lag": {cell: long_lag.chance_lag(data, cell) for cell in sorted({r["cell"] for r in runs})}}
+
+
+def lag_gradients(registry: ModelRegistry, lag: int, initialized: bool = True,
+                  cancel: threading.Event | None = None) -> dict:
+    """The gradient curves of every cell's tiny model trained at `lag` (and, with `initialized`,
+    of the same model before training), on one fixed task sequence of that lag."""
+    cells = sorted({r["cell"] for r in results(registry)["runs"] if r["lag"] == lag})
+    if not cells:
+        trained = sorted({r["lag"] for r in results(registry)["runs"]})
+        raise InvalidOptionError("lag", f"no model was trained at lag {lag}; lags: {trained}")
+    ids = long_lag.example(lag)
+
+    def compute() -> dict:
+        curves = []
+        for cell in cells:
+            trained = _model(registry, cell, lag)
+            models = {"trained": trained}
+            if initialized:
+                untrained = long_lag.initialized(trained.config, seed=0).to(registry.device)
+                models["initialized"] = untrained.eval().requires_grad_(False)
+            for weights, model in models.items():
+                norms = jacobian_norms(model, ids).inputs
+                curves.append({"model": cell, "weights": weights, "distance": list(range(len(ids))),
+                               "norm": round_sig(norms)})
+        return {"lag": lag, "tokens": ids, "definition": DEFINITION, "curves": curves}
+
+    return registry.result(("long-lag", lag, initialized), compute, cancel)
+
+
+def _folder(registry: ModelRegistry) -> Path:
+    if registry.root is None:
+        raise UnknownModelError("the server was started without a checkpoints folder")
+    return registry.root / FOLDER
+
+
+def _model(registry: ModelRegistry, cell: str, lag: int):
+    """A tiny long-lag model, loaded on first use (on the model thread) and kept: each is ~70 kB."""
+    key = ("long-lag", cell, lag)
+    if key not in registry.experiments:
+        model = long_lag.load(_folder(registry) / long_lag.run_name(cell, lag)).to(registry.device)
+        registry.experiments[key] = model.requires_grad_(False)
+    return registry.experiments[key]

@@ -1,0 +1,45 @@
+"""The long-lag experiment as the server serves it, from the results and tiny checkpoints shipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import REPO_ROOT
+from app.services.inference import InvalidOptionError
+from app.services.long_lag import NoResultsError, lag_gradients, results
+from app.services.registry import load_registry
+
+SHIPPED = REPO_ROOT / "checkpoints"
+
+
+@pytest.fixture(scope="module")
+def registry():
+    with load_registry(SHIPPED, names=(), device="cpu", cache_size=0) as registry:  # the tokenizer only
+        yield registry
+
+
+def test_results_name_the_lag_where_each_cell_falls_to_chance(registry):
+    body = results(registry)
+    assert body["chance"] == 1 / body["task"]["symbols"]
+    lags = {cell: [r["lag"] for r in body["runs"] if r["cell"] == cell] for cell in ("rnn", "lstm")}
+    assert lags["rnn"] == lags["lstm"] == sorted(lags["rnn"])
+    for cell, lag in body["chance_lag"].items():
+        if lag is not None:
+            at = next(r for r in body["runs"] if r["cell"] == cell and r["lag"] == lag)
+            assert at["accuracy"] < body["chance"] + 0.05
+
+
+def test_gradients_of_the_tiny_models_at_a_lag(registry):
+    lag = results(registry)["runs"][0]["lag"]
+    body = lag_gradients(registry, lag)
+    assert len(body["tokens"]) == lag + 2
+    assert {(c["model"], c["weights"]) for c in body["curves"]} == {
+        ("rnn", "trained"), ("rnn", "initialized"), ("lstm", "trained"), ("lstm", "initialized")}
+    with pytest.raises(InvalidOptionError):
+        lag_gradients(registry, 7000)
+
+
+def test_no_results_is_a_clear_error(tmp_path, tiny_checkpoints):
+    with load_registry(tiny_checkpoints, names=(), device="cpu") as registry:
+        with pytest.raises(NoResultsError, match="models.long_lag"):
+            results(registry)
