@@ -117,6 +117,16 @@ class CurvePoint(BaseModel):
     valid_bleu: float | None = None
 
 
+class KeptPoint(BaseModel):
+    step: int = Field(description="optimizer step of the evaluation whose weights were kept (a curve "
+                                  "point's `step`)")
+    seconds: float | None = Field(None, description="training seconds at that evaluation (a curve point's "
+                                                    "`seconds`)")
+    epoch: float | None = None
+    valid_bleu: float | None = Field(None, description="validation BLEU there: the best of the run")
+    valid_loss: float | None = Field(None, description="validation loss there (breaks BLEU ties)")
+
+
 class ModelInfo(BaseModel):
     name: str
     architecture: Literal["rnn", "lstm", "transformer"]
@@ -133,12 +143,15 @@ class ModelInfo(BaseModel):
     summary: str = Field(description="one line for a reader")
     metrics: Metrics
     curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
+    kept: KeptPoint | None = Field(None, description="the curve point whose weights were kept (the best "
+                                                     "validation BLEU, then loss); null: not recorded")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"name": "transformer", "architecture": "transformer", "attention": "scaled-dot",
          "parameters": 7586624, "layers": 3, "heads": 4, "recurrent": False, "gates": False,
          "cross_attention": True, "attention_kinds": ["cross", "encoder", "decoder"], "switches": True,
-         "summary": "Transformer: heads, layers, no recurrence", "curve_points": 40,
+         "summary": "Transformer: heads, layers, no recurrence", "curve_points": 13,
+         "kept": {"step": 1359, "seconds": 4390.1, "epoch": 3, "valid_bleu": 54.19, "valid_loss": 1.3874},
          "metrics": {"bleu": 41.2, "chrf": 60.3,
                      "bleu_by_length": [{"bucket": "1-5", "pairs": 812, "bleu": 55.0}]}}]})
 

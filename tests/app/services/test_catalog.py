@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from app.services.catalog import health, model_infos, training_curve
-from tests.tiny import CURVE
+from app.services.registry import load_registry
+from models import checkpoint
+from tests.tiny import CURVE, write_tiny_checkpoints
 
 
 def test_health_gives_the_limits_and_the_models(registry):
@@ -25,3 +27,23 @@ def test_each_model_says_what_it_has_inside(registry):
 
 def test_training_curve(registry):
     assert training_curve(registry, "lstm") == {"model": "lstm", "points": CURVE}
+
+
+def test_the_kept_point_is_config_json_s_progress(tmp_path):
+    folder = write_tiny_checkpoints(tmp_path, names=("rnn", "lstm"))
+    meta = checkpoint.read_meta(folder / "lstm")
+    progress = {"step": 2, "epoch": 0, "tokens": 200, "training_seconds": 1.0, "hardware": "cpu",
+                "valid_bleu": 2.0, "valid_loss": 7.5}
+    checkpoint.write_json(folder / "lstm" / checkpoint.CONFIG, {**meta, "progress": progress})
+    with load_registry(folder, ("lstm", "rnn"), device="cpu") as registry:
+        (folder / "rnn" / checkpoint.CONFIG).write_text("{ half a file")  # being rewritten, say
+        infos = {m["name"]: m for m in model_infos(registry)}
+    assert infos["lstm"]["kept"] == {"step": 2, "seconds": 1.0, "epoch": 0, "valid_bleu": 2.0,
+                                     "valid_loss": 7.5}
+    assert infos["rnn"]["kept"] is None
+    kept = next(p for p in CURVE if p["step"] == infos["lstm"]["kept"]["step"])  # a point of the curve
+    assert kept["seconds"] == infos["lstm"]["kept"]["seconds"]
+
+
+def test_a_checkpoint_without_a_training_record_keeps_no_point(registry):
+    assert all(m["kept"] is None for m in model_infos(registry))  # tests/tiny.py writes no progress
