@@ -1,0 +1,14 @@
+from fastapi import APIRouter
+
+from app.dependencies import ClientGone, Registry
+from app.schemas import ErrorBody, Recurrence, RecurrenceRequest
+from app.services.recurrence import recurrence as read_sentence
+
+router = APIRouter(prefix="/api", tags=["recurrence"])
+
+
+@router.post("/recurrence", response_model=Recurrence, responses={404: {"model": ErrorBody}})
+def recurrence(body: RecurrenceRequest, registry: Registry, gone: ClientGone) -> dict:
+    """Chapter 2: a recurrent encoder's hidden state after each source piece (a readable subset of
+    its units), how far each piece moved it, and its length."""
+    return read_sentence(registry, body.text, body.model, gone)
