@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
-from app.routes import compare, gradients, health, long_lag, maps, models, pages, recurrence, translate
+from app.routes import compare, gradients, health, long_lag, maps, models, pages, recurrence, scores, translate
 from app.services.inference import InvalidOptionError
 from app.services.long_lag import NoResultsError
 from app.services.registry import UnknownModelError, load_registry
@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Level 5, not the default 9: on a 4 MB attention payload 9 takes ~20x longer for ~5% less.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
-    for module in (health, models, translate, maps, compare, recurrence, gradients, long_lag, pages):
+    for module in (health, models, translate, maps, compare, recurrence, scores, gradients, long_lag, pages):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)

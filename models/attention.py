@@ -59,6 +59,8 @@ class AdditiveAttention(nn.Module):
     and passes it to every step, as the paper suggests, instead of once per output token.
     """
 
+    formula = "v^T tanh(W s + U h_j)"  # the score of query s against key h_j, as the page writes it
+
     def __init__(self, d_query: int, d_key: int, d_attn: int):
         super().__init__()
         self.W = nn.Linear(d_query, d_attn, bias=False)
@@ -83,6 +85,8 @@ class AdditiveAttention(nn.Module):
 
 class DotAttention(nn.Module):
     """Luong et al. (2015): the score is the plain dot product s . h_j (no parameters)."""
+
+    formula = "s . h_j"
 
     def project(self, keys: torch.Tensor) -> None:
         """Nothing to compute ahead: the keys are scored as they are."""

@@ -68,20 +68,26 @@ class Seq2Seq(nn.Module):
     def encode(self, src: torch.Tensor) -> Seq2SeqMemory:
         return self.encode_with_internals(src)[0]
 
+    def decoder_states(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
+        """The decoder's recurrent states s_t reading `tgt_in` (B, t), continuing from `cache` or
+        from the encoder's final state: (B, t, H), the queries of the attention (chapter 5), and
+        the state after the last token (the next cache)."""
+        state = memory.state if cache is None else cache
+        run = self.decoder(self.drop(self.embed(tgt_in)), None, state)
+        return run.hidden, run.final
+
     def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
         """Run the decoder over `tgt_in` (B, t), continuing from `cache` (the recurrent state after
         the previous tokens) or from the encoder's final state. Returns logits (B, t, V),
         {"cross": (B, 1, 1, t, S)} ({} without attention), and the new cache."""
-        state = memory.state if cache is None else cache
-        run = self.decoder(self.drop(self.embed(tgt_in)), None, state)
-        s = run.hidden  # (B, t, H)
+        s, final = self.decoder_states(memory, tgt_in, cache)  # (B, t, H)
         weights = {}
         if self.attention is not None:
             context, weights = self.attention(s, memory.keys, memory.mask, memory.projected)  # (B,t,H), (B,t,S)
             s = torch.tanh(self.W_c(torch.cat([context, s], dim=-1)))
             weights = {"cross": weights[:, None, None]}  # one layer, one head
         logits = F.linear(self.out(self.drop(s)), self.embed.weight, self.out_bias)  # o E^T + b: tied E
-        return logits, weights, run.final
+        return logits, weights, final
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:
         """Teacher-forced pass: src (B, S), tgt_in (B, T) starting with BOS -> ModelOutput."""

@@ -1,0 +1,15 @@
+from fastapi import APIRouter
+
+from app.dependencies import ClientGone, Registry
+from app.schemas import ErrorBody, Scores, ScoresRequest
+from app.services.scores import attention_scores
+
+router = APIRouter(prefix="/api", tags=["attention"])
+
+
+@router.post("/scores", response_model=Scores, responses={404: {"model": ErrorBody}})
+def scores(body: ScoresRequest, registry: Registry, gone: ClientGone) -> dict:
+    """Chapter 5: for one output piece of the greedy translation, the raw scores over the source,
+    the model's softmax weights, the same scores softmaxed at another temperature, and the context
+    the weights blend from the encoder states."""
+    return attention_scores(registry, body.text, body.model, body.row, body.temperature, gone)
