@@ -15,11 +15,24 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
-from app.routes import compare, gradients, health, long_lag, maps, models, pages, recurrence, scores, translate
+from app.routes import (
+    compare,
+    gradients,
+    health,
+    long_lag,
+    maps,
+    models,
+    pages,
+    recurrence,
+    scores,
+    timing,
+    translate,
+)
 from app.services.inference import InvalidOptionError
 from app.services.long_lag import NoResultsError
 from app.services.registry import UnknownModelError, load_registry
 from app.services.text import InvalidTextError
+from app.services.timing import BusyError
 from app.services.worker import Abandoned, ModelThread
 from models.decoding import Stopped
 
@@ -49,7 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Level 5, not the default 9: on a 4 MB attention payload 9 takes ~20x longer for ~5% less.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
-    for module in (health, models, translate, maps, compare, recurrence, scores, gradients, long_lag, pages):
+    for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
+                   pages):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)
@@ -72,6 +86,11 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(InvalidOptionError)
     def invalid_option(request: Request, error: InvalidOptionError) -> JSONResponse:
         return _invalid(error.field, str(error))
+
+    @app.exception_handler(BusyError)
+    def busy(request: Request, error: BusyError) -> JSONResponse:
+        return JSONResponse({"detail": str(error)}, status_code=429,
+                            headers={"Retry-After": str(error.retry_after)})
 
     @app.exception_handler(Abandoned)
     @app.exception_handler(Stopped)

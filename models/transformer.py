@@ -135,8 +135,18 @@ class Transformer(nn.Module):
         x = self.embed(ids) * math.sqrt(self.config.d_model)  # (B, T, d)
         use_pe = self.config.positional if positional is None else positional
         if use_pe:
-            x = x + self.pe[offset : offset + ids.size(1)]
+            x = x + self.positions(offset, ids.size(1))
         return self.drop(x)
+
+    def positions(self, offset: int, T: int) -> torch.Tensor:
+        """PE rows offset to offset + T - 1, (T, d). Past the table built at start-up (config.max_len
+        rows) the rest is computed for the longer length: sinusoidal_table is a pure function of the
+        position, so its first rows are the stored table's, exactly (chapter 6 times encoders on 1000
+        pieces)."""
+        end = offset + T
+        if end <= self.pe.size(0):
+            return self.pe[offset:end]
+        return sinusoidal_table(end, self.config.d_model).to(self.pe)[offset:]
 
     def encode_with_internals(self, src, head_mask=None, positional=None):
         """Like `encode`, also returning what the encoder computed on the way, as ModelOutput

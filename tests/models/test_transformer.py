@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
@@ -61,6 +63,19 @@ def test_sinusoidal_table_values():
     assert table.shape == (50, 8)
     torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0] * 4))
     torch.testing.assert_close(table[3, 2], torch.sin(torch.tensor(3 / 10000 ** (2 / 8))))
+
+
+@torch.no_grad()
+def test_inputs_longer_than_the_table_get_the_same_encoding_computed_further():
+    torch.manual_seed(0)
+    model = Transformer(dataclasses.replace(CFG, max_len=16)).eval()
+    assert torch.equal(model.positions(0, 40), sinusoidal_table(40, 32))
+    assert torch.equal(model.positions(0, 40)[:16], model.pe)  # the stored rows, exactly
+    assert torch.equal(model.positions(12, 8), sinusoidal_table(20, 32)[12:])  # across the end
+    src = torch.randint(4, 40, (1, 40))
+    wide = Transformer(dataclasses.replace(CFG, max_len=64)).eval()
+    wide.load_state_dict(model.state_dict())
+    torch.testing.assert_close(model.encode(src).states, wide.encode(src).states, rtol=0, atol=0)
 
 
 def encoder_weights(model, src, positional):

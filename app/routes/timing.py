@@ -1,0 +1,27 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Body
+
+from app.dependencies import Registry
+from app.schemas import ErrorBody, TimingRequest, Timings, TimingStatus
+from app.services.timing import bench
+
+router = APIRouter(prefix="/api", tags=["timing"])
+
+
+@router.post("/timing", response_model=Timings, responses={
+    404: {"model": ErrorBody},
+    429: {"model": ErrorBody, "description": "a measurement is running; the Retry-After header says when to "
+                                             "ask again, GET /api/timing/status how far it is"}})
+def timing(registry: Registry, body: Annotated[TimingRequest | None, Body()] = None) -> dict:
+    """Chapter 6: wall time of the lstm's encoder against the transformer's, by input length, on
+    this server's device. Takes up to ~20 s the first time; the result is kept and answered at once
+    after (`measured_at` says when it was measured; `refresh` measures again)."""
+    body = body or TimingRequest()
+    return bench(registry).timing(registry, body.lengths, body.refresh)
+
+
+@router.get("/timing/status", response_model=TimingStatus)
+def status(registry: Registry) -> dict:
+    """How far the running timing measurement is (poll it while POST /api/timing waits)."""
+    return bench(registry).status()

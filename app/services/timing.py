@@ -1,0 +1,143 @@
+"""POST /api/timing and GET /api/timing/status as functions: chapter 6's timing probe
+(models/probes/timing.py) on the shipped `lstm`'s encoder against the `transformer`'s.
+
+A measurement takes seconds, so it is bounded: one at a time per server (a second is refused with
+BusyError, HTTP 429), at most LIMIT_S seconds (no repeat starts after that), and each result is
+kept per device and lengths, so asking again answers at once. Every timed call runs on the model
+thread, one call per job: other requests wait at most one call, never a whole measurement, and
+no call shares the cores with other model work.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from datetime import UTC, datetime
+
+import torch
+
+from app.services.inference import InvalidOptionError
+from app.services.registry import ModelRegistry
+from app.services.rounding import round_sig
+from models.probes.timing import LENGTHS, describe_encoder, device_name, measure, random_ids, time_encode
+
+RECURRENT, ATTENTION = "lstm", "transformer"  # the shipped models the chapter compares, by name
+LIMIT_S = 20.0  # no repeat starts after this many seconds
+REPEATS = 7  # at most, per model and length
+MAX_LENGTH = 2000  # longest input, in pieces
+MAX_LENGTHS = 16  # lengths per request
+KEPT = 16  # results kept (per device and lengths), the oldest dropped first
+DEFINITION = (f"median wall time of one model.encode(ids) call (the encoder, and for the Transformer the "
+              f"projection of the source's keys and values for its decoder layers, which encode includes; "
+              f"batch 1, under "
+              f"torch.inference_mode, a GPU synchronised before and after) on random ordinary piece ids "
+              f"(fixed seed per length, the same for both models); one untimed warm-up call per model at "
+              f"the shortest and the longest length, then passes over every length, the models side by "
+              f"side, up to {REPEATS} repeats, no pass started after the time limit (the first always "
+              f"runs in full)")
+
+
+class BusyError(RuntimeError):
+    """A measurement is already running; `retry_after`: seconds until it should be done."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"a timing measurement is running; ask again in {retry_after} s "
+                         "(GET /api/timing/status shows its progress)")
+        self.retry_after = retry_after
+
+
+class TimingBench:
+    """One per server (see `bench`): the one-at-a-time lock, the kept results, the progress."""
+
+    def __init__(self, limit_s: float = LIMIT_S, repeats: int = REPEATS):
+        self.limit_s, self.repeats = limit_s, repeats
+        self._lock = threading.Lock()
+        self._results: OrderedDict[tuple, dict] = OrderedDict()
+        self._started: float | None = None  # time.monotonic() of the running measurement
+        self._done, self._total = 0, 0
+
+    def status(self) -> dict:
+        started = self._started
+        running = started is not None
+        return {"running": running, "done": self._done, "total": self._total, "limit_s": self.limit_s,
+                "elapsed_s": round(time.monotonic() - started, 1) if running else None}
+
+    def timing(self, registry: ModelRegistry, lengths: list[int] | None = None, refresh: bool = False) -> dict:
+        """The kept result for the server's device and these lengths (default LENGTHS), else (or
+        with `refresh`) a new measurement; BusyError while another one runs."""
+        chosen = check_lengths(lengths)
+        entries = {name: registry.get(name) for name in (RECURRENT, ATTENTION)}  # 404 when not loaded
+        key = (str(registry.device), chosen)
+        if not refresh and key in self._results:
+            return self._results[key]
+        if not self._lock.acquire(blocking=False):
+            raise BusyError(self._retry_after())
+        try:
+            if not refresh and key in self._results:  # measured while this request waited to look
+                return self._results[key]
+            self._started, self._done, self._total = time.monotonic(), 0, 0
+            result = self._measure(registry, {n: e.model for n, e in entries.items()}, chosen)
+            self._results[key] = result
+            while len(self._results) > KEPT:
+                self._results.popitem(last=False)
+            return result
+        finally:
+            self._started = None
+            self._lock.release()
+
+    def _measure(self, registry: ModelRegistry, models: dict, lengths: tuple[int, ...]) -> dict:
+        vocab = min(m.config.vocab_size for m in models.values())
+        worker = registry.worker
+        ids = worker.run(lambda: {n: random_ids(n, vocab, registry.device) for n in lengths})
+        threads = worker.run(torch.get_num_threads)  # the model thread's count now, kept throughout
+
+        def run(name: str, length: int) -> float:
+            return worker.run(time_encode, models[name], ids[length], threads)
+
+        start = time.monotonic()
+        timings = measure(run, list(models), lengths, self.repeats, self.limit_s, progress=self._progress)
+        seconds = time.monotonic() - start
+        median = {name: {t.length: t.median_ms for t in rows} for name, rows in timings.items()}
+        short, long = lengths[0], lengths[-1]
+        lstm, transformer = median[RECURRENT], median[ATTENTION]
+        return {
+            "device": registry.device.type, "device_name": device_name(registry.device),
+            "torch_threads": threads,
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 2),
+            "limit_s": self.limit_s, "max_repeats": self.repeats,
+            "complete": all(t.repeats == self.repeats for rows in timings.values() for t in rows),
+            "definition": DEFINITION, "lengths": list(lengths),
+            "encoders": {name: describe_encoder(model) for name, model in models.items()},
+            "timings": {name: [{"length": t.length, "median_ms": round_sig(t.median_ms), "repeats": t.repeats}
+                               for t in rows] for name, rows in timings.items()},
+            "growth": {name: round_sig(m[long] / m[short]) for name, m in median.items()},
+            "transformer_longest_over_lstm_shortest": round_sig(transformer[long] / lstm[short]),
+            "lstm_over_transformer_longest": round_sig(lstm[long] / transformer[long]),
+        }
+
+    def _progress(self, done: int, total: int) -> None:
+        self._done, self._total = done, total
+
+    def _retry_after(self) -> int:
+        started = self._started
+        left = self.limit_s if started is None else self.limit_s - (time.monotonic() - started)
+        return max(1, math.ceil(left))
+
+
+def check_lengths(lengths: list[int] | None) -> tuple[int, ...]:
+    """Distinct lengths, ascending: 2 to MAX_LENGTHS of them, each 1 to MAX_LENGTH."""
+    if lengths is None:
+        return LENGTHS
+    chosen = tuple(sorted(set(lengths)))
+    if not 2 <= len(chosen) <= MAX_LENGTHS:
+        raise InvalidOptionError("lengths", f"give 2 to {MAX_LENGTHS} different lengths, got {len(chosen)}")
+    if not 1 <= chosen[0] <= chosen[-1] <= MAX_LENGTH:
+        raise InvalidOptionError("lengths", f"each length must be 1 to {MAX_LENGTH}, got {list(chosen)}")
+    return chosen
+
+
+def bench(registry: ModelRegistry) -> TimingBench:
+    """The server's bench, kept with its registry (so each test's registry has its own)."""
+    return registry.experiments.setdefault("timing", TimingBench())

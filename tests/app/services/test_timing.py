@@ -1,0 +1,99 @@
+"""The timing service on the tiny models: the answer's shape, the kept results, one measurement
+at a time, the time limit, the lengths."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app.services.inference import InvalidOptionError
+from app.services.timing import MAX_LENGTH, MAX_LENGTHS, BusyError, TimingBench, bench, check_lengths
+from models.probes.timing import LENGTHS
+
+
+def test_the_answer_gives_each_model_s_time_by_length(registry):
+    answer = TimingBench(limit_s=10, repeats=2).timing(registry, [600, 5, 40])  # 600: past max_len 512
+    assert answer["lengths"] == [5, 40, 600] and answer["device"] == "cpu" and answer["torch_threads"] >= 1
+    assert set(answer["timings"]) == set(answer["encoders"]) == set(answer["growth"]) == {"lstm", "transformer"}
+    for rows in answer["timings"].values():
+        assert [r["length"] for r in rows] == [5, 40, 600]
+        assert all(r["median_ms"] > 0 and r["repeats"] == 2 for r in rows)
+    assert answer["complete"]
+    ms = {name: {r["length"]: r["median_ms"] for r in rows} for name, rows in answer["timings"].items()}
+    assert answer["growth"]["lstm"] == pytest.approx(ms["lstm"][600] / ms["lstm"][5], rel=1e-3)
+    assert answer["transformer_longest_over_lstm_shortest"] == pytest.approx(
+        ms["transformer"][600] / ms["lstm"][5], rel=1e-3)
+    assert answer["lstm_over_transformer_longest"] == pytest.approx(ms["lstm"][600] / ms["transformer"][600],
+                                                                    rel=1e-3)
+
+
+def test_a_kept_result_is_answered_again_until_refreshed(registry):
+    timings = TimingBench(limit_s=5, repeats=1)
+    first = timings.timing(registry, [3, 9])
+    time.sleep(1.1)  # measured_at has whole seconds
+    assert timings.timing(registry, [9, 3]) is first  # the same lengths, kept
+    again = timings.timing(registry, [3, 9], refresh=True)
+    assert again["measured_at"] > first["measured_at"]
+    assert timings.timing(registry, [3, 9]) is again
+
+
+def test_one_measurement_at_a_time(registry):
+    timings, hold = TimingBench(limit_s=5, repeats=1), threading.Event()
+    registry.worker.submit(hold.wait)  # the model thread is busy: the first measurement waits
+    answers = []
+    first = threading.Thread(target=lambda: answers.append(timings.timing(registry, [4, 8])))
+    first.start()
+    while not timings.status()["running"]:
+        time.sleep(0.01)
+    with pytest.raises(BusyError) as busy:
+        timings.timing(registry, [4, 16])
+    assert 1 <= busy.value.retry_after <= 5
+    hold.set()
+    first.join(10)
+    assert answers and not timings.status()["running"]
+    assert timings.status()["done"] == timings.status()["total"] == 4  # 2 models x 2 lengths x 1 repeat
+
+
+def test_no_repeat_starts_after_the_limit(registry):
+    start = time.monotonic()
+    answer = TimingBench(limit_s=0.0, repeats=50).timing(registry, [20, 200])
+    assert not answer["complete"] and answer["max_repeats"] == 50
+    assert all(r["repeats"] == 1 for rows in answer["timings"].values() for r in rows)
+    assert time.monotonic() - start < 5
+
+
+def test_lengths_are_checked():
+    assert check_lengths(None) == LENGTHS and check_lengths([7, 2, 7, 3]) == (2, 3, 7)
+    for bad in ([5], [5, 5], [0, 10], [10, MAX_LENGTH + 1], list(range(1, MAX_LENGTHS + 2))):
+        with pytest.raises(InvalidOptionError) as error:
+            check_lengths(bad)
+        assert error.value.field == "lengths"
+
+
+def test_each_server_has_one_bench(registry, cached_registry):
+    assert bench(registry) is bench(registry) and bench(registry) is not bench(cached_registry)
+
+
+def test_the_endpoints(client):
+    answer = client.post("/api/timing", json={"lengths": [2, 6]})
+    assert answer.status_code == 200 and answer.json()["lengths"] == [2, 6]
+    assert client.post("/api/timing", json={"lengths": [6, 2]}).json() == answer.json()  # kept
+    status = client.get("/api/timing/status").json()
+    assert status["running"] is False and status["elapsed_s"] is None and status["done"] == status["total"]
+    refused = client.post("/api/timing", json={"lengths": [1, 2 * MAX_LENGTH]})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "lengths"]
+    assert client.post("/api/timing", json={"lengths": ["a"]}).status_code == 422
+    assert client.post("/api/timing").json()["lengths"] == list(LENGTHS)  # no body: the default lengths
+    hold, registry = threading.Event(), client.app.state.registry
+    registry.worker.submit(hold.wait)
+    first = threading.Thread(target=lambda: client.post("/api/timing", json={"lengths": [2, 7]}))
+    first.start()
+    while not client.get("/api/timing/status").json()["running"]:
+        time.sleep(0.01)
+    busy = client.post("/api/timing", json={"lengths": [2, 9]})
+    assert busy.status_code == 429 and int(busy.headers["Retry-After"]) >= 1
+    assert "GET /api/timing/status" in busy.json()["detail"]
+    hold.set()
+    first.join(10)
