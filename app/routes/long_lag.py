@@ -16,4 +16,4 @@ def results(registry: Registry) -> dict:
 @router.post("/long-lag/gradients", response_model=LagGradients, responses={404: {"model": ErrorBody}})
 def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone) -> dict:
     """The gradient curves of the tiny models trained at one lag (and before training)."""
-    return long_lag.lag_gradients(registry, body.lag, body.initialized, gone)
+    return long_lag.lag_gradients(registry, body.lag, body.filler, body.initialized, gone)

@@ -26,27 +26,29 @@ def results(registry: ModelRegistry) -> dict:
     data = checkpoint.read_json(_folder(registry) / long_lag.RESULTS)
     if not data:
         raise NoResultsError("no long-lag results: run python -m models.long_lag")
-    task = {"symbols": long_lag.SYMBOLS,
+    task = {"symbols": long_lag.SYMBOLS, "noise_tokens": long_lag.NOISE,
             "d_embed": long_lag.LagConfig.d_embed, "d_hidden": long_lag.LagConfig.d_hidden}
-    runs = sorted(data["runs"], key=lambda r: (r["cell"], r["lag"]))
-    return {**data, "runs": runs, "task": task,
-            "chance_lag": {cell: long_lag.chance_lag(data, cell) for cell in sorted({r["cell"] for r in runs})}}
+    runs = sorted(data["runs"], key=lambda r: (r["filler"], r["cell"], r["lag"]))
+    fillers = sorted({r["filler"] for r in runs})
+    chance = {f: {c: long_lag.chance_lag(data, f, c) for c in long_lag.CELLS} for f in fillers}
+    return {**data, "runs": runs, "task": task, "chance_lag": chance}
 
 
-def lag_gradients(registry: ModelRegistry, lag: int, initialized: bool = True,
+def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", initialized: bool = True,
                   cancel: threading.Event | None = None) -> dict:
-    """The gradient curves of every cell's tiny model trained at `lag` (and, with `initialized`,
-    of the same model before training), on one fixed task sequence of that lag."""
-    cells = sorted({r["cell"] for r in results(registry)["runs"] if r["lag"] == lag})
+    """The gradient curves of every cell's tiny model trained at `lag` with `filler` (and, with
+    `initialized`, of the same model before training), on one fixed task sequence of that lag."""
+    runs = [r for r in results(registry)["runs"] if r["filler"] == filler]
+    cells = [c for c in long_lag.CELLS if any(r["cell"] == c and r["lag"] == lag for r in runs)]
     if not cells:
-        trained = sorted({r["lag"] for r in results(registry)["runs"]})
-        raise InvalidOptionError("lag", f"no model was trained at lag {lag}; lags: {trained}")
-    ids = long_lag.example(lag)
+        trained = sorted({r["lag"] for r in runs})
+        raise InvalidOptionError("lag", f"no {filler!r} model was trained at lag {lag}; lags: {trained}")
+    ids = long_lag.example(lag, filler)
 
     def compute() -> dict:
         curves = []
         for cell in cells:
-            trained = _model(registry, cell, lag)
+            trained = _model(registry, filler, cell, lag)
             models = {"trained": trained}
             if initialized:
                 untrained = long_lag.initialized(trained.config, seed=0).to(registry.device)
@@ -55,9 +57,9 @@ def lag_gradients(registry: ModelRegistry, lag: int, initialized: bool = True,
                 norms = jacobian_norms(model, ids).inputs
                 curves.append({"model": cell, "weights": weights, "distance": list(range(len(ids))),
                                "norm": round_sig(norms)})
-        return {"lag": lag, "tokens": ids, "definition": DEFINITION, "curves": curves}
+        return {"lag": lag, "filler": filler, "tokens": ids, "definition": DEFINITION, "curves": curves}
 
-    return registry.result(("long-lag", lag, initialized), compute, cancel)
+    return registry.result(("long-lag", filler, lag, initialized), compute, cancel)
 
 
 def _folder(registry: ModelRegistry) -> Path:
@@ -66,10 +68,10 @@ def _folder(registry: ModelRegistry) -> Path:
     return registry.root / FOLDER
 
 
-def _model(registry: ModelRegistry, cell: str, lag: int):
-    """A tiny long-lag model, loaded on first use (on the model thread) and kept: each is ~70 kB."""
-    key = ("long-lag", cell, lag)
+def _model(registry: ModelRegistry, filler: str, cell: str, lag: int):
+    """A tiny long-lag model, loaded on first use (on the model thread) and kept: each is ~50 kB."""
+    key = ("long-lag", filler, cell, lag)
     if key not in registry.experiments:
-        model = long_lag.load(_folder(registry) / long_lag.run_name(cell, lag)).to(registry.device)
+        model = long_lag.load(_folder(registry) / long_lag.run_name(filler, cell, lag)).to(registry.device)
         registry.experiments[key] = model.requires_grad_(False)
     return registry.experiments[key]

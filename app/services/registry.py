@@ -50,6 +50,7 @@ class LoadedModel:
     metrics: dict[str, Any]  # metrics.json ({} when the model was not evaluated yet)
     curve: list[dict[str, Any]]  # curve.json: the training log
     seed: int = 0  # the training seed: with the config it rebuilds the untrained model
+    kept: dict[str, Any] | None = None  # where training kept these weights (config.json's progress)
 
 
 @dataclass
@@ -126,8 +127,21 @@ def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
     metrics = _read_or(checkpoint.read_metrics, folder, {})
     curve = _read_or(checkpoint.read_curve, folder, [])
-    seed = checkpoint.read_meta(folder).get("training", {}).get("seed", 0)
-    return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve, seed)
+    meta = checkpoint.read_meta(folder)
+    seed = meta.get("training", {}).get("seed", 0)
+    return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve, seed,
+                       kept_point(meta.get("progress")))
+
+
+def kept_point(progress) -> dict[str, Any] | None:
+    """Where training kept the checkpoint (chapter 1): the evaluation whose validation BLEU (then
+    loss) was the best so far, as config.json's "progress" records it; None without a record (a
+    checkpoint saved outside models.train)."""
+    if not isinstance(progress, dict) or not isinstance(progress.get("step"), int):
+        return None
+    return {"step": progress["step"], "seconds": progress.get("training_seconds"),
+            "epoch": progress.get("epoch"), "valid_bleu": progress.get("valid_bleu"),
+            "valid_loss": progress.get("valid_loss")}
 
 
 def _read_or(read, folder: Path, default):

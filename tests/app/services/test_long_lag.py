@@ -21,17 +21,19 @@ def registry():
 def test_results_name_the_lag_where_each_cell_falls_to_chance(registry):
     body = results(registry)
     assert body["chance"] == 1 / body["task"]["symbols"]
-    lags = {cell: [r["lag"] for r in body["runs"] if r["cell"] == cell] for cell in ("rnn", "lstm")}
-    assert lags["rnn"] == lags["lstm"] == sorted(lags["rnn"])
-    for cell, lag in body["chance_lag"].items():
-        if lag is not None:
-            at = next(r for r in body["runs"] if r["cell"] == cell and r["lag"] == lag)
-            assert at["accuracy"] < body["chance"] + 0.05
+    assert set(body["chance_lag"]) == {"blank", "noise"}
+    for filler, cells in body["chance_lag"].items():
+        lags = {c: [r["lag"] for r in body["runs"] if (r["filler"], r["cell"]) == (filler, c)] for c in cells}
+        assert lags["rnn"] == lags["lstm"] == sorted(lags["rnn"])
+        for cell, lag in cells.items():
+            if lag is not None:
+                at = next(r for r in body["runs"] if (r["filler"], r["cell"], r["lag"]) == (filler, cell, lag))
+                assert at["accuracy"] < body["chance"] + 0.05
 
 
 def test_gradients_of_the_tiny_models_at_a_lag(registry):
     lag = results(registry)["runs"][0]["lag"]
-    body = lag_gradients(registry, lag)
+    body = lag_gradients(registry, lag, "noise")
     assert len(body["tokens"]) == lag + 2
     assert {(c["model"], c["weights"]) for c in body["curves"]} == {
         ("rnn", "trained"), ("rnn", "initialized"), ("lstm", "trained"), ("lstm", "initialized")}
