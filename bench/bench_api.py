@@ -15,19 +15,14 @@ p95 <= 60 ms.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
+from serving import serve  # bench/serving.py: this script's folder is on sys.path
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [  # ten words each (the final punctuation is one more piece)
     "Je pense que nous devrions partir avant la nuit ce soir.",
     "Elle a oublié son parapluie dans le train ce matin encore.",
@@ -42,43 +37,6 @@ SENTENCES = [  # ten words each (the final punctuation is one more piece)
     "Pourquoi est-ce que tu ne m'as pas appelé hier après-midi ?",
     "Le médecin lui a conseillé de dormir davantage et de marcher.",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def local_server(torch_threads: int | None):
-    """uvicorn on the shipped checkpoints, cache off; yields its base URL, stops it after."""
-    port = free_port()
-    env = {**os.environ, "ATTENTION_LAB_CACHE_SIZE": "0"}
-    if torch_threads:
-        env["ATTENTION_LAB_TORCH_THREADS"] = str(torch_threads)
-    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url, process)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited with {process.returncode}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise SystemExit("server did not start")
 
 
 def timed_post(client: httpx.Client, model: str, text: str) -> tuple[float, int]:
@@ -153,8 +111,10 @@ def report(url: str, args) -> None:
     p50, p95, first = compare_latency(url, args.requests)
     print(f"{'all (compare)':<14} {p50:8.1f} {p95:8.1f}   first line p50 {first:.1f} ms "
           f"(POST /api/compare, {len(models)} models per request)")
-    mixes = [["transformer"]] if "transformer" in models else []
-    if models != ["transformer"]:
+    # the Transformer-like models alone (self-attention: the most work per request), then every model
+    infos = httpx.get(f"{url}/api/models", timeout=10).json()
+    mixes = [[m["name"]] for m in infos if "encoder" in m["attention_kinds"]]
+    if [models] not in mixes:
         mixes.append(models)
     for mix in mixes:
         rate = throughput(url, mix, args.throughput_requests, args.clients)
@@ -172,7 +132,10 @@ def main() -> None:
     if args.url:
         report(args.url.rstrip("/"), args)
         return
-    with local_server(args.torch_threads) as url:
+    env = {"ATTENTION_LAB_CACHE_SIZE": "0"}
+    if args.torch_threads:
+        env["ATTENTION_LAB_TORCH_THREADS"] = str(args.torch_threads)
+    with serve(env) as url:
         report(url, args)
 
 

@@ -17,23 +17,15 @@ Two figures:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import socket
 import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 from playwright.sync_api import sync_playwright
+from serving import CHROMIUM, CHROMIUM_ARGS, serve  # bench/serving.py: this script's folder is on sys.path
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-]
 SENTENCES = [
     "Je mange une pomme.",
     "Il fait froid ce matin.",
@@ -80,31 +72,6 @@ SPLIT = """(() => {
   return {total: done - key, first_request: sent - key, last_answer: answered - key,
           drawing: Math.max(0, done - Math.max(answered, key + 120))};
 })()"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning"],
-        cwd=ROOT, env=os.environ.copy(),
-    )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}api/health", timeout=2).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    process.kill()
-    raise SystemExit("the server did not start within 120 s")
 
 
 def first_load_bytes(browser, url: str) -> tuple[int, int]:
@@ -154,18 +121,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--verbose", action="store_true", help="also print each sentence's figures")
     args = parser.parse_args()
-    process, url = (None, args.url) if args.url else start_server()
-    try:
-        models = httpx.get(f"{url.rstrip('/')}/api/health").json()["models"]
+    with contextlib.nullcontext(args.url.rstrip("/")) if args.url else serve() as url:
+        models = httpx.get(f"{url}/api/health").json()["models"]
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            total, responses = first_load_bytes(browser, url)
-            times = keystroke_to_update(browser, url, args.runs, args.verbose)
+            total, responses = first_load_bytes(browser, f"{url}/")
+            times = keystroke_to_update(browser, f"{url}/", args.runs, args.verbose)
             browser.close()
-    finally:
-        if process:
-            process.terminate()
-            process.wait(10)
     parts = {part: round(statistics.median(t[part] for t in times), 1)
              for part in ("total", "first_request", "last_answer", "drawing")}
     totals = [t["total"] for t in times]

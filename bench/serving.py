@@ -1,0 +1,75 @@
+"""The app in a uvicorn subprocess on a free port, for the benchmarks and the browser tests.
+
+    with serve({"ATTENTION_LAB_CACHE_SIZE": "0"}) as url:
+        httpx.get(f"{url}/api/health")
+
+Importable as `bench.serving` from the repository root and as `serving` from a script in bench/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright drives it, so no browser download is needed
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(env: dict[str, str] | None = None, app: str = "app.main:app", timeout: float = 120) -> Iterator[str]:
+    """Start uvicorn serving `app` with `env` added to this process's environment; yield its base
+    URL (no trailing slash) once GET /api/health answers 200; stop it on leaving. The server's
+    output goes to a log whose tail is in the error raised when it exits or does not answer."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning"]
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})},
+                                   stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_health(url, process, log, timeout)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def wait_for_health(url: str, process: subprocess.Popen, log, timeout: float) -> None:
+    """Poll GET /api/health until it answers 200 (a server without any model answers 503)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited with {process.returncode}:\n{tail(log)}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"uvicorn did not answer within {timeout:.0f} s:\n{tail(log)}")
+        time.sleep(0.2)
+
+
+def tail(log, chars: int = 3000) -> str:
+    log.seek(0)
+    return log.read()[-chars:]
