@@ -1,8 +1,39 @@
-// Chapter 5, deriving attention: the alignment grid of a recurrent model with attention,
-// output words (rows) by source words (columns).
+// Chapter 5, deriving attention: the alignment grid of each recurrent model with attention,
+// output words (rows) by source words (columns), one panel per model.
+import { el } from "./dom.js";
+import { whenNear } from "./lazy.js";
 import { attentionTrace, baseLayout, draw, showEmpty, tokenAxis } from "./plots.js";
 
-export function drawAlignment(div, model, response) {
+export class AlignmentView {
+  /** One panel per model of `catalog.aligning`, in `container`. */
+  constructor(container, catalog) {
+    this.plots = new Map(catalog.aligning.map((m) => [m.name, plotPanel(m)]));
+    container.replaceChildren(...[...this.plots.values()].map((div) => div.parentElement));
+    if (!this.plots.size) {
+      container.append(el("p", "panel panel--note", "No recurrent model with attention is loaded, so there is no alignment to show."));
+    }
+  }
+
+  /** A model's answer for the latest text (models without a panel are not this view's). */
+  showAnswer(name, answer) {
+    const div = this.plots.get(name);
+    if (div) whenNear(div, () => drawAlignment(div, name, answer));
+  }
+}
+
+/** A figure captioned with the model's summary and name; returns its plot. */
+function plotPanel(model) {
+  const caption = el("figcaption", "panel__caption");
+  caption.append(el("span", "panel__title", model.summary), " ", el("code", "", model.name));
+  const div = el("div", "plot plot--align");
+  div.dataset.testid = `attention-${model.name}`;
+  div.setAttribute("role", "group");
+  div.setAttribute("aria-label", `Attention weights of ${model.name}: output words by source words`);
+  el("figure", "panel").append(caption, div);
+  return div;
+}
+
+function drawAlignment(div, model, response) {
   const map = response && response.maps.find((m) => m.kind === "cross");
   if (!map || !map.rows.length || !map.cols.length) {
     showEmpty(div, `${model} produced no attention for this sentence.`);

@@ -2,10 +2,11 @@
 // caller can drop a request the moment a newer one makes it stale.
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, body = null) {
     super(message);
     this.name = "ApiError";
     this.status = status;
+    this.body = body; // the JSON the server sent with the error, if any
   }
 }
 
@@ -32,7 +33,7 @@ async function request(method, path, body, signal) {
   } catch {
     if (response.ok) throw new ApiError(response.status, "the server sent something that is not JSON");
   }
-  if (!response.ok) throw new ApiError(response.status, reason(data, response.status));
+  if (!response.ok) throw new ApiError(response.status, reason(data, response.status), data);
   return data;
 }
 
@@ -92,8 +93,15 @@ async function readLines(path, body, signal, onLine) {
 
 export const isAbort = (error) => error && error.name === "AbortError";
 
-export const health = (signal) => request("GET", "/api/health", undefined, signal);
+/** GET /api/health. A server with no model loaded answers 503 with the same body: it is returned too. */
+export async function health(signal) {
+  try {
+    return await request("GET", "/api/health", undefined, signal);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 503 && error.body && error.body.limits) return error.body;
+    throw error;
+  }
+}
+
 export const listModels = (signal) => request("GET", "/api/models", undefined, signal);
-export const translate = (text, model, signal) => request("POST", "/api/translate", { text, model }, signal);
-export const attention = (text, model, signal) => request("POST", "/api/attention", { text, model }, signal);
 export const gradients = (text, length, signal) => request("POST", "/api/gradients", { text, length }, signal);

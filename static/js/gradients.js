@@ -1,38 +1,73 @@
-// Chapter 3, vanishing gradients: how much gradient reaches each input position of the RNN and
-// the LSTM encoders (log scale), and how open the LSTM's gates are at each token.
-import { GATE_SCALE, MODEL_COLOURS, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+// Chapter 3, vanishing gradients: how much gradient reaches each input position of the recurrent
+// encoders without attention (log scale), and how open an LSTM's gates are at each token.
+import { $ } from "./dom.js";
+import { whenNear } from "./lazy.js";
+import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 
 const GATE_NAMES = ["input", "forget", "output"];
 
-export function drawGradients(div, response) {
-  const curves = (response && response.curves) || [];
-  const data = curves
-    .filter((c) => c.distance && c.distance.length)
-    .map((c) => {
-      // A log axis cannot show 0: such points (underflow) are left as gaps.
-      const norm = c.norm.map((v) => (v > 0 ? v : null));
-      return {
-        type: "scatter",
-        mode: c.distance.length > 40 ? "lines" : "lines+markers",
-        name: c.model === "rnn" ? "RNN" : c.model === "lstm" ? "LSTM" : plotText(c.model),
-        x: c.distance,
-        y: norm,
-        line: { color: MODEL_COLOURS[c.model] || "#444", width: 2.5, dash: c.model === "rnn" ? "solid" : "solid" },
-        marker: { size: 5, symbol: c.model === "rnn" ? "circle" : "diamond" },
-        hovertemplate: `<b>${c.model === "rnn" ? "RNN" : "LSTM"}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
-      };
+/** The controls (input length, gate view) and the two plots of the last /api/gradients answer. */
+export class GradientsView {
+  /** `length` to start from; `onLength(length)` as the reader moves the slider. */
+  constructor(catalog, length, onLength) {
+    this.catalog = catalog;
+    this.answer = null;
+    const slider = $("grad-length");
+    slider.max = String(catalog.limits.max_gradient_length);
+    slider.value = String(length);
+    this.showLength(length);
+    slider.addEventListener("input", () => {
+      this.showLength(Number(slider.value));
+      onLength(Number(slider.value));
     });
-  if (!data.length) {
-    showEmpty(div, "The RNN and LSTM models are not available yet, so there is nothing to measure.");
+    $("gate-view").addEventListener("change", () => {
+      if (this.answer) whenNear($("gates-plot"), () => this.drawGates());
+    });
+  }
+
+  showLength(length) {
+    $("grad-length-value").textContent = `${length} tokens`;
+  }
+
+  show(answer) {
+    this.answer = answer;
+    drawGradients($("grad-plot"), answer, this.catalog);
+    this.drawGates();
+  }
+
+  drawGates() {
+    const model = (this.answer.gates && this.answer.gates.model) || "";
+    $("gates-model").textContent = model;
+    drawGates($("gates-plot"), this.answer, $("gate-view").value, model);
+  }
+}
+
+function drawGradients(div, response, catalog) {
+  const curves = ((response && response.curves) || []).filter((c) => c.distance && c.distance.length);
+  if (!curves.length) {
+    showEmpty(div, "No recurrent model without attention is loaded, so there is nothing to measure.");
     return;
   }
+  const data = curves.map((c) => {
+    const name = plotText(c.model);
+    return {
+      type: "scatter",
+      mode: c.distance.length > 40 ? "lines" : "lines+markers",
+      name,
+      x: c.distance,
+      y: c.norm.map((v) => (v > 0 ? v : null)), // a log axis cannot show 0 (underflow): left as gaps
+      line: { color: catalog.colour(c.model), width: 2.5 },
+      marker: { size: 5, symbol: catalog.marker(c.model) },
+      hovertemplate: `<b>${name}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+    };
+  });
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
     xaxis: { title: { text: "tokens before the end of the input" }, zeroline: false, gridcolor: "#eceef3" },
     yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
     legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
-  draw(div, data, layout, "gradient-norm-rnn-vs-lstm");
+  draw(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`);
 }
 
 /**
@@ -40,7 +75,7 @@ export function drawGradients(div, response) {
  * matrix for the units that vary most, and `mean`: each gate's average over all units per token.
  * view "mean": rows are the three gates; view "input" | "forget" | "output": rows are units.
  */
-export function gateMatrix(response, view = "mean") {
+function gateMatrix(response, view) {
   const g = response && response.gates;
   if (!g) return null;
   const tokens = response.tokens || [];
@@ -58,10 +93,10 @@ export function gateMatrix(response, view = "mean") {
   return { rows: units.map((u) => `unit ${u}`), values, tokens, rowTitle: `${view} gate, most active units` };
 }
 
-export function drawGates(div, response, view = "mean") {
+function drawGates(div, response, view, model) {
   const m = gateMatrix(response, view);
   if (!m || !m.values.length || !m.tokens.length) {
-    showEmpty(div, "The LSTM is not available yet, so its gates cannot be shown.");
+    showEmpty(div, "No LSTM without attention is loaded, so there are no gates to show.");
     return;
   }
   const tokens = m.tokens.slice(0, m.values[0].length);
@@ -94,5 +129,5 @@ export function drawGates(div, response, view = "mean") {
     },
   });
   div.dataset.view = view;
-  draw(div, [trace], layout, `lstm-gates-${view}`);
+  draw(div, [trace], layout, `${model}-gates-${view}`);
 }

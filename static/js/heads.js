@@ -1,5 +1,8 @@
-// Chapter 9, many heads: every layer x head of the Transformer as small multiples in one figure
-// (so it exports as one picture), plus the chosen head enlarged with its tokens on the axes.
+// Chapter 9, many heads: every layer x head of a model with self-attention (the Transformer) as
+// small multiples in one figure (so it exports as one picture), plus the chosen head enlarged with
+// its tokens on the axes.
+import { $ } from "./dom.js";
+import { whenNear } from "./lazy.js";
 import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 
 export const KINDS = ["cross", "encoder", "decoder"];
@@ -10,7 +13,7 @@ const KIND_AXES = {
 };
 
 /** The maps of one kind, indexed by layer then head. */
-export function mapsOfKind(response, kind) {
+function mapsOfKind(response, kind) {
   const maps = (response && response.maps ? response.maps : []).filter((m) => m.kind === kind);
   const layers = maps.reduce((n, m) => Math.max(n, m.layer + 1), 0);
   const heads = maps.reduce((n, m) => Math.max(n, m.head + 1), 0);
@@ -25,11 +28,11 @@ export function mapsOfKind(response, kind) {
  * than a subplot per head, and the figure still exports as one picture.
  * `onPick(layer, head)` runs when a tile is clicked.
  */
-export function drawHeadGrid(div, response, kind, selected, onPick) {
+function drawHeadGrid(div, model, response, kind, selected, onPick) {
   const { grid, layers, heads } = mapsOfKind(response, kind);
   const first = grid.flat().find(Boolean);
   if (!first) {
-    showEmpty(div, "The Transformer returned no attention maps for this sentence.");
+    showEmpty(div, `${model} returned no attention maps for this sentence.`);
     return;
   }
   const rows = first.rows.length;
@@ -96,7 +99,7 @@ export function drawHeadGrid(div, response, kind, selected, onPick) {
   });
   div.dataset.kind = kind;
   div.dataset.tile = `${rows}x${cols}`;
-  draw(div, [trace], layout, `transformer-${kind}-heads`);
+  draw(div, [trace], layout, `${model}-${kind}-heads`);
   if (!div.dataset.clickBound) {
     div.dataset.clickBound = "1";
     div.on("plotly_click", (event) => {
@@ -110,7 +113,7 @@ export function drawHeadGrid(div, response, kind, selected, onPick) {
 }
 
 /** The chosen head, enlarged, with its tokens on both axes. */
-export function drawHeadDetail(div, response, kind, layer, head) {
+function drawHeadDetail(div, model, response, kind, layer, head) {
   const { grid } = mapsOfKind(response, kind);
   const map = grid[layer] && grid[layer][head];
   if (!map) {
@@ -125,5 +128,94 @@ export function drawHeadDetail(div, response, kind, layer, head) {
     yaxis: tokenAxis(map.rows, { title: { text: plotText(yTitle), standoff: 6 }, autorange: "reversed" }),
   });
   div.dataset.kind = kind;
-  draw(div, [trace], layout, `transformer-${kind}-L${layer + 1}H${head + 1}`);
+  draw(div, [trace], layout, `${model}-${kind}-L${layer + 1}H${head + 1}`);
+}
+
+/**
+ * The heads view: the grid and the enlarged head of one model with heads (the selected card's
+ * when it has them), the kind of attention, and the layer and head to enlarge.
+ * `onChange({kind, layer, head})` runs when the reader picks another.
+ */
+export class HeadsView {
+  constructor(catalog, { kind, layer, head }, model, onChange) {
+    this.infos = new Map(catalog.withHeads.map((m) => [m.name, m]));
+    this.model = this.infos.has(model) ? model : catalog.withHeads[0]?.name;
+    this.answers = new Map(); // model -> its latest /api/attention answer
+    Object.assign(this, { kind, layer, head, onChange });
+    this.radios = [...document.querySelectorAll('input[name="kind"]')];
+    for (const input of this.radios) input.addEventListener("change", () => this.pick({ kind: input.value }));
+    $("pick-layer").addEventListener("change", (e) => this.pick({ layer: Number(e.target.value) - 1 }));
+    $("pick-head").addEventListener("change", (e) => this.pick({ head: Number(e.target.value) - 1 }));
+    if (this.model) {
+      this.showModel();
+    } else {
+      showEmpty($("heads-grid"), "No model with layers of attention heads is loaded.");
+      showEmpty($("head-detail"), "The enlarged head appears here once such a model is available.");
+      for (const control of [...this.radios, $("pick-layer"), $("pick-head")]) control.disabled = true;
+    }
+  }
+
+  get selection() {
+    return { kind: this.kind, layer: this.layer, head: this.head };
+  }
+
+  /** Show `name`'s heads if it has any (the reader selected its card); else keep the model shown. */
+  follow(name) {
+    if (!this.infos.has(name) || name === this.model) return;
+    this.model = name;
+    this.showModel();
+    this.draw();
+  }
+
+  /** A model's answer for the latest text (those without heads are not this view's). */
+  showAnswer(name, answer) {
+    if (!this.infos.has(name)) return;
+    this.answers.set(name, answer);
+    if (name === this.model) this.draw();
+  }
+
+  pick(changes) {
+    Object.assign(this, changes);
+    this.draw();
+    this.onChange(this.selection);
+  }
+
+  /** The model's name in the caption, and only the kinds of attention it has. */
+  showModel() {
+    $("heads-model").textContent = this.model;
+    const kinds = this.infos.get(this.model).attention_kinds;
+    if (!kinds.includes(this.kind)) this.kind = kinds[0];
+    for (const input of this.radios) {
+      input.disabled = !kinds.includes(input.value);
+      input.checked = input.value === this.kind;
+    }
+  }
+
+  draw() {
+    const answer = this.answers.get(this.model);
+    if (!answer) return;
+    this.fillPickers(answer);
+    const { model, kind, layer, head } = this;
+    const onPick = (l, h) => this.pick({ layer: l, head: h });
+    whenNear($("heads-grid"), () => drawHeadGrid($("heads-grid"), model, answer, kind, [layer, head], onPick));
+    whenNear($("head-detail"), () => drawHeadDetail($("head-detail"), model, answer, kind, layer, head));
+  }
+
+  /** One option per layer and per head of this kind; the choice kept within them. */
+  fillPickers(answer) {
+    const info = this.infos.get(this.model);
+    const dims = mapsOfKind(answer, this.kind);
+    const layers = dims.layers || info.layers;
+    const heads = dims.heads || info.heads;
+    this.layer = Math.min(this.layer, layers - 1);
+    this.head = Math.min(this.head, heads - 1);
+    for (const [id, count, value] of [["pick-layer", layers, this.layer], ["pick-head", heads, this.head]]) {
+      const select = $(id);
+      if (select.options.length !== count) {
+        select.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i + 1))));
+      }
+      select.value = String(value + 1); // options count from 1, like the labels
+    }
+    $("head-title").textContent = `Layer ${this.layer + 1}, head ${this.head + 1}`;
+  }
 }

@@ -8,14 +8,14 @@ const Plotly = () => window.Plotly;
 export const WEIGHT_SCALE = "Viridis";
 export const GATE_SCALE = "Cividis";
 
-/** Okabe-Ito colours, one per model, used in every chart and on the cards. */
-export const MODEL_COLOURS = {
-  rnn: "#D55E00", // vermillion and blue: the pair compared in the gradient plot
-  lstm: "#0072B2",
-  "lstm-additive": "#009E73",
-  "lstm-dot": "#E69F00",
-  transformer: "#CC79A7",
-};
+/**
+ * Okabe-Ito colours, given to the models in the catalogue's order (catalog.js); the first two,
+ * vermillion and blue, are the pair the gradient plot compares. Yellow and black come last: the
+ * weakest on white, and the most like the text.
+ */
+export const MODEL_PALETTE = ["#D55E00", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"];
+/** Marker symbols in the same order, so lines stay apart where colours are hard to tell. */
+export const MODEL_MARKERS = ["circle", "diamond", "square", "triangle-up", "cross", "x", "star", "hexagon"];
 
 const FONT = 'Inter, system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", "DejaVu Sans", Arial, sans-serif';
 
@@ -53,7 +53,7 @@ export function tokenAxis(tokens, extra = {}, maxLabels = 40) {
 }
 
 /** customdata for a heatmap: [row token, column token] per cell, escaped for hover labels. */
-export function cellTokens(rows, cols) {
+function cellTokens(rows, cols) {
   const r = rows.map((t) => plotText(showToken(t)));
   const c = cols.map((t) => plotText(showToken(t)));
   return r.map((rowTok) => c.map((colTok) => [rowTok, colTok]));

@@ -1,78 +1,42 @@
 """Browser tests: Playwright for Python drives Debian's chromium against a real uvicorn.
 
-The server runs `app.main:app` in a subprocess on a free port, reading a session-scoped folder of
-tiny, untrained checkpoints of all five models (built here with the real tokenizer), so the tests
-are fast, deterministic and independent of the training that fills `checkpoints/`.
+The server (bench/serving.py) runs `app.main:app` on a free port, reading a session-scoped folder
+of tiny, untrained checkpoints (tests/tiny.py): the five models of the story and a sixth,
+"lstm-wide", that no code names, so every test also shows that a new checkpoint folder is enough
+for a model to appear on the page.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-]
-MODEL_NAMES = ("rnn", "lstm", "lstm-additive", "lstm-dot", "transformer")
+from bench.serving import CHROMIUM, CHROMIUM_ARGS, serve
+from models.architectures import MODEL_NAMES
+from models.config import Seq2SeqConfig
+from models.tokenizer import BPETokenizer
+from tests.tiny import TOKENIZER, tiny_config, write_tiny_checkpoints
+
 APP = os.environ.get("ATTENTION_LAB_BROWSER_APP", "app.main:app")  # point the tests at another server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tiny_config(name: str, vocab_size: int):
-    """A few-thousand-parameter version of each shipped architecture: loads and answers in ms."""
-    from models.config import Seq2SeqConfig, TransformerConfig
-
-    if name == "transformer":
-        return TransformerConfig(vocab_size=vocab_size, d_model=32, n_heads=4, n_encoder_layers=3,
-                                 n_decoder_layers=3, d_ff=64, max_len=160)
-    cell = "rnn" if name == "rnn" else "lstm"
-    attention = {"lstm-additive": "additive", "lstm-dot": "dot"}.get(name)
-    return Seq2SeqConfig(vocab_size=vocab_size, cell=cell, attention=attention, d_embed=16, d_hidden=32,
-                         d_attn=16, max_len=24)
-
-
-def tiny_metrics(seed: int) -> dict:
-    """Made-up evaluation figures in the shape of metrics.json, so the page has scores to show."""
-    base = 20.0 + 4 * seed
-    buckets = [("1-5", 800, 12), ("6-10", 4000, 3), ("11-15", 1200, -6), ("16+", 300, -12)]
-    return {"bleu": base, "chrf": base + 15, "pairs": 6300,
-            "bleu_by_length": [{"bucket": b, "pairs": n, "bleu": base + d, "chrf": base + d + 15}
-                               for b, n, d in buckets]}
+EXTRA_MODEL = "lstm-wide"
+# Random models never stop on their own: a short target table keeps each answer quick and small.
+# The Transformer's also bounds its positional table, so it gets room for the longest input typed.
+MAX_TARGET, MAX_TRANSFORMER = 24, 160
 
 
 @pytest.fixture(scope="session")
 def tiny_checkpoints(tmp_path_factory) -> Path:
-    import torch
-
-    from models import checkpoint
-    from models.architectures import build
-    from models.checkpoint import METRICS, write_json
-    from models.tokenizer import BPETokenizer
-
-    folder = tmp_path_factory.mktemp("checkpoints")
-    shutil.copy(ROOT / "checkpoints" / "tokenizer.json", folder / "tokenizer.json")
-    vocab_size = BPETokenizer.load(folder / "tokenizer.json").vocab_size
-    for seed, name in enumerate(MODEL_NAMES):
-        torch.manual_seed(seed)
-        model = build(tiny_config(name, vocab_size))
-        checkpoint.save(model, folder / name, {"name": name})
-        write_json(folder / name / METRICS, tiny_metrics(seed))
-    return folder
+    vocab_size = BPETokenizer.load(TOKENIZER).vocab_size
+    recurrent = tuple(name for name in MODEL_NAMES if name != "transformer")
+    extra = {
+        "transformer": tiny_config("transformer", vocab_size, layers=3, max_len=MAX_TRANSFORMER),
+        EXTRA_MODEL: Seq2SeqConfig(vocab_size=vocab_size, cell="lstm", attention="additive", d_embed=16,
+                                   d_hidden=48, d_attn=16, max_len=MAX_TARGET),
+    }
+    return write_tiny_checkpoints(tmp_path_factory.mktemp("checkpoints"), recurrent, extra, max_len=MAX_TARGET)
 
 
 @pytest.fixture(scope="session")
@@ -88,43 +52,22 @@ def chromium():
 
 
 @pytest.fixture(scope="session")
-def server(chromium, tiny_checkpoints, tmp_path_factory) -> str:
-    """Base URL of a uvicorn serving the app on a free port; stopped at the end of the session."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "uvicorn.log"
-    env = {**os.environ, "ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", APP, "--host", "127.0.0.1", "--port", str(port),
-             "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"uvicorn exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not answer within 60 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+def server(chromium, tiny_checkpoints) -> str:
+    """Base URL of a uvicorn serving the app on the tiny models; stopped at the end of the session."""
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
+    with serve(env, APP, timeout=60) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @pytest.fixture(scope="session")
-def available(server) -> list[str]:
-    return httpx.get(f"{server}/api/health").json()["models"]
+def health(server) -> dict:
+    return httpx.get(f"{server}/api/health").json()
+
+
+@pytest.fixture(scope="session")
+def catalog(server) -> list[dict]:
+    """GET /api/models: what the page builds itself from."""
+    return httpx.get(f"{server}/api/models").json()
 
 
 class Problems:
@@ -142,45 +85,44 @@ class Problems:
 
         page.on("dialog", on_dialog)
 
+    def clear(self) -> None:
+        self.errors.clear()
+        self.dialogs.clear()
+
 
 @pytest.fixture(scope="session")
-def browser_context(chromium, server):
-    """One context for the whole session: pages share its HTTP and compiled-code cache, so only the
-    first page pays for parsing plotly.js from scratch."""
+def browser_page(chromium, server):
+    """One page for the whole session, loaded afresh by each test (`open_page`): a new page would
+    start a new renderer, and its context's compiled-code cache makes reloading plotly.js cheap."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    yield context
+    page = context.new_page()
+    yield page, Problems(page)
     context.close()
 
 
 @pytest.fixture
-def open_page(browser_context, server):
-    """open_page(query="", width=1280) -> (page, problems), the page loaded and its first update done."""
-    pages = []
+def open_page(browser_page, server):
+    """open_page(query="", width=1280) -> (page, problems): the session's page with no routes,
+    loaded at `/{query}` and its first update done, its problems cleared. Every test starts from
+    a page loaded this way, whatever the tests before it did."""
+    page, problems = browser_page
 
     def _open(query: str = "", width: int = 1280, height: int = 900):
-        page = browser_context.new_page()
-        pages.append(page)
+        page.unroute_all(behavior="ignoreErrors")
         page.set_viewport_size({"width": width, "height": height})
-        problems = Problems(page)
+        problems.clear()
         page.goto(f"{server}/{query}")
         page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=20_000)
         return page, problems
 
     yield _open
-    for page in pages:
-        page.close()
+    page.unroute_all(behavior="ignoreErrors")
 
 
-@pytest.fixture(scope="session")
-def shared_page(browser_context, server):
-    """One loaded page that several tests drive in turn (each leaves it usable): loading plotly.js
-    is the slow part of a page, so tests that only type and click share it."""
-    page = browser_context.new_page()
-    problems = Problems(page)
-    page.goto(f"{server}/")
-    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=20_000)
-    yield page, problems
-    page.close()
+@pytest.fixture
+def fresh_page(open_page):
+    """(page, problems): the page at `/` with the default sentence, every view shown for it."""
+    return open_page()
 
 
 def type_sentence(page, text: str) -> None:

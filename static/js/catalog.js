@@ -1,0 +1,54 @@
+// What the server serves, read once at start: its limits (GET /api/health) and each loaded model's
+// capabilities (GET /api/models). The page builds every view from these and names no model
+// itself, so a new checkpoint folder shows up with no edit here.
+import * as api from "./api.js";
+import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
+
+class Catalog {
+  constructor(health, models) {
+    this.limits = health.limits;
+    this.unavailable = health.unavailable || {}; // name -> why it did not load
+    this.models = models; // the story's order, then any other model
+    this.index = new Map(models.map((m, i) => [m.name, i]));
+  }
+
+  get names() {
+    return this.models.map((m) => m.name);
+  }
+
+  info(name) {
+    return this.models[this.index.get(name)];
+  }
+
+  /** A model's colour and marker follow its place in the catalogue (unknown names: grey). */
+  colour(name) {
+    const i = this.index.get(name);
+    return i === undefined ? "#667085" : MODEL_PALETTE[i % MODEL_PALETTE.length];
+  }
+
+  marker(name) {
+    const i = this.index.get(name);
+    return i === undefined ? "circle" : MODEL_MARKERS[i % MODEL_MARKERS.length];
+  }
+
+  /** Recurrent models with attention: theirs is one alignment grid, output words x source words. */
+  get aligning() {
+    return this.models.filter((m) => m.recurrent && m.cross_attention);
+  }
+
+  /** Models with self-attention in layers of heads. */
+  get withHeads() {
+    return this.models.filter((m) => m.attention_kinds.includes("encoder"));
+  }
+}
+
+/** The catalogue, or null when the server cannot say (the error is passed to `onError`). */
+export async function loadCatalog(onError) {
+  try {
+    const [health, models] = await Promise.all([api.health(), api.listModels()]);
+    return new Catalog(health, models);
+  } catch (error) {
+    onError(error);
+    return null;
+  }
+}
