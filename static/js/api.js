@@ -104,4 +104,9 @@ export async function health(signal) {
 }
 
 export const listModels = (signal) => request("GET", "/api/models", undefined, signal);
-export const gradients = (text, length, signal) => request("POST", "/api/gradients", { text, length }, signal);
+/** Chapter 3: curves trained and at initialization, with their per-step factors. */
+export const gradients = (text, length, signal) =>
+  request("POST", "/api/gradients", { text, length, initialized: true, factors: true }, signal);
+export const longLag = (signal) => request("GET", "/api/long-lag", undefined, signal);
+export const lagGradients = (lag, filler, signal) =>
+  request("POST", "/api/long-lag/gradients", { lag, filler }, signal);

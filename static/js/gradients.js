@@ -1,17 +1,30 @@
 // Chapter 3, vanishing gradients: how much gradient reaches each input position of the recurrent
-// encoders without attention (log scale), and how open an LSTM's gates are at each token.
+// encoders without attention (log scale), as shipped and at their seeded initialization; the
+// per-step factors behind those curves; how open an LSTM's gates are at each token; and the prose,
+// whose every number comes from the same answers (vanishing-story.js).
 import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { FACTORS, drawStepFactors } from "./step-factors.js";
+import { fillStory, storyFacts } from "./vanishing-story.js";
 
 const GATE_NAMES = ["input", "forget", "output"];
 
 /** The controls (input length, gate view) and the two plots of the last /api/gradients answer. */
 export class GradientsView {
-  /** `length` to start from; `onLength(length)` as the reader moves the slider. */
-  constructor(catalog, length, onLength) {
+  /** `page`: the URL state (len, factor); `onLength(length)` as the reader moves the slider;
+   * `onFactor(factor)` when the factor view changes. */
+  constructor(catalog, page, onLength, onFactor) {
+    const length = page.length;
     this.catalog = catalog;
     this.answer = null;
+    this.longLag = null; // GET /api/long-lag, for the prose
+    const factor = $("factor-view");
+    factor.value = FACTORS[page.factor] ? page.factor : "shrink";
+    factor.addEventListener("change", () => {
+      onFactor(factor.value);
+      if (this.answer) whenNear($("factor-plot"), () => this.drawFactors());
+    });
     const slider = $("grad-length");
     slider.max = String(catalog.limits.max_gradient_length);
     slider.value = String(length);
@@ -32,7 +45,24 @@ export class GradientsView {
   show(answer) {
     this.answer = answer;
     drawGradients($("grad-plot"), answer, this.catalog);
+    this.drawFactors();
     this.drawGates();
+    this.tell();
+  }
+
+  /** The long-lag results arrived: the prose can say where each cell falls to chance. */
+  setLongLag(results) {
+    this.longLag = results;
+    this.tell();
+  }
+
+  /** Every data-fact of the chapter, from the answers so far ("–" for what is not measured yet). */
+  tell() {
+    fillStory($("gradients"), storyFacts(this.answer, this.catalog, this.longLag));
+  }
+
+  drawFactors() {
+    drawStepFactors($("factor-plot"), this.answer, $("factor-view").value, this.catalog);
   }
 
   drawGates() {
@@ -49,14 +79,15 @@ function drawGradients(div, response, catalog) {
     return;
   }
   const data = curves.map((c) => {
-    const name = plotText(c.model);
+    const weights = c.weights || "trained";
+    const name = `${plotText(c.model)}, ${weights === "trained" ? "as shipped" : "at initialization"}`;
     return {
       type: "scatter",
       mode: c.distance.length > 40 ? "lines" : "lines+markers",
       name,
       x: c.distance,
       y: c.norm.map((v) => (v > 0 ? v : null)), // a log axis cannot show 0 (underflow): left as gaps
-      line: { color: catalog.colour(c.model), width: 2.5 },
+      line: { color: catalog.colour(c.model), width: 2.5, dash: weights === "trained" ? "solid" : "dot" },
       marker: { size: 5, symbol: catalog.marker(c.model) },
       hovertemplate: `<b>${name}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
     };

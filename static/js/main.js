@@ -10,6 +10,8 @@ import { $ } from "./dom.js";
 import { GradientsView } from "./gradients.js";
 import { HeadsView } from "./heads.js";
 import { whenNear } from "./lazy.js";
+import { LongLagView } from "./long-lag.js";
+import { showEmpty } from "./plots.js";
 import { Requests } from "./requests.js";
 import { TranslationCards } from "./translations.js";
 import { UrlState } from "./url-state.js";
@@ -110,11 +112,27 @@ async function start() {
   lab.alignment = new AlignmentView($("alignment-plots"), catalog);
   lab.heads = new HeadsView(catalog, page, page.model, (selection) => page.set(selection));
   const measureLater = debounce(() => updateGradients(lab, []).then(sayIfFailed), PAUSE_MS);
-  lab.gradients = new GradientsView(catalog, page.length, (length) => {
+  lab.gradients = new GradientsView(catalog, page, (length) => {
     page.set({ length });
     measureLater();
-  });
+  }, (factor) => page.set({ factor }));
+  showLongLag(lab);
   update(lab);
+}
+
+/** The long-lag experiment: its results once (they ship with the checkpoints), its figures when near. */
+async function showLongLag(lab) {
+  const { page } = lab;
+  try {
+    const results = await api.longLag();
+    const view = new LongLagView(results, { filler: page.filler, lag: page.lag }, (state) => page.set(state));
+    page.set(view.state);
+    lab.gradients.setLongLag(results);
+    whenNear($("lag-accuracy"), () => view.draw());
+  } catch (error) {
+    const why = error instanceof api.ApiError && error.status === 404 ? "this server has no long-lag results" : describeError(error);
+    for (const id of ["lag-accuracy", "lag-gradients"]) showEmpty($(id), `The long-lag experiment is not available (${why}).`);
+  }
 }
 
 start();

@@ -1,7 +1,9 @@
 // What a reader can share: the page's state in the query string. Keys: text, model (the selected
 // card), kind (of attention in the heads view), head ("L.H", counted from 1), len (the gradient
-// experiment's input length). A value the server's limits or catalogue do not allow is ignored.
+// experiment's input length), factor (its per-step view), filler and lag (the long-lag
+// experiment). A value the server's limits or catalogue do not allow is ignored.
 import { KINDS } from "./heads.js";
+import { FACTORS } from "./step-factors.js";
 
 const DEFAULT_TEXT = "Je mange du pain.";
 const DEFAULT_LENGTH = 80;
@@ -22,6 +24,10 @@ export class UrlState {
     }
     const length = Number(q.get("len"));
     this.length = Number.isInteger(length) && length >= 1 && length <= longest ? length : Math.min(DEFAULT_LENGTH, longest);
+    this.factor = FACTORS[q.get("factor")] ? q.get("factor") : "shrink";
+    // checked against the long-lag results once they arrive (long-lag.js)
+    this.filler = q.get("filler") || "blank";
+    this.lag = Number(q.get("lag")) || null;
   }
 
   /** Change some keys and write them to the URL (in place: typing would flood the back button). */
@@ -29,7 +35,7 @@ export class UrlState {
     Object.assign(this, changes);
     const q = new URLSearchParams({
       text: this.text, model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
-      len: String(this.length),
+      len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
     });
     history.replaceState(null, "", `${location.pathname}?${q}`);
   }

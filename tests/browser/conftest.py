@@ -9,6 +9,7 @@ for a model to appear on the page.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import httpx
@@ -18,13 +19,14 @@ from bench.serving import CHROMIUM, CHROMIUM_ARGS, serve
 from models.architectures import MODEL_NAMES
 from models.config import Seq2SeqConfig
 from models.tokenizer import BPETokenizer
-from tests.tiny import TOKENIZER, tiny_config, write_tiny_checkpoints
+from tests.tiny import ROOT, TOKENIZER, tiny_config, write_tiny_checkpoints
 
 APP = os.environ.get("ATTENTION_LAB_BROWSER_APP", "app.main:app")  # point the tests at another server
 EXTRA_MODEL = "lstm-wide"
 # Random models never stop on their own: a short target table keeps each answer quick and small.
 # The Transformer's also bounds its positional table, so it gets room for the longest input typed.
 MAX_TARGET, MAX_TRANSFORMER = 24, 160
+LONG_LAG = ROOT / "checkpoints" / "long-lag"
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +38,10 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
         EXTRA_MODEL: Seq2SeqConfig(vocab_size=vocab_size, cell="lstm", attention="additive", d_embed=16,
                                    d_hidden=48, d_attn=16, max_len=MAX_TARGET),
     }
-    return write_tiny_checkpoints(tmp_path_factory.mktemp("checkpoints"), recurrent, extra, max_len=MAX_TARGET)
+    folder = tmp_path_factory.mktemp("checkpoints")
+    write_tiny_checkpoints(folder, recurrent, extra, max_len=MAX_TARGET)
+    shutil.copytree(LONG_LAG, folder / LONG_LAG.name)  # the long-lag experiment's own tiny checkpoints
+    return folder
 
 
 @pytest.fixture(scope="session")

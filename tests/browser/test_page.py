@@ -34,10 +34,15 @@ def heads_info(catalog) -> dict:
     return with_heads[0]
 
 
-def measured(server) -> list[str]:
-    """The models the gradient experiment measures when it is not told which."""
-    answer = httpx.post(f"{server}/api/gradients", json={"text": "x", "length": 2}).json()
-    return [c["model"] for c in answer["curves"]]
+def measured(server) -> list[tuple[str, str]]:
+    """(model, weights) of the curves the gradient experiment draws when it is not told which models."""
+    answer = httpx.post(f"{server}/api/gradients", json={"text": "x", "length": 2, "initialized": True}).json()
+    return [(c["model"], c["weights"]) for c in answer["curves"]]
+
+
+def curve_names(server) -> list[str]:
+    """The gradient chart's legend: each measured model as shipped and at initialization."""
+    return [f"{m}, {'as shipped' if w == 'trained' else 'at initialization'}" for m, w in measured(server)]
 
 
 def plot_drawn(page, testid: str) -> bool:
@@ -62,7 +67,7 @@ def test_first_load_shows_every_view(fresh_page, catalog, server):
         assert plot_drawn(page, testid), testid
     assert plot_drawn(page, "heads-grid") and plot_drawn(page, "head-detail")
     curves = show(page, "gradient-plot").evaluate("gd => gd.data.map(t => t.name)")
-    assert curves == measured(server)
+    assert curves == curve_names(server)
     assert page.get_by_test_id("gradient-plot").evaluate("gd => gd.layout.yaxis.type") == "log"
     assert plot_drawn(page, "gates-plot")
     assert show(page, "bleu-plot").evaluate("gd => gd.data.map(t => t.name)") == names
@@ -298,7 +303,7 @@ def test_length_control_and_gate_views(fresh_page, health, server):
     slider.focus()
     page.keyboard.press("End")  # keyboard: the longest input the server takes
     page.wait_for_function("n => document.getElementById('grad-plot').data[0].x.length === n", arg=longest)
-    assert plot.evaluate("gd => gd.data.map(t => t.name)") == measured(server)
+    assert plot.evaluate("gd => gd.data.map(t => t.name)") == curve_names(server)
     assert page.locator("#grad-length-value").inner_text() == f"{longest} tokens"
     assert f"len={longest}" in page.url
     gates = show(page, "gates-plot")

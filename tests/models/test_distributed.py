@@ -1,6 +1,5 @@
 """Two gloo ranks on the CPU train one tiny model together and end with identical weights."""
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -8,14 +7,10 @@ import torch
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
+from bench.serving import free_port
+
 SHIPPED_TOKENIZER = Path(__file__).resolve().parents[2] / "checkpoints" / "tokenizer.json"
 TINY = '{"d_model": 32, "n_heads": 2, "n_encoder_layers": 1, "n_decoder_layers": 1, "d_ff": 64}'
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _worker(rank: int, world: int, port: int, root: str) -> None:
@@ -39,7 +34,7 @@ def _worker(rank: int, world: int, port: int, root: str) -> None:
 @pytest.mark.slow
 def test_two_gloo_ranks_end_with_identical_weights(tmp_path):
     (tmp_path / "tokenizer.json").write_bytes(SHIPPED_TOKENIZER.read_bytes())
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     a = load_file(str(tmp_path / "rank0.safetensors"))
     b = load_file(str(tmp_path / "rank1.safetensors"))
     assert a.keys() == b.keys()

@@ -1,0 +1,113 @@
+// Chapter 3's learning experiment: tiny RNN and LSTM encoders trained to recall a signal across a
+// lag (models/long_lag.py). Accuracy against lag as trained, and, live, the gradient curves of the
+// tiny models at the lag the reader picks, before and after training.
+import * as api from "./api.js";
+import { $ } from "./dom.js";
+import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
+
+const CELL_COLOURS = { rnn: "#D55E00", lstm: "#0072B2" }; // the two cells, as in the gradient chart
+const LABEL = { rnn: "RNN", lstm: "LSTM" };
+const WEIGHTS_DASH = { trained: "solid", initialized: "dot" };
+
+export class LongLagView {
+  /** `results`: GET /api/long-lag; `state`: {filler, lag} from the URL; `onChange(state)`. */
+  constructor(results, state, onChange) {
+    this.results = results;
+    this.state = { ...state };
+    this.onChange = onChange;
+    this.controller = null;
+    const filler = $("lag-filler");
+    filler.value = this.fillers.includes(this.state.filler) ? this.state.filler : this.fillers[0];
+    this.state.filler = filler.value;
+    filler.addEventListener("change", () => this.pick(filler.value, this.state.lag));
+    $("lag-pick").addEventListener("change", (e) => this.pick(this.state.filler, Number(e.target.value)));
+    this.fillLags();
+  }
+
+  get fillers() {
+    return [...new Set(this.results.runs.map((r) => r.filler))];
+  }
+
+  lags(filler = this.state.filler) {
+    return [...new Set(this.results.runs.filter((r) => r.filler === filler).map((r) => r.lag))].sort((a, b) => a - b);
+  }
+
+  fillLags() {
+    const lags = this.lags();
+    if (!lags.includes(this.state.lag)) this.state.lag = lags[Math.floor(lags.length / 2)];
+    $("lag-pick").replaceChildren(...lags.map((lag) => new Option(String(lag), String(lag))));
+    $("lag-pick").value = String(this.state.lag);
+  }
+
+  pick(filler, lag) {
+    this.state = { filler, lag };
+    this.fillLags();
+    this.onChange(this.state);
+    this.draw();
+  }
+
+  async draw() {
+    drawAccuracy($("lag-accuracy"), this.results, this.state);
+    if (this.controller) this.controller.abort();
+    this.controller = new AbortController();
+    try {
+      const answer = await api.lagGradients(this.state.lag, this.state.filler, this.controller.signal);
+      drawLagGradients($("lag-gradients"), answer);
+    } catch (error) {
+      if (!api.isAbort(error)) showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${error.message}).`);
+    }
+  }
+}
+
+/** Held-out accuracy against lag, one line per cell, chance as a band, the picked lag marked. */
+export function drawAccuracy(div, results, state) {
+  const runs = results.runs.filter((r) => r.filler === state.filler);
+  const cells = Object.keys(LABEL).filter((cell) => runs.some((r) => r.cell === cell)); // the story's order
+  const data = cells.map((cell) => {
+    const mine = runs.filter((r) => r.cell === cell).sort((a, b) => a.lag - b.lag);
+    return {
+      type: "scatter", mode: "lines+markers", name: LABEL[cell] || plotText(cell),
+      x: mine.map((r) => r.lag), y: mine.map((r) => r.accuracy),
+      customdata: mine.map((r) => [r.steps, r.seconds]),
+      line: { color: CELL_COLOURS[cell], width: 2.5 }, marker: { size: 7, symbol: cell === "rnn" ? "circle" : "diamond" },
+      hovertemplate: `<b>${LABEL[cell] || plotText(cell)}</b>, lag %{x}<br>accuracy %{y:.3f}<br>%{customdata[0]} steps, %{customdata[1]} s<extra></extra>`,
+    };
+  });
+  if (!data.length) {
+    showEmpty(div, "No long-lag results for this filler.");
+    return;
+  }
+  const layout = baseLayout({
+    margin: { l: 56, r: 12, t: 10, b: 48 },
+    xaxis: { title: { text: "lag (filler tokens between the signal and the question)" }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: "held-out accuracy" }, range: [0, 1.05], gridcolor: "#eceef3", zeroline: false },
+    legend: { x: 0, xanchor: "left", y: 0.02, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
+    shapes: [
+      { type: "line", xref: "paper", x0: 0, x1: 1, y0: results.chance, y1: results.chance, line: { color: "#8a93a6", dash: "dash", width: 1.5 } },
+      { type: "line", xref: "x", yref: "paper", x0: state.lag, x1: state.lag, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } },
+    ],
+    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: results.chance, yanchor: "bottom", text: "chance", showarrow: false, font: { size: 11, color: "#667085" } }],
+  });
+  div.dataset.filler = state.filler;
+  draw(div, data, layout, `long-lag-accuracy-${state.filler}`);
+}
+
+/** The tiny models' gradient curves at one lag: trained solid, at initialization dotted. */
+export function drawLagGradients(div, answer) {
+  const data = answer.curves.map((c) => ({
+    type: "scatter", mode: "lines", name: `${LABEL[c.model] || plotText(c.model)}, ${c.weights === "trained" ? "trained" : "before training"}`,
+    x: c.distance, y: c.norm.map((v) => (v > 0 ? v : null)),
+    line: { color: CELL_COLOURS[c.model], width: 2.2, dash: WEIGHTS_DASH[c.weights] },
+    hovertemplate: `<b>${LABEL[c.model] || plotText(c.model)}, ${c.weights}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+  }));
+  const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
+  const layout = baseLayout({
+    margin: { l: 64, r: 12, t: 10, b: 48 },
+    xaxis: { title: { text: "tokens before the end (the signal is the last)" }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3" },
+    legend: { x: 0, xanchor: "left", y: 0, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
+    shapes: [{ type: "line", xref: "x", yref: "paper", x0: signal, x1: signal, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } }],
+  });
+  div.dataset.lag = String(answer.lag);
+  draw(div, data, layout, `long-lag-gradients-${answer.filler}-${answer.lag}`);
+}

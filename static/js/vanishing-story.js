@@ -1,0 +1,105 @@
+// Chapter 3's prose, from the numbers the server just measured: every figure and every "more" or
+// "less" in the text is computed here from the API's answers, never written in advance. The
+// page's test reads these same facts back (data-fact) and checks them against the API.
+
+/** The curve of `model` with `weights` ("trained" | "initialized"), or null. */
+export function curveOf(answer, model, weights) {
+  return ((answer && answer.curves) || []).find((c) => c.model === model && (c.weights || "trained") === weights) || null;
+}
+
+/** norm at `distance` over norm at distance 0: the share of the gradient left that far back. */
+export function reach(curve, distance) {
+  if (!curve || distance >= curve.norm.length || !(curve.norm[0] > 0)) return null;
+  return curve.norm[distance] / curve.norm[0];
+}
+
+const median = (values) => {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)] : null;
+};
+
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+/** Two significant digits; very small or large numbers as 1.1×10⁻¹³. */
+export const fmt = (x) => {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "–";
+  if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e4)) {
+    const [mantissa, exponent] = x.toExponential(1).split("e");
+    return `${mantissa}×10${[...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join("")}`;
+  }
+  return x >= 10 ? x.toFixed(0) : x.toPrecision(2);
+};
+
+/** "more" / "less" / "as much": how a compares with b. */
+export const compare = (a, b) => (a === null || b === null ? "–" : a > b ? "more" : a < b ? "less" : "as much");
+
+/**
+ * The facts the chapter states, each a string for the page. `answer`: POST /api/gradients with
+ * initialized and factors; `catalog`: the page's Catalog (metrics); `longLag`: GET /api/long-lag.
+ * Models are picked by capability: the plain recurrent model (no gates) and the gated one.
+ */
+export function storyFacts(answer, catalog, longLag) {
+  const models = [...new Set(((answer && answer.curves) || []).map((c) => c.model))];
+  const plain = models.find((name) => catalog.info(name) && !catalog.info(name).gates) || null;
+  const gated = models.find((name) => catalog.info(name) && catalog.info(name).gates) || null;
+  const length = answer && answer.tokens ? answer.tokens.length : 0;
+  const distance = Math.min(40, Math.max(length - 1, 0));
+  const facts = { length: String(length), distance: String(distance), plain: plain || "–", gated: gated || "–" };
+  for (const [role, name] of [["plain", plain], ["gated", gated]]) {
+    const trained = curveOf(answer, name, "trained");
+    const untrained = curveOf(answer, name, "initialized");
+    const now = reach(trained, distance);
+    const before = reach(untrained, distance);
+    facts[`${role}-trained`] = fmt(now);
+    facts[`${role}-initialized`] = fmt(before);
+    facts[`${role}-direction`] = compare(now, before);
+    for (const [weights, curve] of [["trained", trained], ["initialized", untrained]]) {
+      const factor = median((curve && curve.step_factor) || []);
+      facts[`${role}-factor-${weights}`] = fmt(factor);
+      facts[`${role}-side-${weights}`] = side(factor);
+      facts[`${role}-shrink-${weights}`] = fmt(median((curve && curve.shrink) || []));
+    }
+    const bucket = bucketBleu(catalog, name, "16+");
+    facts[`${role}-bleu-long`] = fmt(bucket);
+  }
+  const forget = curveOf(answer, gated, "trained");
+  facts["gated-forget"] = fmt(median((forget && forget.forget_mean) || []));
+  Object.assign(facts, lagFacts(longLag));
+  return facts;
+}
+
+/** What a median step factor means for the gradient, said from the number. */
+function side(factor) {
+  if (factor === null) return "–";
+  if (factor < 1) return "below 1: every step can only shrink the gradient";
+  return "above 1: a step can also grow it, the edge where gradients survive and can explode (training clips them at 1.0)";
+}
+
+function bucketBleu(catalog, name, bucket) {
+  const info = name && catalog.info(name);
+  const rows = (info && info.metrics && info.metrics.bleu_by_length) || [];
+  const row = rows.find((r) => r.bucket === bucket);
+  return row ? row.bleu : null;
+}
+
+/** "lag 20", or "no lag tried (up to 100)" when a cell stayed above chance everywhere. */
+function lagFacts(longLag) {
+  const facts = {};
+  if (!longLag) return facts;
+  for (const [filler, cells] of Object.entries(longLag.chance_lag || {})) {
+    const tried = longLag.runs.filter((r) => r.filler === filler).map((r) => r.lag);
+    for (const [cell, lag] of Object.entries(cells)) {
+      facts[`lag-${filler}-${cell}`] = lag === null ? `no lag tried (up to ${Math.max(...tried)})` : `a lag of ${lag}`;
+    }
+  }
+  facts["lag-steps"] = String(longLag.max_steps);
+  return facts;
+}
+
+/** Write the facts into the elements marked data-fact="name" below `root` (as text). */
+export function fillStory(root, facts) {
+  for (const node of root.querySelectorAll("[data-fact]")) {
+    const value = facts[node.dataset.fact];
+    node.textContent = value === undefined ? "–" : value;
+  }
+}
