@@ -88,9 +88,12 @@ function lagFacts(longLag) {
   if (!longLag) return facts;
   for (const [filler, cells] of Object.entries(longLag.chance_lag || {})) {
     const tried = longLag.runs.filter((r) => r.filler === filler).map((r) => r.lag);
+    const beyond = Math.max(...tried) + 1; // "never at chance" ranks past every lag tried
     for (const [cell, lag] of Object.entries(cells)) {
       facts[`lag-${filler}-${cell}`] = lag === null ? `no lag tried (up to ${Math.max(...tried)})` : `a lag of ${lag}`;
     }
+    const [rnn, lstm] = [cells.rnn ?? beyond, cells.lstm ?? beyond];
+    facts[`lag-${filler}-holds`] = rnn > lstm ? "the RNN holds out longer" : rnn < lstm ? "the LSTM holds out longer" : "both hold out as long";
   }
   facts["lag-steps"] = String(longLag.max_steps);
   return facts;
