@@ -7,7 +7,7 @@ told to clients by GET /api/health."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -435,3 +435,58 @@ class LagGradients(BaseModel):
 
 class ErrorBody(BaseModel):
     detail: str
+
+
+SWITCHED_MODEL = Field(None, description="a model with positional and head switches (GET /api/models: "
+                                         "`switches`); default: the first loaded", examples=["transformer"])
+
+
+class ScalingRequest(TextRequest):
+    model: str | None = SWITCHED_MODEL
+    d_k: list[Annotated[int, Field(ge=1, le=4096)]] | None = Field(
+        None, min_length=1, max_length=16, description="widths of the sampled curves (default: 4, 8, 16, ..., "
+                                                       "1024)", examples=[[4, 16, 64, 256, 1024]])
+    keys: int = Field(16, ge=2, le=512, description="keys each sampled query is scored against")
+
+
+class SaturationPoint(BaseModel):
+    d_k: int
+    score_std: float = Field(description="standard deviation of the scores")
+    max_weight: float = Field(description="mean largest softmax weight (1/keys: uniform, 1: one-hot)")
+    entropy: float = Field(description="mean softmax entropy, nats (ln keys: uniform, 0: one-hot)")
+    gradient: float = Field(description="mean ||diag(p) - p p^T||_F, the softmax's Jacobian")
+
+
+class SampledCurves(BaseModel):
+    distribution: str = Field(description="how q and k were drawn")
+    keys: int
+    draws: int = Field(description="queries averaged over per point")
+    seed: int
+    d_k: list[int]
+    unscaled: list[SaturationPoint] = Field(description="scores q . k")
+    scaled: list[SaturationPoint] = Field(description="scores q . k / sqrt(d_k)")
+    at_model_d_k: dict[str, SaturationPoint] = Field(description="both variants at the model's d_k")
+
+
+class HeadSpread(BaseModel):
+    kind: Literal["encoder", "decoder", "cross"]
+    layer: int
+    head: int
+    d_k: int
+    raw_std: float = Field(description="std of q . k over the pairs the head may see")
+    scaled_std: float = Field(description="std of q . k / sqrt(d_k): what the model's softmax gets")
+    max_weight: float
+    entropy: float
+    gradient: float
+    unscaled_max_weight: float = Field(description="the same, had the model not divided by sqrt(d_k)")
+    unscaled_entropy: float
+    unscaled_gradient: float
+
+
+class Scaling(Translation):
+    d_k: int = Field(description="the model's d_k = d_model / heads")
+    definition: str
+    sampled: SampledCurves
+    heads: list[HeadSpread] = Field(description="the model's own queries and keys on the text, teacher-forced "
+                                                "on its greedy translation")
+    summary: dict[str, dict[str, float]] = Field(description="per kind: means of the head figures")

@@ -94,6 +94,22 @@ class DecoderLayer(nn.Module):
 
 
 @dataclass
+class AttentionCall:
+    """One attention sub-layer as a teacher-forced pass ran it (chapters 7 and 9): the module, the
+    layer-normed inputs it read, the mask and head switches it was given, and what it returned."""
+
+    kind: str  # "encoder", "decoder" (causal self-attention) or "cross"
+    layer: int
+    module: MultiHeadAttention  # the layer's own attention: its W_q, W_k, W_v, W_o
+    query_in: torch.Tensor  # (B, T_q, d): the normed residual stream the queries are read from
+    key_in: torch.Tensor  # (B, T_k, d): what the keys and values are read from
+    mask: torch.Tensor | None  # as the module got it: broadcasts to (B, [h,] T_q, T_k)
+    head_mask: torch.Tensor | None  # (h,), 0 for a switched-off head
+    output: torch.Tensor  # (B, T_q, d): the sub-layer's output, added to the residual stream
+    weights: torch.Tensor  # (B, h, T_q, T_k)
+
+
+@dataclass
 class TransformerMemory:
     states: torch.Tensor  # (B, S, d): encoder output
     mask: torch.Tensor | None  # (B, 1, S): True on real source tokens; None: no padding
@@ -185,6 +201,34 @@ class Transformer(nn.Module):
         logits = F.linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
+
+    def attention_calls(self, src, tgt_in, head_mask=None, positional=None) -> list[AttentionCall]:
+        """The pass `forward` makes (eval mode: dropout is the identity), sub-layer by sub-layer
+        through each layer's own modules, returning every attention call with its inputs instead
+        of only its weights: encoder layers, then per decoder layer its self- and cross-attention."""
+        calls: list[AttentionCall] = []
+
+        def attend(kind, layer, module, query_in, key_in, mask, row):
+            out, w = module(query_in, key_in, key_in, mask, row)
+            calls.append(AttentionCall(kind, layer, module, query_in, key_in, mask, row, out, w))
+            return out
+
+        mask = mask_if_needed((src != PAD_ID).unsqueeze(1))
+        x = self._embed(src, positional=positional)
+        for i, layer in enumerate(self.encoder_layers):
+            h = layer.norm1(x)
+            x = x + attend("encoder", i, layer.self_attn, h, h, mask, _row(head_mask, "encoder", i))
+            x = x + layer.ff(layer.norm2(x))
+        states = self.encoder_norm(x)
+        x = self._embed(tgt_in)
+        future = causal_mask(tgt_in.size(1), device=x.device) if tgt_in.size(1) > 1 else None
+        for i, layer in enumerate(self.decoder_layers):
+            h = layer.norm1(x)
+            x = x + attend("decoder", i, layer.self_attn, h, h, future, _row(head_mask, "decoder", i))
+            h = layer.norm2(x)
+            x = x + attend("cross", i, layer.cross_attn, h, states, mask, _row(head_mask, "cross", i))
+            x = x + layer.ff(layer.norm3(x))
+        return calls
 
     def forward(self, src, tgt_in, head_mask=None, positional=None) -> ModelOutput:
         memory, internals = self.encode_with_internals(src, head_mask, positional)

@@ -4,11 +4,12 @@ beam search under inference_mode. Translate and attention both build on `decode`
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from app.services.registry import LoadedModel
+from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.text import Source
 from models.decoding import Decoded, Stop, beam_search, greedy, greedy_tokens, max_target_len
 
@@ -84,3 +85,23 @@ def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_token
             return greedy(entry.model, source.ids, max_len=max_len, top_k=k, stop=stop, **kwargs)
         return beam_search(entry.model, source.ids, options.beam_size, max_len=max_len, top_k=k, stop=stop,
                            **kwargs)
+
+
+def pick_model(registry: ModelRegistry, name: str | None, fits: Callable[[LoadedModel], bool],
+               what: str) -> LoadedModel:
+    """Model `name`, which must fit (else an InvalidOptionError naming `model`); None: the first
+    loaded model that fits (none: UnknownModelError). `what` says what fits, for the messages."""
+    if name is not None:
+        entry = registry.get(name)
+        if not fits(entry):
+            raise InvalidOptionError("model", f"{name!r} is not {what}")
+        return entry
+    for entry in registry.models.values():
+        if fits(entry):
+            return entry
+    raise UnknownModelError(f"no {what} is loaded; loaded: {', '.join(registry.names) or 'none'}")
+
+
+def with_switches(entry: LoadedModel) -> bool:
+    """A model whose positional encoding and heads can be switched (the Transformer's chapters)."""
+    return entry.capabilities.switches
