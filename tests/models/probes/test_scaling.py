@@ -8,19 +8,11 @@ import math
 import pytest
 import torch
 
-from models.architectures import build
-from models.config import TransformerConfig
 from models.decoding import greedy
 from models.probes.scaling import model_scores, saturation, softmax_stats
+from tests.models.probes import tiny_transformer
 
 SRC = [5, 9, 4, 7, 11, 6]
-
-
-def _transformer():
-    torch.manual_seed(0)
-    config = TransformerConfig(vocab_size=60, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
-                               d_ff=64)
-    return build(config).eval()
 
 
 def test_unscaled_scores_spread_like_sqrt_dk_and_saturate_the_softmax():
@@ -50,7 +42,7 @@ def test_softmax_stats_are_the_definitions():
 
 
 def test_the_rebuilt_queries_and_keys_give_the_model_s_own_weights():
-    model = _transformer()
+    model = tiny_transformer()
     with torch.inference_mode():
         decoded = greedy(model, SRC, max_len=5)
     heads, weights = model_scores(model, SRC, decoded.tokens)

@@ -1,0 +1,15 @@
+from fastapi import APIRouter
+
+from app.dependencies import ClientGone, Registry
+from app.schemas import ErrorBody, Order, OrderRequest
+from app.services.order import order as shuffle
+
+router = APIRouter(prefix="/api", tags=["chapters"])
+
+
+@router.post("/order", response_model=Order, responses={404: {"model": ErrorBody}})
+def order(body: OrderRequest, registry: Registry, gone: ClientGone) -> dict:
+    """Chapter 8: shuffle the words; with positional encoding off the encoder's self-attention is the
+    original's permuted (to float rounding), with it on it is not. Also the sinusoidal table."""
+    return shuffle(registry, body.text, body.model, body.permutation, body.seed, body.layer, body.max_position,
+                   gone)
