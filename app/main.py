@@ -18,6 +18,7 @@ from app.disconnect import CancelOnDisconnect
 from app.routes import (
     compare,
     gradients,
+    heads,
     health,
     long_lag,
     maps,
@@ -65,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, pages):
+                   scaling, order, heads, pages):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)

@@ -209,6 +209,17 @@ def beam_search(
     return decoded
 
 
+def sequence_log_prob(model, src_ids: list[int], tokens: list[int], finished: bool = True, **options) -> float:
+    """log P(tokens [+ EOS when finished] | source) under `model` (with `options`), teacher-forced:
+    the sum beam search ranks by, over the same allowed pieces."""
+    src = _source(model, src_ids)
+    logits = _forward(model, src, tokens, options).logits[0]  # (T + 1, V)
+    log_probs = torch.log_softmax(_allowed(logits), dim=-1)
+    chosen = [*tokens, EOS_ID] if finished else tokens
+    index = torch.tensor(chosen, device=src.device)
+    return float(log_probs[torch.arange(len(chosen), device=src.device), index].double().sum())
+
+
 def _hypothesis(seq: list[int], log_prob: float, done: bool, alpha: float) -> Hypothesis:
     penalty = ((5 + len(seq) + int(done)) / 6) ** alpha
     return Hypothesis(tokens=seq, log_prob=log_prob, score=log_prob / penalty, finished=done)
