@@ -5,8 +5,9 @@ import { whenNear } from "./lazy.js";
 import { attentionTrace, baseLayout, draw, showEmpty, tokenAxis } from "./plots.js";
 
 export class AlignmentView {
-  /** One panel per model of `catalog.aligning`, in `container`. */
-  constructor(container, catalog) {
+  /** One panel per model of `catalog.aligning`, in `container`; `onRow(row)` when a row is clicked. */
+  constructor(container, catalog, onRow = () => {}) {
+    this.onRow = onRow;
     this.plots = new Map(catalog.aligning.map((m) => [m.name, plotPanel(m)]));
     container.replaceChildren(...[...this.plots.values()].map((div) => div.parentElement));
     if (!this.plots.size) {
@@ -17,7 +18,7 @@ export class AlignmentView {
   /** A model's answer for the latest text (models without a panel are not this view's). */
   showAnswer(name, answer) {
     const div = this.plots.get(name);
-    if (div) whenNear(div, () => drawAlignment(div, name, answer));
+    if (div) whenNear(div, () => drawAlignment(div, name, answer, this.onRow));
   }
 }
 
@@ -33,7 +34,7 @@ function plotPanel(model) {
   return div;
 }
 
-function drawAlignment(div, model, response) {
+function drawAlignment(div, model, response, onRow) {
   const map = response && response.maps.find((m) => m.kind === "cross");
   if (!map || !map.rows.length || !map.cols.length) {
     showEmpty(div, `${model} produced no attention for this sentence.`);
@@ -45,5 +46,12 @@ function drawAlignment(div, model, response) {
     xaxis: tokenAxis(map.cols, { title: { text: "source (French)", standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
     yaxis: tokenAxis(map.rows, { title: { text: "output (English)", standoff: 6 }, autorange: "reversed" }),
   });
-  draw(div, [trace], layout, `attention-${model}`);
+  draw(div, [trace], layout, `attention-${model}`, response);
+  if (!div.dataset.clickBound) {
+    div.dataset.clickBound = "1";
+    div.on("plotly_click", (event) => {
+      const point = event.points && event.points[0];
+      if (point) onRow(point.y); // a row is an output word: chapter 5 looks at it closely
+    });
+  }
 }

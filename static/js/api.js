@@ -110,3 +110,14 @@ export const gradients = (text, length, signal) =>
 export const longLag = (signal) => request("GET", "/api/long-lag", undefined, signal);
 export const lagGradients = (lag, filler, signal) =>
   request("POST", "/api/long-lag/gradients", { lag, filler }, signal);
+/** Chapter 1: every model's training log, and (GET /api/models) where each checkpoint was kept. */
+export const curves = (signal) => request("GET", "/api/curves", undefined, signal);
+/** Chapter 2: the plain RNN's encoder states on `text`. */
+export const recurrence = (text, signal) => request("POST", "/api/recurrence", { text }, signal);
+/** Chapter 5: output piece `row`'s scores, weights, softmax(e / T) and blend for `model`. */
+export const scores = (text, model, row, temperature, signal) =>
+  request("POST", "/api/scores", { text, model, row, temperature }, signal);
+/** Chapter 6: encoder time against length (`lengths` null: the server's), and its progress. */
+export const timing = (lengths, refresh, signal) =>
+  request("POST", "/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
+export const timingStatus = (signal) => request("GET", "/api/timing/status", undefined, signal);

@@ -62,7 +62,7 @@ export class BleuChart {
         fillcolor: "rgba(43,68,201,0.08)", line: { width: 0 }, layer: "below",
       }],
     });
-    draw(this.div, this.lines(selected), layout, "bleu-by-length");
+    draw(this.div, this.lines(selected), layout, "bleu-by-length", this.catalog.models);
   }
 
   lines(selected) {

@@ -5,6 +5,7 @@
 import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { headline } from "./recap.js";
 import { FACTORS, drawStepFactors } from "./step-factors.js";
 import { fillStory, storyFacts } from "./vanishing-story.js";
 
@@ -58,7 +59,11 @@ export class GradientsView {
 
   /** Every data-fact of the chapter, from the answers so far ("–" for what is not measured yet). */
   tell() {
-    fillStory($("gradients"), storyFacts(this.answer, this.catalog, this.longLag));
+    const facts = storyFacts(this.answer, this.catalog, this.longLag);
+    fillStory($("gradients"), facts);
+    if (this.answer) {
+      headline(3, `${facts.distance} pieces back, ${facts.plain} keeps ${facts["plain-trained"]} of the last piece's gradient, ${facts.gated} ${facts["gated-trained"]}.`);
+    }
   }
 
   drawFactors() {
@@ -98,7 +103,7 @@ function drawGradients(div, response, catalog) {
     yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
     legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
-  draw(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`);
+  draw(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`, response);
 }
 
 /**
@@ -160,5 +165,5 @@ function drawGates(div, response, view, model) {
     },
   });
   div.dataset.view = view;
-  draw(div, [trace], layout, `${model}-gates-${view}`);
+  draw(div, [trace], layout, `${model}-gates-${view}`, response);
 }

@@ -99,7 +99,7 @@ function drawHeadGrid(div, model, response, kind, selected, onPick) {
   });
   div.dataset.kind = kind;
   div.dataset.tile = `${rows}x${cols}`;
-  draw(div, [trace], layout, `${model}-${kind}-heads`);
+  draw(div, [trace], layout, `${model}-${kind}-heads`, response);
   if (!div.dataset.clickBound) {
     div.dataset.clickBound = "1";
     div.on("plotly_click", (event) => {
@@ -128,7 +128,7 @@ function drawHeadDetail(div, model, response, kind, layer, head) {
     yaxis: tokenAxis(map.rows, { title: { text: plotText(yTitle), standoff: 6 }, autorange: "reversed" }),
   });
   div.dataset.kind = kind;
-  draw(div, [trace], layout, `${model}-${kind}-L${layer + 1}H${head + 1}`);
+  draw(div, [trace], layout, `${model}-${kind}-L${layer + 1}H${head + 1}`, response);
 }
 
 /**

@@ -89,7 +89,7 @@ export function drawAccuracy(div, results, state) {
     annotations: [{ xref: "paper", x: 1, xanchor: "right", y: results.chance, yanchor: "bottom", text: "chance", showarrow: false, font: { size: 11, color: "#667085" } }],
   });
   div.dataset.filler = state.filler;
-  draw(div, data, layout, `long-lag-accuracy-${state.filler}`);
+  draw(div, data, layout, `long-lag-accuracy-${state.filler}`, results);
 }
 
 /** The tiny models' gradient curves at one lag: trained solid, at initialization dotted. */
@@ -109,5 +109,5 @@ export function drawLagGradients(div, answer) {
     shapes: [{ type: "line", xref: "x", yref: "paper", x0: signal, x1: signal, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } }],
   });
   div.dataset.lag = String(answer.lag);
-  draw(div, data, layout, `long-lag-gradients-${answer.filler}-${answer.lag}`);
+  draw(div, data, layout, `long-lag-gradients-${answer.filler}-${answer.lag}`, answer);
 }

@@ -5,6 +5,7 @@ import * as api from "./api.js";
 import { AlignmentView } from "./alignment.js";
 import { BleuChart, bucketOf } from "./bleu.js";
 import { loadCatalog } from "./catalog.js";
+import { Chapters } from "./chapters.js";
 import { Composer, describeError, say } from "./composer.js";
 import { $ } from "./dom.js";
 import { GradientsView } from "./gradients.js";
@@ -12,7 +13,12 @@ import { HeadsView } from "./heads.js";
 import { whenNear } from "./lazy.js";
 import { LongLagView } from "./long-lag.js";
 import { showEmpty } from "./plots.js";
+import { headline } from "./recap.js";
+import { RecurrenceView } from "./recurrence.js";
 import { Requests } from "./requests.js";
+import { ScoresView } from "./scores.js";
+import { TimingView } from "./timing.js";
+import { TrainingView } from "./training.js";
 import { TranslationCards } from "./translations.js";
 import { UrlState } from "./url-state.js";
 
@@ -41,6 +47,7 @@ function update(lab) {
   const failures = [];
   cards.setBucket(bucketOf(page.text));
   lab.bleu.show(bucketOf(page.text), page.model);
+  bottleneckHeadline(lab.catalog, bucketOf(page.text));
   // asked while typing already (an example picked is asked here)
   const answers = requests.ahead(page.text, heaviestFirst(lab));
   const jobs = lab.catalog.names.map(async (name) => {
@@ -48,7 +55,7 @@ function update(lab) {
     try {
       const answer = await round.wait(answers.get(name));
       if (!round.current) return;
-      for (const view of [cards, lab.alignment, lab.heads]) view.showAnswer(name, answer);
+      for (const view of [cards, lab.alignment, lab.heads, lab.scores]) view.showAnswer(name, answer);
     } catch (error) {
       if (api.isAbort(error) || !round.current) return;
       failures.push(`${name}: ${describeError(error)}`);
@@ -58,6 +65,7 @@ function update(lab) {
   // the gradient experiment is the heaviest request: it runs only once its plots are near the screen
   const measure = () => updateGradients(lab, failures);
   jobs.push(whenNear($("grad-plot"), measure, () => updateGradients(lab, []).then(sayIfFailed)));
+  jobs.push(whenNear($("recurrence-plot"), () => updateRecurrence(lab, failures), () => updateRecurrence(lab, [])));
   Promise.all(jobs).then(() => {
     if (!round.current) return;
     say(failures.length ? `Some views could not update (${failures.join("; ")}). The others show your latest sentence.` : null, "error");
@@ -77,6 +85,36 @@ async function updateGradients(lab, failures) {
     if (!api.isAbort(error) && round.current) failures.push(`gradients: ${describeError(error)}`);
   }
   return failures;
+}
+
+/** Chapter 2: the plain RNN reading the text (a newer text's request replaces it). */
+async function updateRecurrence(lab, failures) {
+  const { page, composer } = lab;
+  if (composer.problem(page.text)) return failures;
+  lab.recurrenceAsk?.abort();
+  const ask = new AbortController();
+  lab.recurrenceAsk = ask;
+  try {
+    const answer = await api.recurrence(page.text.trim(), ask.signal);
+    if (!ask.signal.aborted) lab.recurrence.show(answer);
+  } catch (error) {
+    if (api.isAbort(error)) return failures;
+    const why = error instanceof api.ApiError && error.status === 404 ? "no plain recurrent model is loaded" : describeError(error);
+    showEmpty($("recurrence-plot"), `The recurrence could not be shown (${why}).`);
+    failures.push(`recurrence: ${why}`);
+  }
+  return failures;
+}
+
+/** Chapter 4's headline: in the typed sentence's length bucket, the best BLEU without and with attention. */
+function bottleneckHeadline(catalog, bucket) {
+  const best = (has) => catalog.models.filter(has).map((m) => {
+    const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket);
+    return row ? { name: m.name, bleu: row.bleu } : null;
+  }).filter(Boolean).sort((a, b) => b.bleu - a.bleu)[0];
+  const [squeezed, looking] = [best((m) => !m.cross_attention), best((m) => m.cross_attention)];
+  const say = (b) => (b ? `${b.name} ${b.bleu.toFixed(1)}` : "none evaluated");
+  headline(4, `on test sentences of ${bucket.replace("-", "–")} words, best BLEU with one vector: ${say(squeezed)}; looking back: ${say(looking)}.`);
 }
 
 function sayIfFailed(failures) {
@@ -109,13 +147,21 @@ async function start() {
   });
   lab.cards.select(page.model);
   lab.bleu = new BleuChart($("bleu-plot"), catalog);
-  lab.alignment = new AlignmentView($("alignment-plots"), catalog);
+  lab.scores = new ScoresView(catalog, page, (state) => page.set(state));
+  lab.alignment = new AlignmentView($("alignment-plots"), catalog, (row) => lab.scores.pick(row));
   lab.heads = new HeadsView(catalog, page, page.model, (selection) => page.set(selection));
   const measureLater = debounce(() => updateGradients(lab, []).then(sayIfFailed), PAUSE_MS);
   lab.gradients = new GradientsView(catalog, page, (length) => {
     page.set({ length });
     measureLater();
   }, (factor) => page.set({ factor }));
+  lab.training = new TrainingView(catalog, page, (state) => page.set(state));
+  lab.training.load();
+  lab.recurrence = new RecurrenceView(page, (step) => page.set({ step }));
+  lab.timing = new TimingView(catalog, page);
+  const heads = catalog.withHeads[0];
+  if (heads) headline(9, `${heads.name} asks ${heads.layers * heads.heads} questions at once per attention kind: ${heads.layers} layers × ${heads.heads} heads.`);
+  lab.chapters = new Chapters(page);
   showLongLag(lab);
   update(lab);
 }

@@ -2,6 +2,8 @@
 // Plotly reads labels as a small HTML dialect (<b>, <br>, <a>...), so every string that comes
 // from the user or the models goes through `plotText` first.
 
+import { offerNumbers } from "./numbers.js";
+
 const Plotly = () => window.Plotly;
 
 /** Colour-blind-safe sequential scale for attention weights (0..1). */
@@ -156,12 +158,16 @@ function keyboardModebar(div) {
   }
 }
 
-/** Draw or redraw (Plotly.react reuses the existing plot), removing any placeholder. */
-export function draw(div, data, layout, filename) {
+/**
+ * Draw or redraw (Plotly.react reuses the existing plot), removing any placeholder. `numbers`:
+ * the JSON the API answered for what the figure shows, offered as "download the numbers".
+ */
+export function draw(div, data, layout, filename, numbers) {
   const empty = div.querySelector(":scope > .plot-empty");
   if (empty) empty.remove();
   div.dataset.state = "drawn";
   div.dataset.exportName = filename;
+  offerNumbers(div, numbers, filename);
   return Plotly().react(div, data, layout, plotConfig()).then(() => keyboardModebar(div));
 }
 
@@ -176,6 +182,7 @@ export function showEmpty(div, message) {
   }
   empty.textContent = message;
   div.dataset.state = "empty";
+  offerNumbers(div, undefined);
 }
 
 /** A heatmap of one attention map on integer axes, with both tokens and the weight on hover. */

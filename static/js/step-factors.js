@@ -36,5 +36,5 @@ export function drawStepFactors(div, answer, factor, catalog) {
     shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { color: "#8a93a6", dash: "dash", width: 1.5 } }],
   });
   div.dataset.factor = factor;
-  draw(div, data, layout, `step-factors-${factor}`);
+  draw(div, data, layout, `step-factors-${factor}`, answer);
 }

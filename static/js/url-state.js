@@ -1,12 +1,21 @@
 // What a reader can share: the page's state in the query string. Keys: text, model (the selected
 // card), kind (of attention in the heads view), head ("L.H", counted from 1), len (the gradient
 // experiment's input length), factor (its per-step view), filler and lag (the long-lag
-// experiment). A value the server's limits or catalogue do not allow is ignored.
+// experiment); ch (the chapter in view, its number in the story), curve and x (chapter 1's
+// quantity and axis), show (chapter 1's one model, empty: all), step (chapter 2's piece, from 0),
+// row and temp (chapter 5's output word, from 0, and temperature), tlen (chapter 6's lengths,
+// comma-separated; absent: the server's). A value the server's limits or catalogue do not allow
+// is ignored.
 import { KINDS } from "./heads.js";
 import { FACTORS } from "./step-factors.js";
 
 const DEFAULT_TEXT = "Je mange du pain.";
 const DEFAULT_LENGTH = 80;
+/** Chapter 5's temperature slider: its ends. */
+export const TEMPERATURES = [0.05, 20];
+
+/** A count from 0 (a step, a row), or 0 when `value` is not one. */
+const count = (value) => (/^\d+$/.test(value || "") ? Number(value) : 0);
 
 export class UrlState {
   /** The state `search` (location.search) gives, checked against `catalog`. */
@@ -28,6 +37,17 @@ export class UrlState {
     // checked against the long-lag results once they arrive (long-lag.js)
     this.filler = q.get("filler") || "blank";
     this.lag = Number(q.get("lag")) || null;
+    const chapters = [...document.querySelectorAll("section[data-chapter]")].map((s) => s.dataset.chapter);
+    this.ch = chapters.includes(q.get("ch")) ? q.get("ch") : null;
+    this.curve = q.get("curve") === "bleu" ? "bleu" : "loss";
+    this.x = q.get("x") === "minutes" ? "minutes" : "step";
+    this.show = catalog.info(q.get("show")) ? q.get("show") : "";
+    this.step = count(q.get("step"));
+    this.row = count(q.get("row"));
+    const temp = Number(q.get("temp"));
+    this.temp = q.has("temp") && temp >= TEMPERATURES[0] && temp <= TEMPERATURES[1] ? temp : 1;
+    const lengths = (q.get("tlen") || "").split(",").map(Number);
+    this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
   }
 
   /** Change some keys and write them to the URL (in place: typing would flood the back button). */
@@ -36,7 +56,10 @@ export class UrlState {
     const q = new URLSearchParams({
       text: this.text, model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
       len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
+      ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
+      row: String(this.row), temp: String(this.temp),
     });
+    if (this.tlen) q.set("tlen", this.tlen.join(","));
     history.replaceState(null, "", `${location.pathname}?${q}`);
   }
 }
