@@ -4,12 +4,16 @@ Both stop at end-of-sentence. Greedy search keeps every attention map and next-t
 distribution as it goes; beam search, whose surviving hypotheses reshuffle at every step, makes
 one teacher-forced pass over the chosen output afterwards. The decoder is causal, so both give
 exactly the numbers the search saw (up to float rounding).
+
+Both can start from a forced `prefix` of target ids (chapter 10's what-if): those are fed to the
+decoder as if chosen, kept verbatim, and the search continues after them. Beam search also records
+its `history`, the tree of hypotheses it considered step by step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +28,25 @@ class Hypothesis:
     log_prob: float  # sum of the log-probabilities of the tokens (and EOS when finished)
     score: float  # log_prob after the length penalty: what the beam ranks by
     finished: bool  # ended with EOS (False: stopped by the length limit)
+    node: tuple[int, int] | None = None  # (step, index) of its last node in Decoded.history
+
+
+KEPT, FINISHED, DROPPED, FORCED = "kept", "finished", "dropped", "forced"
+
+
+@dataclass
+class BeamNode:
+    """One hypothesis beam search considered at one step: its parent extended by `token`."""
+
+    token: int  # the piece added (EOS_ID: the hypothesis ends here)
+    parent: int | None  # index in the previous step's nodes (None at step 0: the empty hypothesis)
+    log_prob: float  # cumulative: the parent's log-prob plus this token's
+    score: float  # log_prob after the length penalty: what the beam ranks by
+    # kept: in the beam, extended at the next step (or in the final beam at the length limit);
+    # finished: ended with EOS, a candidate of the final beam; forced: a piece of the prefix;
+    # dropped: among the 2 x beam_size best extensions but not kept (the beam was full), or kept
+    # at a step after which the search stopped (enough hypotheses had finished)
+    status: str
 
 
 @dataclass
@@ -33,6 +56,7 @@ class Decoded:
     output: ModelOutput  # what the decoder computed reading [BOS] + tokens: T = len(tokens) + 1 positions
     top_k: list[list[tuple[int, float]]]  # per position: (token id, probability), best first
     beam: list[Hypothesis] = field(default_factory=list)  # beam search: the final beam
+    history: list[list[BeamNode]] = field(default_factory=list)  # beam search: per step, the nodes
 
 
 class Stopped(Exception):
@@ -113,12 +137,14 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
 
 
 def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, stop: Stop = None,
-           **options) -> Decoded:
+           prefix: Sequence[int] = (), **options) -> Decoded:
     """Greedy translation of one sentence, with its internals collected as the search runs (no
     second pass). `options` go to the model (e.g. `head_mask=` or `positional=` for the
-    Transformer)."""
+    Transformer). A `prefix` of target ids is fed as if chosen, then greedy search continues: the
+    output starts with it verbatim, and its maps and top-k cover prefix and continuation."""
     src = _source(model, src_ids)
     max_len = max_len or max_target_len(model, len(src_ids))
+    prefix = check_prefix(model, prefix, max_len)
     memory, internals = model.encode_with_internals(src, **options)
     tokens, steps, cache = [], [], None
     last, finished = BOS_ID, False
@@ -128,6 +154,10 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             break
+        if len(tokens) < len(prefix):  # forced: fed as if chosen
+            last = prefix[len(tokens)]
+            tokens.append(last)
+            continue
         last = int(_greedy_choice(logits))
         if last == EOS_ID:
             finished = True
@@ -162,51 +192,103 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
 
 def beam_search(
     model, src_ids: list[int], beam_size: int = 4, max_len: int | None = None, top_k: int = 5,
-    alpha: float = 0.6, stop: Stop = None, **options,
+    alpha: float = 0.6, stop: Stop = None, prefix: Sequence[int] = (), **options,
 ) -> Decoded:
     """Keep the `beam_size` best partial translations at every step (Sutskever et al. 2014).
 
     Scores are summed log-probabilities divided by the GNMT length penalty ((5 + n) / 6)^alpha,
-    so longer sentences are not punished merely for having more factors below 1.
+    so longer sentences are not punished merely for having more factors below 1. A `prefix` is
+    fed first, one forced node per step: every hypothesis starts with it, and its log-probability
+    counts. `Decoded.history` holds, per step, the 2 x beam_size best extensions considered.
     """
     if not 1 <= beam_size <= 8:
         raise ValueError("beam_size must be between 1 and 8")
     src = _source(model, src_ids)
     max_len = max_len or max_target_len(model, len(src_ids))
+    prefix = check_prefix(model, prefix, max_len)
     memory = _encode(model, src, options)
     device = src.device
     alive: list[tuple[list[int], float]] = [([], 0.0)]
+    nodes: list[int | None] = [None]  # per alive hypothesis: its node in the last step of history
     finished: list[Hypothesis] = []
+    history: list[list[BeamNode]] = []
     cache = None
-    for _ in range(max_len):
+
+    def step_log_probs():
+        nonlocal cache
         _check(stop)
         last = torch.tensor([[seq[-1] if seq else BOS_ID] for seq, _ in alive], device=device)
         logits, _, cache = model.decode(memory, last, cache)
-        log_probs = torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)
+        return torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)
+
+    for token in prefix:
+        seq, lp = alive[0]
+        total = float(torch.tensor([lp], device=device) + step_log_probs()[0, token])
+        history.append([BeamNode(token, nodes[0], total, _hypothesis([*seq, token], total, False, alpha).score,
+                                 FORCED)])
+        alive, nodes = [([*seq, token], total)], [0]
+    for _ in range(max_len - len(prefix)):
+        log_probs = step_log_probs()
         totals = torch.tensor([lp for _, lp in alive], device=device).unsqueeze(1) + log_probs
         best, flat = totals.view(-1).topk(min(2 * beam_size, totals.numel()))
-        next_alive, rows = [], []
+        next_alive, rows, step, kept = [], [], [], []
         for total, index in zip(best.tolist(), flat.tolist(), strict=True):
             row, token = divmod(index, log_probs.size(1))
             seq = alive[row][0]
-            if token == EOS_ID:
-                finished.append(_hypothesis(seq, total, True, alpha))
+            done = token == EOS_ID
+            hypothesis = _hypothesis(seq if done else [*seq, token], total, done, alpha)
+            if len(next_alive) == beam_size:  # the beam is full: considered, not kept
+                status = DROPPED
+            elif done:
+                status = FINISHED
+                hypothesis.node = (len(history), len(step))
+                finished.append(hypothesis)
             else:
-                next_alive.append((seq + [token], total))
+                status = KEPT
+                next_alive.append((hypothesis.tokens, total))
                 rows.append(row)
-            if len(next_alive) == beam_size:
-                break
+                kept.append(len(step))
+            step.append(BeamNode(token, nodes[row], total, hypothesis.score, status))
+        history.append(step)
         if len(finished) >= beam_size or not next_alive:
+            for i in kept:  # never extended: the search ends here
+                step[i].status = DROPPED
             break
         index = torch.tensor(rows, device=device)
-        memory, cache, alive = select_batch(memory, index), select_batch(cache, index), next_alive
+        memory, cache, alive, nodes = select_batch(memory, index), select_batch(cache, index), next_alive, kept
     else:
-        finished.extend(_hypothesis(seq, lp, False, alpha) for seq, lp in alive)
+        last_step = len(history) - 1
+        finished.extend(replace(_hypothesis(seq, lp, False, alpha), node=(last_step, node))
+                        for (seq, lp), node in zip(alive, nodes, strict=True))
     finished.sort(key=lambda c: c.score, reverse=True)
     best_c = finished[0]
     decoded = _finish(model, src, best_c.tokens, best_c.finished, top_k, options)
     decoded.beam = finished[:beam_size]
+    decoded.history = history
     return decoded
+
+
+def check_prefix(model, prefix: Sequence[int], max_len: int) -> list[int]:
+    """A forced prefix as a list of ids, each a piece the model may output (not padding, BOS or
+    EOS), at most `max_len` long; else ValueError."""
+    prefix = [int(t) for t in prefix]
+    vocab = model.config.vocab_size
+    bad = [t for t in prefix if not FIRST_ALLOWED <= t < vocab or t == EOS_ID]
+    if bad:
+        raise ValueError(f"prefix ids {bad} are not pieces the model can output")
+    if len(prefix) > max_len:
+        raise ValueError(f"prefix of {len(prefix)} pieces is longer than the output limit {max_len}")
+    return prefix
+
+
+def chosen_probabilities(decoded: Decoded) -> list[float]:
+    """The probability the model gave each chosen piece at its step (the tokens, then EOS when the
+    output finished), over the same allowed pieces as the top-k: a forced piece's own chance."""
+    chosen = [*decoded.tokens, EOS_ID] if decoded.finished else decoded.tokens
+    logits = decoded.output.logits[0, : len(chosen)]
+    probs = torch.softmax(_allowed(logits), dim=-1)
+    index = torch.tensor(chosen, device=probs.device, dtype=torch.long)
+    return probs[torch.arange(len(chosen), device=probs.device), index].tolist()
 
 
 def sequence_log_prob(model, src_ids: list[int], tokens: list[int], finished: bool = True, **options) -> float:

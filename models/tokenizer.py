@@ -40,6 +40,16 @@ class BPETokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.tok.id_to_token(i) for i in ids]
 
+    def piece_ids(self, pieces: Iterable[str]) -> list[int]:
+        """Ids of pieces spelt as `pieces` returns them ("▁I", "."): the inverse of `pieces`.
+        ValueError naming the pieces that are not in the vocabulary."""
+        pieces = list(pieces)
+        ids = [self.tok.token_to_id(p) for p in pieces]
+        unknown = [p for p, i in zip(pieces, ids, strict=True) if i is None]
+        if unknown:
+            raise ValueError(f"not pieces of the vocabulary: {unknown}")
+        return ids
+
     def decode(self, ids: Iterable[int]) -> str:
         """Text of piece ids; special tokens are dropped."""
         return self.tok.decode([int(i) for i in ids], skip_special_tokens=True)

@@ -31,6 +31,14 @@ def test_pieces_mark_word_starts(tokenizer):
     assert tokenizer.pieces(tokenizer.encode("I eat bread.")) == ["▁I", "▁eat", "▁bread", "."]
 
 
+def test_piece_ids_invert_pieces(tokenizer):
+    ids = tokenizer.encode("I eat bread.")
+    assert tokenizer.piece_ids(tokenizer.pieces(ids)) == ids
+    assert tokenizer.piece_ids(["<eos>"]) == [EOS_ID]
+    with pytest.raises(ValueError, match="eat"):
+        tokenizer.piece_ids(["▁I", "eat!!"])
+
+
 def test_unknown_characters_become_unk_and_decoding_drops_specials(tokenizer):
     ids = tokenizer.encode("Bonjour 🙂")
     assert UNK_ID in ids
