@@ -25,6 +25,7 @@ from app.routes import (
     models,
     order,
     pages,
+    predict,
     recurrence,
     scaling,
     scores,
@@ -66,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, pages):
+                   scaling, order, heads, predict, pages):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)
