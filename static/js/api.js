@@ -121,3 +121,9 @@ export const scores = (text, model, row, temperature, signal) =>
 export const timing = (lengths, refresh, signal) =>
   request("POST", "/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
 export const timingStatus = (signal) => request("GET", "/api/timing/status", undefined, signal);
+/** Chapter 7: softmax saturation against d_k, sampled and on the model's own scores. */
+export const scaling = (text, signal) => request("POST", "/api/scaling", { text }, signal);
+/** Chapter 8: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
+export const order = (text, seed, signal) => request("POST", "/api/order", { text, seed }, signal);
+/** Chapter 9: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
+export const heads = (text, headsOff, signal) => request("POST", "/api/heads", { text, heads_off: headsOff }, signal);

@@ -8,14 +8,17 @@ import { loadCatalog } from "./catalog.js";
 import { Chapters } from "./chapters.js";
 import { Composer, describeError, say } from "./composer.js";
 import { $ } from "./dom.js";
+import { Experiment } from "./experiment.js";
 import { GradientsView } from "./gradients.js";
 import { HeadsView } from "./heads.js";
 import { whenNear } from "./lazy.js";
 import { LongLagView } from "./long-lag.js";
+import { OrderView, askOrder } from "./order.js";
 import { showEmpty } from "./plots.js";
 import { headline } from "./recap.js";
 import { RecurrenceView } from "./recurrence.js";
 import { Requests } from "./requests.js";
+import { ScalingView } from "./scaling.js";
 import { ScoresView } from "./scores.js";
 import { TimingView } from "./timing.js";
 import { TrainingView } from "./training.js";
@@ -66,6 +69,8 @@ function update(lab) {
   const measure = () => updateGradients(lab, failures);
   jobs.push(whenNear($("grad-plot"), measure, () => updateGradients(lab, []).then(sayIfFailed)));
   jobs.push(whenNear($("recurrence-plot"), () => updateRecurrence(lab, failures), () => updateRecurrence(lab, [])));
+  // the chapter experiments: each asked once its figures come near the screen
+  for (const experiment of lab.experiments) jobs.push(experiment.update(page.text.trim()).then((f) => f && failures.push(f)));
   Promise.all(jobs).then(() => {
     if (!round.current) return;
     say(failures.length ? `Some views could not update (${failures.join("; ")}). The others show your latest sentence.` : null, "error");
@@ -159,11 +164,24 @@ async function start() {
   lab.training.load();
   lab.recurrence = new RecurrenceView(page, (step) => page.set({ step }));
   lab.timing = new TimingView(catalog, page);
+  lab.experiments = chapterExperiments(lab);
   const heads = catalog.withHeads[0];
   if (heads) headline(9, `${heads.name} asks ${heads.layers * heads.heads} questions at once per attention kind: ${heads.layers} layers × ${heads.heads} heads.`);
   lab.chapters = new Chapters(page);
   showLongLag(lab);
   update(lab);
+}
+
+/** Chapters 7 to 9's experiments on the text in the box (POST /api/scaling, /api/order, /api/heads). */
+function chapterExperiments(lab) {
+  const { page } = lab;
+  const scaling = new ScalingView();
+  const order = new OrderView(page, (state) => page.set(state), () => ordering.ask(page.text.trim()));
+  const ordering = new Experiment($("order-maps"), askOrder(page), (a) => order.show(a), [$("order-maps"), $("order-pe")], "order experiment");
+  return [
+    ordering,
+    new Experiment($("scaling-curves"), api.scaling, (a) => scaling.show(a), [$("scaling-curves"), $("scaling-heads")], "scaling experiment"),
+  ];
 }
 
 /** The long-lag experiment: its results once (they ship with the checkpoints), its figures when near. */

@@ -4,7 +4,7 @@
 // experiment); ch (the chapter in view, its number in the story), curve and x (chapter 1's
 // quantity and axis), show (chapter 1's one model, empty: all), step (chapter 2's piece, from 0),
 // row and temp (chapter 5's output word, from 0, and temperature), tlen (chapter 6's lengths,
-// comma-separated; absent: the server's). A value the server's limits or catalogue do not allow
+// comma-separated; absent: the server's), shuffle and ohead (chapter 8's seed and head, from 0). A value the server's limits or catalogue do not allow
 // is ignored.
 import { KINDS } from "./heads.js";
 import { FACTORS } from "./step-factors.js";
@@ -47,6 +47,8 @@ export class UrlState {
     const temp = Number(q.get("temp"));
     this.temp = q.has("temp") && temp >= TEMPERATURES[0] && temp <= TEMPERATURES[1] ? temp : 1;
     const lengths = (q.get("tlen") || "").split(",").map(Number);
+    this.shuffle = count(q.get("shuffle")) || 1;
+    this.ohead = count(q.get("ohead"));
     this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
   }
 
@@ -57,7 +59,7 @@ export class UrlState {
       text: this.text, model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
       len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
       ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
-      row: String(this.row), temp: String(this.temp),
+      row: String(this.row), temp: String(this.temp), shuffle: String(this.shuffle), ohead: String(this.ohead),
     });
     if (this.tlen) q.set("tlen", this.tlen.join(","));
     history.replaceState(null, "", `${location.pathname}?${q}`);

@@ -1,0 +1,35 @@
+// One chapter experiment: a POST asked for the text in the box when its figures come near the
+// screen (lazy.js), a newer ask aborting the older, the answer handed to `show`, a failure shown
+// in the chapter's figures.
+import * as api from "./api.js";
+import { whenNear } from "./lazy.js";
+import { showEmpty } from "./plots.js";
+
+export class Experiment {
+  /** `anchor`: the plot whose nearness starts it; `call(text, signal)`; `show(answer)`; `plots`: divs for a failure. */
+  constructor(anchor, call, show, plots, what) {
+    Object.assign(this, { anchor, call, show, plots, what });
+    this.controller = null;
+  }
+
+  /** Ask about `text` when the chapter is near; resolves to a failure line or null. */
+  update(text) {
+    return whenNear(this.anchor, () => this.ask(text), () => this.ask(text).then(() => null)) ?? Promise.resolve(null);
+  }
+
+  async ask(text) {
+    this.controller?.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    try {
+      const answer = await this.call(text, controller.signal);
+      if (!controller.signal.aborted) this.show(answer);
+      return null;
+    } catch (error) {
+      if (api.isAbort(error) || controller.signal.aborted) return null;
+      const why = error instanceof api.ApiError && error.status === 404 ? "no model for it is loaded" : error.message;
+      for (const div of this.plots) showEmpty(div, `The ${this.what} could not be shown (${why}).`);
+      return `${this.what}: ${why}`;
+    }
+  }
+}

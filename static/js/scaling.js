@@ -1,0 +1,89 @@
+// Chapter 7, scaling by sqrt(d_k): the softmax of q . k saturates as d_k grows (sampled N(0, 1)
+// vectors, POST /api/scaling), and dividing by sqrt(d_k) keeps it soft; the Transformer's own
+// heads on the typed sentence, their scores' spread with and without the scale. The prose is
+// filled from the answer: every number and every "larger" or "smaller" is computed here.
+import { $ } from "./dom.js";
+import { whenNear } from "./lazy.js";
+import { baseLayout, draw } from "./plots.js";
+import { headline } from "./recap.js";
+import { fillStory, fmt } from "./vanishing-story.js";
+
+const RAW = "#D55E00";
+const SCALED = "#0072B2";
+const QUANTITIES = [["max_weight", "largest weight"], ["entropy", "entropy (nats)"], ["gradient", "softmax gradient ‖J‖"]];
+
+const than = (a, b) => (a > b ? "larger" : a < b ? "smaller" : "the same");
+
+/** The facts the prose states, each a string. */
+export function scalingFacts(answer) {
+  const { sampled, d_k: dk, summary } = answer;
+  const [raw, scaled] = [sampled.at_model_d_k.unscaled, sampled.at_model_d_k.scaled];
+  const [first, last] = [sampled.unscaled[0], sampled.unscaled[sampled.unscaled.length - 1]];
+  const cross = summary.cross || summary.encoder;
+  return {
+    model: answer.model, "d-k": String(dk), keys: String(sampled.keys), draws: String(sampled.draws),
+    distribution: sampled.distribution,
+    "std-small-dk": String(first.d_k), "std-small": fmt(first.score_std),
+    "std-large-dk": String(last.d_k), "std-large": fmt(last.score_std),
+    "raw-max": fmt(raw.max_weight), "scaled-max": fmt(scaled.max_weight),
+    "raw-entropy": fmt(raw.entropy), "scaled-entropy": fmt(scaled.entropy), "max-entropy": fmt(Math.log(sampled.keys)),
+    "raw-gradient": fmt(raw.gradient), "scaled-gradient": fmt(scaled.gradient),
+    "gradient-direction": than(scaled.gradient, raw.gradient),
+    "heads-raw-std": fmt(cross.raw_std), "heads-scaled-std": fmt(cross.scaled_std),
+    "heads-raw-max": fmt(cross.unscaled_max_weight), "heads-scaled-max": fmt(cross.max_weight),
+    "heads-kind": summary.cross ? "cross-attention" : "encoder self-attention",
+  };
+}
+
+export class ScalingView {
+  show(answer) {
+    this.answer = answer;
+    const facts = scalingFacts(answer);
+    fillStory($("scaling-story"), facts);
+    headline(7, `at ${answer.model}'s d_k = ${answer.d_k}, random scores' largest softmax weight is ${facts["raw-max"]} unscaled, ${facts["scaled-max"]} divided by √d_k.`);
+    whenNear($("scaling-curves"), () => drawCurves($("scaling-curves"), answer));
+    whenNear($("scaling-heads"), () => drawHeads($("scaling-heads"), answer));
+  }
+}
+
+function drawCurves(div, answer) {
+  const { sampled, d_k: dk } = answer;
+  const data = [];
+  QUANTITIES.forEach(([key, label], i) => {
+    const axis = i ? String(i + 1) : "";
+    for (const [rows, name, color] of [[sampled.unscaled, "q · k", RAW], [sampled.scaled, "q · k / √d_k", SCALED]]) {
+      data.push({ type: "scatter", mode: "lines+markers", name, legendgroup: name, showlegend: i === 0, x: rows.map((r) => r.d_k),
+        y: rows.map((r) => r[key]), xaxis: `x${axis}`, yaxis: `y${axis}`, line: { color }, marker: { color, size: 6 },
+        hovertemplate: `d_k %{x}<br>${label}: %{y:.4g}<extra>${name}</extra>` });
+    }
+  });
+  const axes = {};
+  const shapes = [];
+  QUANTITIES.forEach(([, label], i) => {
+    const axis = i ? String(i + 1) : "";
+    const domain = [i / 3 + 0.02, (i + 1) / 3 - 0.05];
+    axes[`xaxis${axis}`] = { type: "log", domain, anchor: `y${axis}`, title: { text: "d_k" }, gridcolor: "#eceef3" };
+    axes[`yaxis${axis}`] = { anchor: `x${axis}`, title: { text: label, standoff: 4 }, gridcolor: "#eceef3", rangemode: "tozero" };
+    shapes.push({ type: "line", xref: `x${axis}`, yref: `y${axis} domain`, x0: dk, x1: dk, y0: 0, y1: 1,
+      line: { color: "#161b26", width: 1, dash: "dot" } });
+  });
+  const layout = baseLayout({ margin: { l: 48, r: 10, t: 30, b: 44 }, ...axes, shapes,
+    legend: { orientation: "h", x: 0, y: 1.12 },
+    annotations: [{ text: `the model's d_k = ${dk}`, xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
+  div.dataset.dk = String(dk);
+  draw(div, data, layout, `${answer.model}-scaling-sampled`, answer);
+}
+
+function drawHeads(div, answer) {
+  const heads = answer.heads;
+  const x = heads.map((_, i) => i);
+  const labels = heads.map((h) => `${h.kind} L${h.layer + 1} H${h.head + 1}`);
+  const bar = (name, key, color) => ({ type: "bar", name, x, y: heads.map((h) => h[key]), customdata: labels,
+    marker: { color }, hovertemplate: `%{customdata}<br>${name}: %{y:.4g}<extra></extra>` });
+  const layout = baseLayout({ margin: { l: 56, r: 10, t: 30, b: 90 }, barmode: "group",
+    legend: { orientation: "h", x: 0, y: 1.12 },
+    xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },
+    yaxis: { type: "log", title: { text: "std of the scores" }, gridcolor: "#eceef3" } });
+  draw(div, [bar("without the scale", "raw_std", RAW), bar("with the scale", "scaled_std", SCALED)], layout,
+    `${answer.model}-scaling-heads`, answer);
+}
