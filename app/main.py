@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -42,6 +43,8 @@ from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
 CLIENT_CLOSED_REQUEST = 499  # nginx's code for a client that left before its answer
+# What Python says when a NaN or an infinity reaches an integer conversion or the JSON encoder
+NON_FINITE = re.compile(r"float NaN|float infinity|Out of range float values")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -101,6 +104,17 @@ def add_error_handlers(app: FastAPI) -> None:
     def client_gone(request: Request, error: Exception) -> Response:
         # the client hung up before the answer was ready: nobody reads this reply
         return Response(status_code=CLIENT_CLOSED_REQUEST)
+
+    @app.exception_handler(ValueError)
+    def non_finite(request: Request, error: ValueError) -> JSONResponse:
+        # Weights checked at load cannot turn NaN, but a model may still overflow on an input: that
+        # is the model's fault, said plainly, not a 500. Any other ValueError is a bug (below).
+        if not NON_FINITE.search(str(error)):
+            raise error
+        log.error("non-finite model output on %s %s: %s", request.method, request.url.path, error)
+        return JSONResponse({"detail": "the model computed a non-finite value (NaN or infinity) on this "
+                                       "input, so it has no answer; its weights may be damaged"},
+                            status_code=503)
 
     @app.exception_handler(Exception)
     def unexpected(request: Request, error: Exception) -> JSONResponse:

@@ -87,7 +87,7 @@ class Health(BaseModel):
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
-         "unavailable": {"rnn": "FileNotFoundError: no checkpoint at checkpoints/rnn/model.safetensors"},
+         "unavailable": {"rnn": "CheckpointError: rnn/model.safetensors is missing"},
          "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200}}]})
 
 

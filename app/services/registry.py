@@ -120,9 +120,9 @@ class ModelRegistry:
 
 
 def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
-    if not (folder / checkpoint.WEIGHTS).exists():
-        raise FileNotFoundError(f"no checkpoint at {folder / checkpoint.WEIGHTS}")
-    model = checkpoint.load(folder, device)
+    if not folder.is_dir():
+        raise checkpoint.CheckpointError(f"no checkpoint: the folder {folder.name}/ is missing")
+    model = checkpoint.load(folder, device)  # checks the weights' sha256 and that they are finite
     for p in model.parameters():
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
     metrics = _read_or(checkpoint.read_metrics, folder, {})

@@ -53,3 +53,72 @@ def test_corrupt_weights_raise(tmp_path):
 def test_weights_are_readable_by_other_users(tmp_path):
     checkpoint.save(build(CONFIGS[0]), tmp_path)
     assert (tmp_path / checkpoint.WEIGHTS).stat().st_mode & 0o044 == 0o044
+
+
+def test_config_records_the_weights_sha256(tmp_path):
+    checkpoint.save(build(CONFIGS[0]), tmp_path)
+    meta = checkpoint.read_meta(tmp_path)
+    assert meta[checkpoint.SHA256] == checkpoint.sha256_of(tmp_path / checkpoint.WEIGHTS)
+    assert len(meta[checkpoint.SHA256]) == 64
+
+
+def test_shipped_configs_record_their_weights_sha256():
+    from models.architectures import MODEL_NAMES
+    from tests.tiny import ROOT
+
+    for name in MODEL_NAMES:
+        folder = ROOT / "checkpoints" / name
+        if (folder / checkpoint.WEIGHTS).exists():
+            recorded = checkpoint.read_meta(folder)[checkpoint.SHA256]
+            assert recorded == checkpoint.sha256_of(folder / checkpoint.WEIGHTS)
+
+
+def _flip_bytes(path, start=None, count=64):
+    raw = bytearray(path.read_bytes())
+    start = len(raw) // 2 if start is None else start
+    for i in range(start, start + count):
+        raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def test_altered_weights_of_the_same_size_are_refused_by_name(tmp_path):
+    folder = tmp_path / "lstm"
+    checkpoint.save(build(CONFIGS[1]), folder)
+    size = (folder / checkpoint.WEIGHTS).stat().st_size
+    _flip_bytes(folder / checkpoint.WEIGHTS)
+    assert (folder / checkpoint.WEIGHTS).stat().st_size == size
+    with pytest.raises(checkpoint.CheckpointError, match=r"lstm/model\.safetensors .*sha256"):
+        checkpoint.load(folder)
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("no config", r"lstm/config\.json is missing"),
+    ("config not json", r"lstm/config\.json is not a model config"),
+    ("config without model", r"lstm/config\.json is not a model config"),
+    ("no weights", r"lstm/model\.safetensors is missing"),
+    ("truncated", r"lstm/model\.safetensors is not a readable safetensors file"),
+    ("nan", r"lstm/model\.safetensors holds NaN or infinite weights"),
+])
+def test_every_load_failure_names_the_file_and_the_fault(tmp_path, damage, message):
+    folder = tmp_path / "lstm"
+    model = build(CONFIGS[1])
+    if damage == "nan":
+        with torch.no_grad():
+            next(model.parameters()).fill_(float("nan"))
+    checkpoint.save(model, folder)
+    weights, config = folder / checkpoint.WEIGHTS, folder / checkpoint.CONFIG
+    if damage == "no config":
+        config.unlink()
+    elif damage == "config not json":
+        config.write_text("{truncated")
+    elif damage == "config without model":
+        config.write_text("{}")
+    elif damage == "no weights":
+        weights.unlink()
+    elif damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:1000])
+        meta = checkpoint.read_meta(folder)
+        meta.pop(checkpoint.SHA256)  # an old checkpoint without the record: the reader still says why
+        checkpoint.write_json(config, meta)
+    with pytest.raises(checkpoint.CheckpointError, match=message):
+        checkpoint.load(folder)
