@@ -11,6 +11,7 @@ import { $ } from "./dom.js";
 import { Experiment } from "./experiment.js";
 import { GradientsView } from "./gradients.js";
 import { HeadsView } from "./heads.js";
+import { HeadsLab } from "./heads-lab.js";
 import { whenNear } from "./lazy.js";
 import { LongLagView } from "./long-lag.js";
 import { OrderView, askOrder } from "./order.js";
@@ -58,7 +59,7 @@ function update(lab) {
     try {
       const answer = await round.wait(answers.get(name));
       if (!round.current) return;
-      for (const view of [cards, lab.alignment, lab.heads, lab.scores]) view.showAnswer(name, answer);
+      for (const view of [cards, lab.alignment, lab.heads, lab.scores, lab.headsLab]) view.showAnswer(name, answer);
     } catch (error) {
       if (api.isAbort(error) || !round.current) return;
       failures.push(`${name}: ${describeError(error)}`);
@@ -149,12 +150,16 @@ async function start() {
     lab.cards.select(name);
     lab.bleu.show(bucketOf(page.text), name);
     lab.heads.follow(name);
+    lab.headsLab.refresh();
   });
   lab.cards.select(page.model);
   lab.bleu = new BleuChart($("bleu-plot"), catalog);
   lab.scores = new ScoresView(catalog, page, (state) => page.set(state));
   lab.alignment = new AlignmentView($("alignment-plots"), catalog, (row) => lab.scores.pick(row));
-  lab.heads = new HeadsView(catalog, page, page.model, (selection) => page.set(selection));
+  lab.heads = new HeadsView(catalog, page, page.model, (selection) => {
+    page.set(selection);
+    lab.headsLab?.refresh();
+  });
   const measureLater = debounce(() => updateGradients(lab, []).then(sayIfFailed), PAUSE_MS);
   lab.gradients = new GradientsView(catalog, page, (length) => {
     page.set({ length });
@@ -178,7 +183,12 @@ function chapterExperiments(lab) {
   const scaling = new ScalingView();
   const order = new OrderView(page, (state) => page.set(state), () => ordering.ask(page.text.trim()));
   const ordering = new Experiment($("order-maps"), askOrder(page), (a) => order.show(a), [$("order-maps"), $("order-pe")], "order experiment");
+  const heads = new HeadsLab(lab.heads, page, (state) => page.set(state), () => weighing.ask(page.text.trim()));
+  lab.headsLab = heads;
+  const weighing = new Experiment($("heads-contrib"), (text, signal) => api.heads(text, page.off, signal), (a) => heads.show(a),
+    [$("heads-contrib"), $("heads-ranking")], "heads experiment");
   return [
+    weighing,
     ordering,
     new Experiment($("scaling-curves"), api.scaling, (a) => scaling.show(a), [$("scaling-curves"), $("scaling-heads")], "scaling experiment"),
   ];

@@ -4,9 +4,12 @@
 // experiment); ch (the chapter in view, its number in the story), curve and x (chapter 1's
 // quantity and axis), show (chapter 1's one model, empty: all), step (chapter 2's piece, from 0),
 // row and temp (chapter 5's output word, from 0, and temperature), tlen (chapter 6's lengths,
-// comma-separated; absent: the server's), shuffle and ohead (chapter 8's seed and head, from 0). A value the server's limits or catalogue do not allow
+// comma-separated; absent: the server's), shuffle and ohead (chapter 8's seed and head, from 0),
+// off (chapter 9's heads switched off, "kind.L.H;..." counted from 1), rollout (1: shown) and sel
+// (the source pieces whose attention is summed, from 0, comma-separated). A value the server's limits or catalogue do not allow
 // is ignored.
 import { KINDS } from "./heads.js";
+import { offKey, parseOff } from "./heads-lab.js";
 import { FACTORS } from "./step-factors.js";
 
 const DEFAULT_TEXT = "Je mange du pain.";
@@ -49,6 +52,10 @@ export class UrlState {
     const lengths = (q.get("tlen") || "").split(",").map(Number);
     this.shuffle = count(q.get("shuffle")) || 1;
     this.ohead = count(q.get("ohead"));
+    const fits = (h) => catalog.withHeads.some((m) => h.layer < m.layers && h.head < m.heads);
+    this.off = parseOff(q.get("off")).filter(fits);
+    this.rollout = q.get("rollout") === "1";
+    this.sel = (q.get("sel") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number);
     this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
   }
 
@@ -60,6 +67,7 @@ export class UrlState {
       len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
       ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
       row: String(this.row), temp: String(this.temp), shuffle: String(this.shuffle), ohead: String(this.ohead),
+      off: this.off.map(offKey).join(";"), rollout: this.rollout ? "1" : "", sel: this.sel.join(","),
     });
     if (this.tlen) q.set("tlen", this.tlen.join(","));
     history.replaceState(null, "", `${location.pathname}?${q}`);

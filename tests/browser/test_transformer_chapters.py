@@ -85,3 +85,106 @@ def test_chapter_8_restores_its_seed_and_head_from_the_url(open_page, server):
     assert maps.evaluate("gd => gd.dataset.head") == "1"
     assert maps.evaluate("gd => gd.data[2].z") == answer["checks"]["pe_on"]["original"][1]
     assert problems.errors == []
+
+
+def with_heads(catalog) -> dict:
+    return next(m for m in catalog if "encoder" in m["attention_kinds"])
+
+
+def cell(page, testid: str, axis: str, x: float, y: float) -> list[float]:
+    """Where on the screen a heatmap's cell at data coordinates (x, y) of axes `axis` ('', '2', '3') is."""
+    return page.get_by_test_id(testid).evaluate(
+        """(gd, [axis, x, y]) => { const l = gd._fullLayout, xa = l['xaxis' + axis], ya = l['yaxis' + axis];
+           const box = gd.getBoundingClientRect();
+           return [box.left + xa._offset + xa.l2p(x), box.top + ya._offset + ya.l2p(y)]; }""", [axis, x, y])
+
+
+def click_cell(page, testid: str, axis: str, x: float, y: float) -> None:
+    page.mouse.click(*cell(page, testid, axis, x, y))
+
+
+def test_chapter_9_a_head_clicked_off_translates_again(open_page, server, catalog):
+    info = with_heads(catalog)
+    page, problems = open_page("?ch=9")
+    show(page, "heads-contrib")
+    layer, head = info["layers"] - 1, 0
+    click_cell(page, "heads-contrib", "3", head + 1, layer + 1)  # the cross heads' map, the third
+    key = f"cross.{layer + 1}.{head + 1}"
+    page.wait_for_function("k => new URLSearchParams(location.search).get('off') === k", arg=key)
+    page.wait_for_function("k => document.getElementById('heads-contrib').dataset.off === k", arg=key)
+    answer = post(server, "/api/heads", {"heads_off": [{"kind": "cross", "layer": layer, "head": head}]})
+    original = answer["effect"]["original"]
+    delta = original["log_prob_heads_off"] - original["log_prob_all_heads"]
+    effect = page.get_by_test_id("heads-effect")
+    assert float(effect.get_attribute("data-delta")) == pytest.approx(delta, abs=1e-9)
+    assert answer["effect"]["changed"]["translation"] in effect.inner_text()
+    changed = [i for i, t in enumerate(answer["effect"]["changed"]["tokens"])
+               if i >= len(original["tokens"]) or t != original["tokens"][i]]
+    assert page.locator("#heads-target mark").count() == len(changed)
+    off = page.get_by_test_id("heads-contrib").evaluate("gd => gd.data[2].text")
+    assert off[layer][head] == "off"
+    page.get_by_test_id("heads-toggle").click()  # the enlarged head (layer 1, head 1) goes off too
+    page.wait_for_function("document.getElementById('heads-contrib').dataset.off.split(';').length === 2")
+    assert page.get_by_test_id("heads-toggle").get_attribute("aria-pressed") == "true"
+    assert problems.errors == []
+
+
+def test_chapter_9_states_the_translation_heads_and_contributions(open_page, server):
+    page, problems = open_page("?ch=9")
+    ranking = show(page, "heads-ranking")
+    answer = post(server, "/api/heads", {})
+    scores = [r["score"] for r in answer["alignment"]["ranking"]]
+    assert ranking.evaluate("gd => gd.data[0].x") == scores
+    page.wait_for_function("document.querySelector('#heads-story [data-fact=top]').textContent.includes('L')")
+    top = answer["alignment"]["ranking"][0]
+    assert facts(page, "heads-story")["top"].startswith(f"L{top['layer'] + 1} H{top['head'] + 1}")
+    contrib = show(page, "heads-contrib")
+    cross = [c for c in answer["contributions"] if c["kind"] == "cross"]
+    z = contrib.evaluate("gd => gd.data[2].z")
+    assert all(z[c["layer"]][c["head"]] == c["mean"] for c in cross)
+    assert "align best" in page.locator("[data-recap='9']").inner_text()
+    assert problems.errors == []
+
+
+def test_chapter_9_rollout_hover_and_summed_selection(open_page, server):
+    page, problems = open_page("?ch=9")
+    show(page, "head-detail")
+    page.get_by_test_id("heads-rollout-toggle").check()
+    page.wait_for_function("new URLSearchParams(location.search).get('rollout') === '1'")
+    rollout = show(page, "heads-rollout")
+    answer = post(server, "/api/heads", {})
+    assert rollout.evaluate("gd => gd.data[0].z") == answer["rollout"][0]
+    assert all(sum(row) == pytest.approx(1, abs=1e-3) for row in answer["rollout"][0])
+    page.locator("#heads-source .token[data-index='1']").hover()
+    page.wait_for_function("document.documentElement.dataset.headsHover === 'source.1'")
+    assert page.locator("#heads-source .token--hover").get_attribute("data-index") == "1"
+    shapes = page.get_by_test_id("head-detail").evaluate("gd => gd.layout.shapes.map(s => [s.x0, s.x1])")
+    assert [0.5, 1.5] in shapes, "the cross map's column of the hovered source word is outlined"
+    assert rollout.evaluate("gd => gd.layout.shapes.length") == 2, "its row and its column in the rollout"
+    show(page, "head-detail")  # back on screen, for the pointer
+    for row in (0, 1):  # a hover on a map (the first move binds it): its column's source word
+        page.mouse.move(*cell(page, "head-detail", "", 2, row), steps=2)
+    page.wait_for_function("document.documentElement.dataset.headsHover === 'source.2'")
+    page.locator("#heads-source .token[data-index='0']").click()
+    page.locator("#heads-source .token[data-index='2']").click()
+    page.wait_for_function("new URLSearchParams(location.search).get('sel') === '0,2'")
+    summed = show(page, "heads-summed")
+    page.wait_for_function("document.getElementById('heads-summed').dataset.selected === '0,2'")
+    attention = post(server, "/api/attention", {"model": answer["model"]})
+    first = next(m for m in attention["maps"] if m["kind"] == "cross" and m["layer"] == 0 and m["head"] == 0)
+    expected = [row[0] + row[2] for row in first["weights"]]
+    assert summed.evaluate("gd => gd.data[0].y") == pytest.approx(expected)
+    assert problems.errors == []
+
+
+def test_chapter_9_restores_heads_off_rollout_and_selection(open_page, server):
+    page, problems = open_page("?ch=9&off=cross.1.2&rollout=1&sel=1")
+    assert in_view(page, "9")
+    contrib = show(page, "heads-contrib")
+    assert contrib.evaluate("gd => gd.data[2].text[0][1]") == "off"
+    assert page.get_by_test_id("heads-rollout-toggle").is_checked()
+    show(page, "heads-rollout")
+    page.wait_for_function("document.getElementById('heads-summed').dataset.selected === '1'")
+    assert "token--selected" in page.locator("#heads-source .token[data-index='1']").get_attribute("class")
+    assert page.get_by_test_id("heads-effect").get_attribute("data-delta") is not None
+    assert problems.errors == []

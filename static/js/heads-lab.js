@@ -1,0 +1,289 @@
+// Chapter 9's experiments on the heads (POST /api/heads): switch heads off and re-translate at
+// once (the changed words marked, the log-probability change stated), each head's contribution
+// through its share of W_o, the cross heads ranked by alignment with a recurrent model's, the
+// encoder's attention rollout, and linked views: hovering a token (in either text, or a row or
+// column of a map) highlights it everywhere in the chapter; clicking source words sums their
+// attention in the enlarged head.
+import { $, el } from "./dom.js";
+import { whenNear } from "./lazy.js";
+import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { headline } from "./recap.js";
+import { fillStory, fmt } from "./vanishing-story.js";
+
+const KINDS = ["encoder", "decoder", "cross"];
+const HIGHLIGHT = "#e8542f";
+/** Which text each axis of a map of each kind reads, and the offset of its first token there. */
+const SIDES = { cross: { rows: ["target", 0], cols: ["source", 0] }, encoder: { rows: ["source", 0], cols: ["source", 0] },
+  decoder: { rows: ["target", 0], cols: ["target", 1] } };
+
+/** "kind.layer.head" (counted from 1) <-> {kind, layer, head} (from 0): the URL's `off`. */
+export const offKey = (h) => `${h.kind}.${h.layer + 1}.${h.head + 1}`;
+export function parseOff(value) {
+  return (value || "").split(";").map((s) => /^(encoder|decoder|cross)\.(\d+)\.(\d+)$/.exec(s)).filter(Boolean)
+    .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
+}
+
+const headName = (h) => `${h.kind} L${h.layer + 1} H${h.head + 1}`;
+
+/** The prose's facts from /api/heads. */
+export function headsFacts(answer) {
+  const ranking = answer.alignment ? answer.alignment.ranking : [];
+  const cross = answer.contributions.filter((c) => c.kind === "cross" && !c.off);
+  const sharpest = cross.reduce((a, c) => (c.max_weight > a.max_weight ? c : a), cross[0]);
+  const strongest = cross.reduce((a, c) => (c.mean > a.mean ? c : a), cross[0]);
+  const top = ranking.slice(0, 3).map((r) => `L${r.layer + 1} H${r.head + 1} (${fmt(r.score)})`).join(", ");
+  return {
+    reference: answer.alignment ? answer.alignment.reference : "no reference model",
+    top: top || "–",
+    sharpest: sharpest ? headName(sharpest) : "–", "sharpest-weight": sharpest ? fmt(sharpest.max_weight) : "–",
+    "sharpest-adds": sharpest ? fmt(sharpest.mean) : "–",
+    strongest: strongest ? headName(strongest) : "–", "strongest-adds": strongest ? fmt(strongest.mean) : "–",
+    "strongest-weight": strongest ? fmt(strongest.max_weight) : "–",
+    "same-head": sharpest === strongest ? "the same head" : "not the same head: sharp attention is not a large effect",
+  };
+}
+
+export class HeadsLab {
+  /** `heads`: the HeadsView (its model, kind, layer, head, answers); `page`: the URL state (off, rollout, sel). */
+  constructor(heads, page, onChange, ask) {
+    Object.assign(this, { heads, page, onChange, ask });
+    this.hover = null; // {side, index}
+    this.answer = null;
+    const toggle = $("heads-rollout-toggle");
+    toggle.checked = page.rollout;
+    toggle.addEventListener("change", () => {
+      this.onChange({ rollout: toggle.checked });
+      this.drawRollout();
+    });
+    $("heads-toggle").addEventListener("click", () => this.toggle({ kind: heads.kind, layer: heads.layer, head: heads.head }));
+    for (const side of ["source", "target"]) {
+      const strip = $(`heads-${side}`);
+      strip.addEventListener("mouseover", (e) => e.target.dataset.index && this.highlight({ side, index: Number(e.target.dataset.index) }));
+      strip.addEventListener("mouseleave", () => this.highlight(null));
+    }
+    $("heads-source").addEventListener("click", (e) => {
+      if (!e.target.dataset.index) return;
+      const index = Number(e.target.dataset.index);
+      const sel = this.page.sel.includes(index) ? this.page.sel.filter((i) => i !== index) : [...this.page.sel, index].sort((a, b) => a - b);
+      this.onChange({ sel });
+      this.refresh();
+    });
+    for (const id of ["head-detail", "heads-rollout"]) this.hoverable($(id), id === "heads-rollout" ? "encoder" : null);
+  }
+
+  /** Plotly hover on a map: its column's token (the map's kind says which text); bound once it is a plot. */
+  hoverable(div, kind) {
+    div.addEventListener("mouseenter", () => {
+      if (div.dataset.hoverBound || !div.on) return;
+      div.dataset.hoverBound = "1";
+      div.on("plotly_hover", (event) => {
+        const point = event.points && event.points[0];
+        const k = kind || div.dataset.kind;
+        if (!point || !SIDES[k]) return;
+        const [side, offset] = SIDES[k].cols;
+        this.highlight({ side, index: point.x - offset });
+      });
+    });
+    // not plotly_unhover: redrawing the outline under the pointer unhovers it
+    div.addEventListener("mouseleave", () => this.highlight(null));
+  }
+
+  /** A model's /api/compare answer: the enlarged head's views follow the HeadsView's model. */
+  showAnswer(name) {
+    if (name === this.heads.model) this.refresh();
+  }
+
+  get off() {
+    return this.page.off;
+  }
+
+  toggle(h) {
+    const key = offKey(h);
+    const off = this.off.some((o) => offKey(o) === key) ? this.off.filter((o) => offKey(o) !== key) : [...this.off, h];
+    this.onChange({ off });
+    this.ask();
+  }
+
+  /** /api/heads answered for the text and the heads off. */
+  show(answer) {
+    this.answer = answer;
+    fillStory($("heads-story"), headsFacts(answer));
+    const ranking = answer.alignment ? answer.alignment.ranking : [];
+    if (ranking.length) headline(9, `the cross heads that align best with ${answer.alignment.reference}: ${headsFacts(answer).top}.`);
+    this.showTexts(answer);
+    this.showEffect(answer);
+    whenNear($("heads-contrib"), () => this.drawContributions(answer));
+    whenNear($("heads-ranking"), () => drawRanking($("heads-ranking"), answer));
+    this.refresh();
+  }
+
+  /** The HeadsView's selection or answer changed: the views that follow it. */
+  refresh() {
+    const key = offKey({ kind: this.heads.kind, layer: this.heads.layer, head: this.heads.head });
+    const isOff = this.off.some((o) => offKey(o) === key);
+    $("heads-toggle").textContent = isOff ? "Switch this head back on" : "Switch this head off";
+    $("heads-toggle").setAttribute("aria-pressed", String(isOff));
+    for (const span of $("heads-source").children) span.classList.toggle("token--selected", this.page.sel.includes(Number(span.dataset.index)));
+    this.drawRollout();
+    whenNear($("heads-summed"), () => this.drawSummed());
+  }
+
+  showTexts(answer) {
+    const strip = (id, tokens, marked) => $(id).replaceChildren(...tokens.map((t, i) => {
+      const span = el(marked && marked.has(i) ? "mark" : "span", "token", showToken(t));
+      span.dataset.index = String(i);
+      span.tabIndex = 0;
+      return span;
+    }));
+    strip("heads-source", answer.source_tokens);
+    strip("heads-target", answer.target_tokens, changedIndices(answer));
+  }
+
+  showEffect(answer) {
+    const line = $("heads-effect");
+    const effect = answer.effect;
+    if (!effect) {
+      line.textContent = "Every head is on. Click a head in the contributions map (or the button) to switch it off.";
+      line.dataset.changed = "";
+      return;
+    }
+    const { original, changed } = effect;
+    const delta = original.log_prob_heads_off - original.log_prob_all_heads;
+    line.dataset.changed = String(changedIndices(answer).size);
+    line.dataset.delta = String(delta);
+    line.textContent = `With ${answer.heads_off.map(headName).join(", ")} off: “${changed.translation}” (with every head: “${original.translation}”). ` +
+      `The log-probability of “${original.translation}” goes from ${fmt(original.log_prob_all_heads)} to ${fmt(original.log_prob_heads_off)} (${delta >= 0 ? "+" : ""}${fmt(delta)}).`;
+  }
+
+  /** Hover: the token outlined in both texts and every map of the chapter in view (shapes only). */
+  highlight(hover) {
+    this.hover = hover;
+    for (const side of ["source", "target"]) {
+      for (const span of $(`heads-${side}`).children) {
+        span.classList.toggle("token--hover", !!hover && hover.side === side && Number(span.dataset.index) === hover.index);
+      }
+    }
+    for (const [id, kind] of [["head-detail", null], ["heads-rollout", "encoder"]]) {
+      const div = $(id);
+      if (div.dataset.state !== "drawn" || div.dataset.stale) continue;
+      window.Plotly.relayout(div, { shapes: hoverShapes(kind || div.dataset.kind, hover) });
+    }
+    document.documentElement.dataset.headsHover = hover ? `${hover.side}.${hover.index}` : "";
+  }
+
+  drawContributions(answer) {
+    const div = $("heads-contrib");
+    const data = [];
+    const axes = {};
+    const present = KINDS.filter((k) => answer.contributions.some((c) => c.kind === k));
+    present.forEach((kind, i) => {
+      const rows = answer.contributions.filter((c) => c.kind === kind);
+      const layers = Math.max(...rows.map((c) => c.layer)) + 1;
+      const heads = Math.max(...rows.map((c) => c.head)) + 1;
+      const z = Array.from({ length: layers }, () => Array(heads).fill(null));
+      const text = Array.from({ length: layers }, () => Array(heads).fill(""));
+      for (const c of rows) {
+        z[c.layer][c.head] = c.mean;
+        text[c.layer][c.head] = c.off ? "off" : "";
+      }
+      const n = i ? String(i + 1) : "";
+      data.push({ type: "heatmap", z, text, texttemplate: "%{text}", name: kind, xaxis: `x${n}`, yaxis: `y${n}`, colorscale: WEIGHT_SCALE,
+        zmin: 0, showscale: false, xgap: 2, ygap: 2, meta: { colorbarTitle: "‖c_h W_o‖", kind },
+        hovertemplate: `${kind} layer %{y}, head %{x}<br>adds %{z:.3g} on average<br>click to switch off or on<extra></extra>`,
+        x: Array.from({ length: heads }, (_, h) => h + 1), y: Array.from({ length: layers }, (_, l) => l + 1) });
+      const gap = 0.06;
+      axes[`xaxis${n}`] = { domain: [i / present.length + gap / 2, (i + 1) / present.length - gap / 2], anchor: `y${n}`, dtick: 1,
+        title: { text: `${kind}: head` }, showgrid: false, zeroline: false };
+      axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : "layer" }, showgrid: false, zeroline: false };
+    });
+    div.dataset.off = this.off.map(offKey).join(";");
+    draw(div, data, baseLayout({ margin: { l: 44, r: 8, t: 8, b: 44 }, ...axes }), `${answer.model}-head-contributions`, answer);
+    if (!div.dataset.clickBound) {
+      div.dataset.clickBound = "1";
+      div.on("plotly_click", (event) => {
+        const point = event.points && event.points[0];
+        if (!point || point.z === null) return;
+        this.toggle({ kind: point.data.meta.kind, layer: point.y - 1, head: point.x - 1 });
+      });
+    }
+  }
+
+  drawRollout() {
+    const div = $("heads-rollout");
+    div.closest("figure").hidden = !this.page.rollout;
+    if (!this.page.rollout) showEmpty(div, "Tick “attention rollout” to show it.");
+    if (!this.page.rollout || !this.answer) return;
+    whenNear(div, () => {
+      const { rollout, source_tokens: tokens, model } = this.answer;
+      const layer = Math.min(this.heads.layer, rollout.length - 1);
+      const trace = attentionTrace({ weights: rollout[layer], rows: tokens, cols: tokens });
+      div.dataset.layer = String(layer);
+      draw(div, [trace], baseLayout({ margin: { l: 60, r: 12, t: 8, b: 60 }, shapes: hoverShapes("encoder", this.hover),
+        xaxis: tokenAxis(tokens, { tickangle: -45 }), yaxis: tokenAxis(tokens, { autorange: "reversed" }) }),
+      `${model}-rollout-L${layer + 1}`, this.answer);
+      $("heads-rollout-title").textContent = `Encoder rollout through layer ${layer + 1}`;
+    });
+  }
+
+  /** The enlarged head's rows, each the sum of its weights on the selected source pieces. */
+  drawSummed() {
+    const div = $("heads-summed");
+    const attention = this.heads.answers.get(this.heads.model);
+    const kind = this.heads.kind;
+    const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === this.heads.layer && m.head === this.heads.head);
+    if (!map || SIDES[kind].cols[0] !== "source") {
+      showEmpty(div, "Pick cross or encoder attention: their columns are the source words you can select.");
+      return;
+    }
+    const sel = this.page.sel.filter((j) => j < map.cols.length);
+    if (!sel.length) {
+      showEmpty(div, "Click source words above to sum the attention they receive.");
+      return;
+    }
+    const y = map.weights.map((row) => sel.reduce((s, j) => s + row[j], 0));
+    div.dataset.selected = sel.join(",");
+    draw(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
+      customdata: map.rows.map((t) => plotText(showToken(t))), hovertemplate: "<b>%{customdata}</b>: %{y:.3f}<extra></extra>" }],
+    baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: "summed weight" }, gridcolor: "#eceef3" } }),
+    `${this.heads.model}-${kind}-L${this.heads.layer + 1}H${this.heads.head + 1}-summed`, { map, selected: sel, summed: y });
+  }
+}
+
+/** Indices of the changed translation's pieces that differ from the original's at the same place. */
+function changedIndices(answer) {
+  if (!answer.effect) return new Set();
+  const [a, b] = [answer.effect.original.tokens, answer.effect.changed.tokens];
+  return new Set(b.map((t, i) => (t === a[i] ? -1 : i)).filter((i) => i >= 0));
+}
+
+/** Outline the hovered token's row and column in a map of `kind`. */
+function hoverShapes(kind, hover) {
+  if (!hover || !SIDES[kind]) return [];
+  const line = { color: HIGHLIGHT, width: 2 };
+  const shapes = [];
+  const [rowSide, rowOffset] = SIDES[kind].rows;
+  const [colSide, colOffset] = SIDES[kind].cols;
+  if (rowSide === hover.side) {
+    const y = hover.index + rowOffset;
+    shapes.push({ type: "rect", xref: "paper", x0: 0, x1: 1, y0: y - 0.5, y1: y + 0.5, line });
+  }
+  if (colSide === hover.side) {
+    const x = hover.index + colOffset;
+    shapes.push({ type: "rect", yref: "paper", y0: 0, y1: 1, x0: x - 0.5, x1: x + 0.5, line });
+  }
+  return shapes;
+}
+
+function drawRanking(div, answer) {
+  if (!answer.alignment) {
+    showEmpty(div, "No recurrent model with attention is loaded to compare the cross heads with.");
+    return;
+  }
+  const ranking = answer.alignment.ranking;
+  const labels = ranking.map((r) => `L${r.layer + 1} H${r.head + 1}${r.off ? " (off)" : ""}`);
+  draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: "#009E73" },
+    hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
+  baseLayout({ margin: { l: 90, r: 8, t: 8, b: 40 }, yaxis: { autorange: "reversed", type: "category" },
+    xaxis: { range: [0, 1], title: { text: `overlap with ${plotText(answer.alignment.reference)}'s alignment` }, gridcolor: "#eceef3" } }),
+  `${answer.model}-translation-heads`, answer.alignment);
+}
