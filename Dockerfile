@@ -78,6 +78,10 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=4).status != 200)"]
 
 # Server settings come from the environment: ATTENTION_LAB_* for the app (ATTENTION_LAB_DEVICE,
-# ATTENTION_LAB_CHECKPOINTS, ...) and UVICORN_* for uvicorn's own options (UVICORN_WORKERS,
-# UVICORN_LOG_LEVEL, ...). Host and port are fixed so the image, probes and manifests agree.
-CMD ["python", "-m", "uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8000"]
+# ATTENTION_LAB_CHECKPOINTS, ATTENTION_LAB_HEADER_TIMEOUT, ...) and UVICORN_* for uvicorn's own options
+# (UVICORN_WORKERS, UVICORN_LOG_LEVEL, ...). Host and port are fixed so the image, probes and manifests
+# agree. The limits for an open network are those of `make serve`: request heads within
+# ATTENTION_LAB_HEADER_TIMEOUT seconds (app/serving.py), idle keep-alive connections closed after 5 s,
+# at most 128 connections and tasks (more: 503), 256 waiting to be accepted.
+CMD ["python", "-m", "uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8000", \
+     "--http", "app.serving:H11", "--timeout-keep-alive", "5", "--limit-concurrency", "128", "--backlog", "256"]

@@ -39,6 +39,15 @@ class Settings(BaseSettings):
     # cores while the machine is otherwise quiet, one while other programs wait for the CPU
     # (app/services/cores.py); a number fixes it.
     torch_threads: int | None = Field(None, ge=1)
+    # Longest request body, in bytes: a longer one is 413 before it is parsed (app/guard.py). The
+    # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
+    max_body_bytes: int = Field(64 * 1024, ge=1024)
+    # Serve /docs and /redoc: FastAPI's pages load Swagger UI and ReDoc from a CDN, so they are off
+    # on a public server unless asked for. /openapi.json is always served.
+    docs: bool = False
+    # Seconds a client has to send a request's head (line and headers), from connecting or from the
+    # previous answer: slow senders cannot hold connections open (app/serving.py, uvicorn's --http).
+    header_timeout: float = Field(10.0, gt=0)
 
     @field_validator("models", mode="before")
     @classmethod

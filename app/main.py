@@ -5,17 +5,20 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
+from app.guard import BodyLimit, SecurityHeaders
 from app.routes import (
     compare,
     gradients,
@@ -45,6 +48,7 @@ log = logging.getLogger("attention_lab")
 CLIENT_CLOSED_REQUEST = 499  # nginx's code for a client that left before its answer
 # What Python says when a NaN or an infinity reaches an integer conversion or the JSON encoder
 NON_FINITE = re.compile(r"float NaN|float infinity|Out of range float values")
+ECHO_CHARS = 64  # a 422 shows at most this much of the value it refuses
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -64,11 +68,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Five translation models, from a plain RNN to a Transformer, and their internals.",
         version="1.0.0",
         lifespan=lifespan,
+        docs_url="/docs" if settings.docs else None,
+        redoc_url="/redoc" if settings.docs else None,
     )
     app.state.registry = None
     # Level 5, not the default 9: on a 4 MB attention payload 9 takes ~20x longer for ~5% less.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # outermost of ours: 413s get the headers too
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
                    scaling, order, heads, predict, pages):
         app.include_router(module.router)
@@ -85,6 +93,11 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NoResultsError)
     def unknown_model(request: Request, error: LookupError) -> JSONResponse:
         return JSONResponse({"detail": str(error.args[0])}, status_code=404)
+
+    @app.exception_handler(RequestValidationError)
+    def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        # FastAPI's own 422, with each refused value cut short: a 10 MB text is not sent back
+        return JSONResponse({"detail": [short_input(e) for e in error.errors()]}, status_code=422)
 
     @app.exception_handler(InvalidTextError)
     def invalid_text(request: Request, error: InvalidTextError) -> JSONResponse:
@@ -121,6 +134,24 @@ def add_error_handlers(app: FastAPI) -> None:
         log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
         return JSONResponse({"detail": f"internal error ({type(error).__name__}); please report it"},
                             status_code=500)
+
+
+def short_input(error: dict) -> dict:
+    """One validation error with `input` (and `ctx`) no longer than ECHO_CHARS once written as JSON:
+    a longer string is cut to its first ECHO_CHARS characters (marked with "..."), a longer list or
+    object is replaced by its JSON's first characters."""
+    error = dict(error)
+    error.pop("url", None)
+    for key in ("input", "ctx"):
+        if key not in error:
+            continue
+        value = error[key]
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        if len(text) > ECHO_CHARS:
+            error[key] = text[:ECHO_CHARS] + "..."
+        elif key == "ctx":
+            error[key] = json.loads(json.dumps(value, default=str))
+    return error
 
 
 def _invalid(field: str, message: str) -> JSONResponse:

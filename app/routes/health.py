@@ -15,3 +15,9 @@ def health(registry: Registry, response: Response) -> dict:
     if body["status"] != "ok":
         response.status_code = 503
     return body
+
+
+@router.head("/health", include_in_schema=False)
+def health_head(registry: Registry) -> Response:
+    """The same status as GET, without the body (monitors that only look at the code)."""
+    return Response(status_code=200 if catalog.health(registry)["status"] == "ok" else 503)

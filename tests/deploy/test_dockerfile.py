@@ -118,3 +118,16 @@ def test_dockerignore_keeps_environments_caches_git_and_training_state_out(docke
                           "checkpoints/transformer/model.safetensors", "checkpoints/transformer/config.json",
                           "checkpoints/transformer/metrics.json"]:
         assert not dockerignore_excludes(patterns, path), f"{path} is kept out of the build context"
+
+
+def test_the_image_and_make_serve_run_uvicorn_with_the_same_open_network_limits(dockerfile):
+    cmd = exec_form(_args(dockerfile, "CMD")[-1].args)
+    assert cli_option(cmd, "--http") == "app.serving:H11"  # heads within ATTENTION_LAB_HEADER_TIMEOUT
+    assert (ROOT / "app" / "serving.py").is_file()
+    assert 1 <= int(cli_option(cmd, "--timeout-keep-alive")) <= 30
+    assert int(cli_option(cmd, "--limit-concurrency")) >= 16
+    makefile = (ROOT / "Makefile").read_text()
+    limits = re.search(r"^UVICORN_LIMITS\s*:=\s*(.+)$", makefile, re.M).group(1).split()
+    for option in ("--http", "--timeout-keep-alive", "--limit-concurrency", "--backlog"):
+        assert cli_option(limits, option) == cli_option(cmd, option), option
+    assert "$(UVICORN_LIMITS)" in makefile
