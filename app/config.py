@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # Longest request body, in bytes: a longer one is 413 before it is parsed (app/guard.py). The
     # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
     max_body_bytes: int = Field(64 * 1024, ge=1024)
+    # Model requests (every POST under /api/) admitted at once per replica, running or waiting for the
+    # model thread; one more is 503 with Retry-After at once (app/admission.py).
+    queue_limit: int = Field(8, ge=1)
     # Serve /docs and /redoc: FastAPI's pages load Swagger UI and ReDoc from a CDN, so they are off
     # on a public server unless asked for. /openapi.json is always served.
     docs: bool = False

@@ -16,6 +16,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from app.admission import Admission
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
 from app.guard import BodyLimit, SecurityHeaders
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(Admission, limit=settings.queue_limit)  # before the body is read
     app.add_middleware(SecurityHeaders)  # outermost of ours: 413s get the headers too
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
                    scaling, order, heads, predict, pages):

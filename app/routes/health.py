@@ -8,7 +8,7 @@ router = APIRouter(prefix="/api", tags=["health"])
 
 
 @router.get("/health", response_model=Health, responses={503: {"model": Health}})
-def health(registry: Registry, response: Response) -> dict:
+async def health(registry: Registry, response: Response) -> dict:
     """Whether the server serves, on which device, and which models did not load (and why).
     503 when no model loaded at all, so load balancers and readiness probes keep traffic away."""
     body = catalog.health(registry)
@@ -18,6 +18,6 @@ def health(registry: Registry, response: Response) -> dict:
 
 
 @router.head("/health", include_in_schema=False)
-def health_head(registry: Registry) -> Response:
+async def health_head(registry: Registry) -> Response:
     """The same status as GET, without the body (monitors that only look at the code)."""
     return Response(status_code=200 if catalog.health(registry)["status"] == "ok" else 503)

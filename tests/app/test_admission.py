@@ -1,0 +1,56 @@
+"""Admission control: with the model thread busy and the queue full, health, the catalog and static
+files answer at once and one more model request is 503 with Retry-After."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi.testclient import TestClient
+
+from app.admission import Admission
+from app.main import create_app
+from tests.app.conftest import tiny_settings
+
+LIMIT = 3
+
+
+def _admission(app) -> Admission:
+    layer = app.middleware_stack
+    while not isinstance(layer, Admission):
+        layer = layer.app
+    return layer
+
+
+def test_health_answers_at_once_while_the_queue_is_full_and_more_model_work_is_503(tiny_checkpoints):
+    app = create_app(tiny_settings(tiny_checkpoints, queue_limit=LIMIT))
+    with TestClient(app) as client, ThreadPoolExecutor(LIMIT) as pool:
+        release = threading.Event()
+        blocker = app.state.registry.worker.submit(release.wait, 30)  # the model thread is busy
+        waiting = [pool.submit(client.post, "/api/translate", json={"text": f"Bonjour {i}.", "model": "rnn"})
+                   for i in range(LIMIT)]
+        admission = _admission(app)
+        deadline = time.monotonic() + 10
+        while admission.in_flight < LIMIT:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        try:
+            worst = 0.0
+            for path in ("/api/health", "/api/models", "/api/curves", "/static/js/api.js", "/"):
+                started = time.monotonic()
+                answer = client.get(path)
+                worst = max(worst, time.monotonic() - started)
+                assert answer.status_code == 200, path
+            assert worst < 1.0, f"worst {worst:.3f} s"
+            started = time.monotonic()
+            refused = client.post("/api/translate", json={"text": "Encore.", "model": "rnn"})
+            assert time.monotonic() - started < 1.0
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert "busy" in refused.json()["detail"]
+        finally:
+            release.set()
+        blocker.result(timeout=10)
+        assert [w.result(timeout=30).status_code for w in waiting] == [200] * LIMIT
+        assert admission.in_flight == 0
+        assert client.post("/api/translate", json={"text": "Encore.", "model": "rnn"}).status_code == 200
