@@ -16,6 +16,7 @@ import { whenNear } from "./lazy.js";
 import { LongLagView } from "./long-lag.js";
 import { OrderView, askOrder } from "./order.js";
 import { showEmpty } from "./plots.js";
+import { PredictView } from "./predict.js";
 import { headline } from "./recap.js";
 import { RecurrenceView } from "./recurrence.js";
 import { Requests } from "./requests.js";
@@ -177,7 +178,7 @@ async function start() {
   update(lab);
 }
 
-/** Chapters 7 to 9's experiments on the text in the box (POST /api/scaling, /api/order, /api/heads). */
+/** Chapters 7 to 10's experiments on the text in the box (POST /api/scaling, /api/order, /api/heads, /api/predict). */
 function chapterExperiments(lab) {
   const { page } = lab;
   const scaling = new ScalingView();
@@ -187,7 +188,10 @@ function chapterExperiments(lab) {
   lab.headsLab = heads;
   const weighing = new Experiment($("heads-contrib"), (text, signal) => api.heads(text, page.off, signal), (a) => heads.show(a),
     [$("heads-contrib"), $("heads-ranking")], "heads experiment");
+  const predict = new PredictView(lab.catalog, page, (state) => page.set(state));
+  const predicting = new Experiment($("predict-tree"), (text) => predict.ask(text), () => {}, [$("predict-tree")], "prediction");
   return [
+    predicting,
     weighing,
     ordering,
     new Experiment($("scaling-curves"), api.scaling, (a) => scaling.show(a), [$("scaling-curves"), $("scaling-heads")], "scaling experiment"),

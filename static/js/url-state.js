@@ -6,7 +6,8 @@
 // row and temp (chapter 5's output word, from 0, and temperature), tlen (chapter 6's lengths,
 // comma-separated; absent: the server's), shuffle and ohead (chapter 8's seed and head, from 0),
 // off (chapter 9's heads switched off, "kind.L.H;..." counted from 1), rollout (1: shown) and sel
-// (the source pieces whose attention is summed, from 0, comma-separated). A value the server's limits or catalogue do not allow
+// (the source pieces whose attention is summed, from 0, comma-separated); pmodel, beam and prefix
+// (chapter 10's model, beam size 1-8, forced pieces separated by spaces). A value the server's limits or catalogue do not allow
 // is ignored.
 import { KINDS } from "./heads.js";
 import { offKey, parseOff } from "./heads-lab.js";
@@ -56,6 +57,10 @@ export class UrlState {
     this.off = parseOff(q.get("off")).filter(fits);
     this.rollout = q.get("rollout") === "1";
     this.sel = (q.get("sel") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number);
+    this.pmodel = catalog.info(q.get("pmodel")) ? q.get("pmodel") : null;
+    const beam = Number(q.get("beam"));
+    this.beam = Number.isInteger(beam) && beam >= 1 && beam <= 8 ? beam : 1;
+    this.prefix = (q.get("prefix") || "").split(" ").filter(Boolean);
     this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
   }
 
@@ -68,6 +73,7 @@ export class UrlState {
       ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
       row: String(this.row), temp: String(this.temp), shuffle: String(this.shuffle), ohead: String(this.ohead),
       off: this.off.map(offKey).join(";"), rollout: this.rollout ? "1" : "", sel: this.sel.join(","),
+      pmodel: this.pmodel || "", beam: String(this.beam), prefix: this.prefix.join(" "),
     });
     if (this.tlen) q.set("tlen", this.tlen.join(","));
     history.replaceState(null, "", `${location.pathname}?${q}`);

@@ -99,7 +99,7 @@ class Problems:
 def browser_page(chromium, server):
     """One page for the whole session, loaded afresh by each test (`open_page`): a new page would
     start a new renderer, and its context's compiled-code cache makes reloading plotly.js cheap."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     page = context.new_page()
     yield page, Problems(page)
     context.close()

@@ -28,7 +28,8 @@ def figures(catalog) -> dict[str, list[str]]:
     return {"1": ["curves-plot"], "2": ["recurrence-plot", "recurrence-change"], "3": ["gradient-plot"],
             "4": ["bleu-plot"], "5": [f"attention-{first}", f"scores-{first}", f"blend-{first}"],
             "6": ["timing-plot"], "7": ["scaling-curves", "scaling-heads"],
-            "8": ["order-maps", "order-pe"], "9": ["heads-grid", "head-detail"], "11": []}
+            "8": ["order-maps", "order-pe"], "9": ["heads-grid", "head-detail"],
+            "10": ["predict-tree"], "11": []}
 
 
 def chapter_in_url(page, chapter: str) -> None:
@@ -49,7 +50,7 @@ def test_the_nav_opens_every_chapter_in_the_story_order(fresh_page, catalog):
     page, problems = fresh_page
     links = page.locator("#chapter-nav a[data-chapter]")
     chapters = links.evaluate_all("els => els.map(e => e.dataset.chapter)")
-    assert chapters == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "11"]
+    assert chapters == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
     sections = page.locator("main section[data-chapter]").evaluate_all("els => els.map(e => e.dataset.chapter)")
     assert sections == chapters
     for chapter, testids in figures(catalog).items():
@@ -223,7 +224,7 @@ def test_the_recap_links_every_chapter_with_its_headline(open_page, server):
     page, problems = open_page("?ch=11")
     assert in_view(page, "11")
     links = page.locator("#recap a[data-chapter]").evaluate_all("els => els.map(e => e.dataset.chapter)")
-    assert links == ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+    assert links == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
     placeholder = "Measured once you open the chapter."
     page.wait_for_function("t => document.querySelector('[data-recap=\"1\"]').textContent !== t",
                            arg=placeholder)

@@ -188,3 +188,52 @@ def test_chapter_9_restores_heads_off_rollout_and_selection(open_page, server):
     assert "token--selected" in page.locator("#heads-source .token[data-index='1']").get_attribute("class")
     assert page.get_by_test_id("heads-effect").get_attribute("data-delta") is not None
     assert problems.errors == []
+
+
+def test_chapter_10_top_k_beam_and_a_forced_prefix(open_page, server, catalog):
+    model = with_heads(catalog)["name"]
+    page, problems = open_page("?ch=10")
+    show(page, "predict-tree")
+    greedy = post(server, "/api/predict", {"model": model, "top_k": 5, "beam_size": 1})
+    table = page.get_by_test_id("predict-table")
+    page.wait_for_function("n => document.getElementById('predict-table').dataset.steps === n",
+                           arg=str(len(greedy["steps"])))
+    first = table.locator("tr").first.locator("button")
+    assert first.count() == len(greedy["steps"][0]["top"])
+    said = facts(page, "predict-story")
+    assert said["greedy"] == greedy["translation"]
+    assert number(said["first-probability"]) == pytest.approx(greedy["steps"][0]["probability"], rel=0.06)
+    beam = page.get_by_test_id("predict-beam")
+    beam.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("new URLSearchParams(location.search).get('beam') === '4'")
+    wide = post(server, "/api/predict", {"model": model, "top_k": 5, "beam_size": 4})
+    nodes = sum(len(step) for step in wide["tree"])
+    page.wait_for_function("n => document.getElementById('predict-tree').dataset.nodes === n", arg=str(nodes))
+    assert page.get_by_test_id("predict-candidates").locator("li").count() == len(wide["candidates"])
+    second = greedy["steps"][0]["top"][1]["token"]
+    first.nth(1).click()
+    page.wait_for_function("t => new URLSearchParams(location.search).get('prefix') === t", arg=second)
+    forced = post(server, "/api/predict", {"model": model, "top_k": 5, "beam_size": 1, "prefix": [second]})
+    page.wait_for_function("t => document.querySelector('#predict-story [data-fact=greedy]').textContent === t",
+                           arg=forced["translation"])
+    assert forced["target_tokens"][0] == second
+    assert "forced" in table.locator("tr").first.inner_text()
+    assert problems.errors == []
+
+
+def test_chapter_10_restores_model_beam_and_prefix(open_page, server, catalog):
+    model = with_heads(catalog)["name"]
+    forced = post(server, "/api/predict", {"model": model, "beam_size": 1})["target_tokens"][:1]
+    page, problems = open_page(f"?ch=10&pmodel={model}&beam=3&prefix={forced[0]}")
+    assert in_view(page, "10")
+    show(page, "predict-tree")
+    wide = post(server, "/api/predict", {"model": model, "beam_size": 3, "prefix": forced})
+    page.wait_for_function("n => document.getElementById('predict-tree').dataset.nodes === n",
+                           arg=str(sum(len(step) for step in wide["tree"])))
+    assert page.get_by_test_id("predict-beam").input_value() == "3"
+    assert page.get_by_test_id("predict-model").input_value() == model
+    assert "forced" in page.get_by_test_id("predict-table").locator("tr").first.inner_text()
+    chapter_in_url(page, "10")
+    assert problems.errors == []
