@@ -10,10 +10,11 @@ import logging
 import re
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
 from app.admission import Admission
@@ -37,6 +38,7 @@ from app.routes import (
     timing,
     translate,
 )
+from app.schemas import ErrorBody
 from app.services.inference import InvalidOptionError
 from app.services.long_lag import NoResultsError
 from app.services.registry import UnknownModelError, load_registry
@@ -81,10 +83,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # outermost of ours: 413s get the headers too
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
                    scaling, order, heads, predict, pages):
+        document_errors(module.router)
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)
     return app
+
+
+# What any model request (POST /api/...) may answer besides its own codes, so the schema lists them.
+MODEL_ERRORS = {
+    400: "the body is not UTF-8 JSON, or its Content-Length is not a number",
+    413: "the body is longer than the server's limit (ATTENTION_LAB_MAX_BODY_BYTES)",
+    499: "the client hung up before its answer was ready (nobody reads this reply)",
+    503: "too many model requests at once (Retry-After says when to try again), or the model computed "
+         "a non-finite value",
+}
+
+
+def document_errors(router: APIRouter) -> None:
+    for route in router.routes:
+        if isinstance(route, APIRoute) and "POST" in route.methods and route.path.startswith("/api/"):
+            for status, description in MODEL_ERRORS.items():
+                # a $ref, not "model": FastAPI reads a route's response models once, when it is made
+                route.responses.setdefault(status, {"description": description, "content": {
+                    "application/json": {"schema": {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}}}})
 
 
 def add_error_handlers(app: FastAPI) -> None:

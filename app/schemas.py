@@ -9,22 +9,45 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 EXAMPLE_TEXT = "Je mange du pain."
-Strict = ConfigDict(strict=True)  # "3" is not a beam size: wrong types are 422, never coerced
+# "3" is not a beam size: wrong types are 422, never coerced; a field the server does not know is
+# 422 too (a misspelt option would otherwise be ignored without a word)
+Strict = ConfigDict(strict=True, extra="forbid")
 
 
-class TextRequest(BaseModel):
+def _integral(value):
+    """Integral floats as ints, all through lists and objects: 3.0 is the integer 3 in JSON (and in
+    JSON Schema's "integer"), so a client that writes it gets what the schema promised; 3.5 and "3"
+    are still refused by the strict fields."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    return value
+
+
+class Request(BaseModel):
+    """A request body: strict types, no unknown fields, integral floats read as integers."""
+
     model_config = Strict
 
-    text: str = Field(description="French text, 1 to `limits.max_chars` (GET /api/health) characters "
-                                  "after trimming white space", examples=[EXAMPLE_TEXT])
+    @model_validator(mode="before")
+    @classmethod
+    def _integers(cls, data):
+        return _integral(data)
 
 
-class HeadSwitch(BaseModel):
-    model_config = Strict
+class TextRequest(Request):
+    text: str = Field(description="French text, 1 to `limits.max_chars` (GET /api/health; 500 by default) "
+                                  "characters after trimming white space, and again after NFKC normalisation; "
+                                  "checked by the server (422 naming `text`)", examples=[EXAMPLE_TEXT])
 
+
+class HeadSwitch(Request):
     kind: Literal["encoder", "decoder", "cross"]
     layer: int = Field(ge=0)
     head: int = Field(ge=0)
@@ -60,8 +83,9 @@ class GradientsRequest(TextRequest):
 
 
 class CompareRequest(TextRequest):
-    models: list[str] = Field([], max_length=8,
-                              description="models to run, in this order (default: every loaded model)",
+    models: list[str] = Field([], max_length=8, json_schema_extra={"uniqueItems": True},
+                              description="models to run, in this order, each at most once (default: every "
+                                          "loaded model)",
                               examples=[["transformer", "lstm-dot", "lstm-additive", "lstm", "rnn"]])
 
     @field_validator("models")
@@ -334,9 +358,7 @@ class Scores(Translation):
                    "context_norm": 10.2}}]})
 
 
-class TimingRequest(BaseModel):
-    model_config = Strict
-
+class TimingRequest(Request):
     lengths: list[int] | None = Field(None, max_length=64, description="input lengths in pieces, 2 to 16 "
                                       "different ones, each 1 to 2000 (default: 10, 18, 32, 56, 100, 178, "
                                       "316, 562, 1000)", examples=[[10, 100, 1000]])
@@ -394,9 +416,7 @@ class TimingStatus(BaseModel):
                                                 "none runs")
 
 
-class LagGradientsRequest(BaseModel):
-    model_config = Strict
-
+class LagGradientsRequest(Request):
     lag: int = Field(description="one of the lags the tiny models were trained at (GET /api/long-lag)")
     filler: Literal["blank", "noise"] = Field("blank", description="what fills the lag")
     initialized: bool = Field(True, description="also the same models before training")
@@ -611,11 +631,12 @@ class PredictedStep(Step):
 
 class BeamNodeOut(BaseModel):
     token: str = Field(description="the piece added to the parent (<eos>: the hypothesis ends)")
-    parent: int | None = Field(description="index in the previous step's nodes; null at step 0")
+    parent: int | None = Field(None, description="index in the previous step's nodes; absent (null) at step 0")
     log_prob: float = Field(description="cumulative log-probability")
     score: float = Field(description="log_prob after the length penalty")
     status: Literal["kept", "finished", "dropped", "forced"]
-    rank: int | None = Field(description="index in `candidates` of the hypothesis ending here, else null")
+    rank: int | None = Field(None, description="index in `candidates` of the hypothesis ending here, else "
+                                               "absent (null)")
 
 
 class Prediction(Translation):

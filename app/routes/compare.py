@@ -17,7 +17,8 @@ NDJSON = "application/x-ndjson"
     200: {"description": "One JSON object per line and per model, in the order asked, each sent as soon as "
                          "it is ready: what POST /api/attention answers for that model (`maps` is [] for "
                          "models without attention), or {\"model\", \"error\"} if that model failed.",
-          "content": {NDJSON: {"schema": Attention.model_json_schema()}}},
+          # a reference to the components' Attention (its own $defs would not resolve inside a path)
+          "content": {NDJSON: {"schema": {"$ref": f"#/components/schemas/{Attention.__name__}"}}}},
     404: {"model": ErrorBody}})
 def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
     """Every model (or those named) on one text, in one request: the page's way of asking."""

@@ -121,7 +121,8 @@ def test_longest_input_gets_every_map(short_client):
 def test_lone_surrogates_are_replaced_not_500(short_client, raw):
     """JSON escapes can name UTF-16 halves that are no character; they become U+FFFD (<unk>)."""
     for path in ("/api/translate", "/api/attention", "/api/gradients", "/api/compare"):
-        body = b'{"text": ' + raw + b', "model": "transformer"}'
+        model = b', "model": "transformer"' if path in ("/api/translate", "/api/attention") else b""
+        body = b'{"text": ' + raw + model + b"}"  # an undeclared field would be 422
         response = short_client.post(path, content=body, headers={"Content-Type": "application/json"})
         assert response.status_code == 200, (path, response.text)
 
@@ -130,3 +131,16 @@ def test_all_unknown_pieces_still_translate(client):
     body = client.post("/api/attention", json={"text": "😀🙃", "model": "transformer"}).json()
     assert set(body["source_tokens"]) <= {"<unk>", "▁"}
     assert body["maps"]
+
+
+def test_an_undeclared_field_is_422_naming_it(client):
+    response = client.post("/api/compare", json={"text": "Bonjour.", "model": "gpt"})
+    assert response.status_code == 422 and "model" in _locs(response)
+
+
+def test_integral_floats_are_integers_and_other_numbers_are_not(client):
+    ok = client.post("/api/translate", json={"text": "Bonjour.", "model": "rnn", "beam_size": 2.0})
+    assert ok.status_code == 200
+    for value in (2.5, "2", True):
+        bad = client.post("/api/translate", json={"text": "Bonjour.", "model": "rnn", "beam_size": value})
+        assert bad.status_code == 422, value
