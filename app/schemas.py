@@ -463,10 +463,11 @@ SWITCHED_MODEL = Field(None, description="a model with positional and head switc
 
 class ScalingRequest(TextRequest):
     model: str | None = SWITCHED_MODEL
-    d_k: list[Annotated[int, Field(ge=1, le=4096)]] | None = Field(
-        None, min_length=1, max_length=16, description="widths of the sampled curves (default: 4, 8, 16, ..., "
+    # bounds keep the worst request to seconds of work: draws x keys x d_k floats per width
+    d_k: list[Annotated[int, Field(ge=1, le=1024)]] | None = Field(
+        None, min_length=1, max_length=12, description="widths of the sampled curves (default: 4, 8, 16, ..., "
                                                        "1024)", examples=[[4, 16, 64, 256, 1024]])
-    keys: int = Field(16, ge=2, le=512, description="keys each sampled query is scored against")
+    keys: int = Field(16, ge=2, le=32, description="keys each sampled query is scored against")
 
 
 class SaturationPoint(BaseModel):
