@@ -43,8 +43,10 @@ class Settings(BaseSettings):
     # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
     max_body_bytes: int = Field(64 * 1024, ge=1024)
     # Model requests (every POST under /api/) admitted at once per replica, running or waiting for the
-    # model thread; one more is 503 with Retry-After at once (app/admission.py).
-    queue_limit: int = Field(8, ge=1)
+    # model thread; one more is 503 with Retry-After at once (app/admission.py). One reader's page
+    # has several in flight (every chapter near the screen, and typed texts whose aborted requests
+    # are still winding down): 8 refused a fast typist in the browser tests.
+    queue_limit: int = Field(32, ge=1)
     # Serve /docs and /redoc: FastAPI's pages load Swagger UI and ReDoc from a CDN, so they are off
     # on a public server unless asked for. /openapi.json is always served.
     docs: bool = False
