@@ -440,6 +440,7 @@ class LongLagResults(BaseModel):
     max_steps: int
     task: dict[str, int]
     runs: list[LagRun]
+    cells: list[str] = Field(description="the cells trained, in the story's order (plain first)")
     chance_lag: dict[str, dict[str, int | None]] = Field(
         description="per filler and cell, the shortest lag whose accuracy is within 3 standard errors "
                     "of chance (null: above chance at every lag tried)")

@@ -31,7 +31,7 @@ def results(registry: ModelRegistry) -> dict:
     runs = sorted(data["runs"], key=lambda r: (r["filler"], r["cell"], r["lag"]))
     fillers = sorted({r["filler"] for r in runs})
     chance = {f: {c: long_lag.chance_lag(data, f, c) for c in long_lag.CELLS} for f in fillers}
-    return {**data, "runs": runs, "task": task, "chance_lag": chance}
+    return {**data, "runs": runs, "task": task, "cells": list(long_lag.CELLS), "chance_lag": chance}
 
 
 def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", initialized: bool = True,

@@ -3,10 +3,14 @@
 // tiny models at the lag the reader picks, before and after training.
 import * as api from "./api.js";
 import { $ } from "./dom.js";
-import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
+import { MODEL_MARKERS, MODEL_PALETTE, baseLayout, draw, plotText, showEmpty } from "./plots.js";
 
-const CELL_COLOURS = { rnn: "#D55E00", lstm: "#0072B2" }; // the two cells, as in the gradient chart
-const LABEL = { rnn: "RNN", lstm: "LSTM" };
+/** The cells the server trained, in its order (GET /api/long-lag `cells`): colour, marker, label. */
+export function cellStyle(results, cell) {
+  const i = Math.max(0, (results.cells || []).indexOf(cell));
+  return { colour: MODEL_PALETTE[i % MODEL_PALETTE.length], marker: MODEL_MARKERS[i % MODEL_MARKERS.length],
+    label: plotText(cell.toUpperCase()) };
+}
 const WEIGHTS_DASH = { trained: "solid", initialized: "dot" };
 
 export class LongLagView {
@@ -52,7 +56,7 @@ export class LongLagView {
     this.controller = new AbortController();
     try {
       const answer = await api.lagGradients(this.state.lag, this.state.filler, this.controller.signal);
-      drawLagGradients($("lag-gradients"), answer);
+      drawLagGradients($("lag-gradients"), answer, this.results);
     } catch (error) {
       if (!api.isAbort(error)) showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${error.message}).`);
     }
@@ -62,15 +66,16 @@ export class LongLagView {
 /** Held-out accuracy against lag, one line per cell, chance as a band, the picked lag marked. */
 export function drawAccuracy(div, results, state) {
   const runs = results.runs.filter((r) => r.filler === state.filler);
-  const cells = Object.keys(LABEL).filter((cell) => runs.some((r) => r.cell === cell)); // the story's order
+  const cells = (results.cells || []).filter((cell) => runs.some((r) => r.cell === cell));
   const data = cells.map((cell) => {
     const mine = runs.filter((r) => r.cell === cell).sort((a, b) => a.lag - b.lag);
+    const style = cellStyle(results, cell);
     return {
-      type: "scatter", mode: "lines+markers", name: LABEL[cell] || plotText(cell),
+      type: "scatter", mode: "lines+markers", name: style.label,
       x: mine.map((r) => r.lag), y: mine.map((r) => r.accuracy),
       customdata: mine.map((r) => [r.steps, r.seconds]),
-      line: { color: CELL_COLOURS[cell], width: 2.5 }, marker: { size: 7, symbol: cell === "rnn" ? "circle" : "diamond" },
-      hovertemplate: `<b>${LABEL[cell] || plotText(cell)}</b>, lag %{x}<br>accuracy %{y:.3f}<br>%{customdata[0]} steps, %{customdata[1]} s<extra></extra>`,
+      line: { color: style.colour, width: 2.5 }, marker: { size: 7, symbol: style.marker },
+      hovertemplate: `<b>${style.label}</b>, lag %{x}<br>accuracy %{y:.3f}<br>%{customdata[0]} steps, %{customdata[1]} s<extra></extra>`,
     };
   });
   if (!data.length) {
@@ -93,12 +98,13 @@ export function drawAccuracy(div, results, state) {
 }
 
 /** The tiny models' gradient curves at one lag: trained solid, at initialization dotted. */
-export function drawLagGradients(div, answer) {
+export function drawLagGradients(div, answer, results) {
   const data = answer.curves.map((c) => ({
-    type: "scatter", mode: "lines", name: `${LABEL[c.model] || plotText(c.model)}, ${c.weights === "trained" ? "trained" : "before training"}`,
+    type: "scatter", mode: "lines",
+    name: `${cellStyle(results, c.model).label}, ${c.weights === "trained" ? "trained" : "before training"}`,
     x: c.distance, y: c.norm.map((v) => (v > 0 ? v : null)),
-    line: { color: CELL_COLOURS[c.model], width: 2.2, dash: WEIGHTS_DASH[c.weights] },
-    hovertemplate: `<b>${LABEL[c.model] || plotText(c.model)}, ${c.weights}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+    line: { color: cellStyle(results, c.model).colour, width: 2.2, dash: WEIGHTS_DASH[c.weights] },
+    hovertemplate: `<b>${cellStyle(results, c.model).label}, ${c.weights}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
   }));
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
   const layout = baseLayout({

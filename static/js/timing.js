@@ -93,8 +93,16 @@ export class TimingView {
     }
   }
 
+  /** The two encoders timed, told apart by what the catalogue says they are, not by name. */
+  roles() {
+    const names = Object.keys(this.answer.timings);
+    const recurrent = names.find((n) => this.catalog.info(n)?.recurrent) || names[0];
+    return { recurrent, parallel: names.find((n) => n !== recurrent) || names[0] };
+  }
+
   tell() {
     const a = this.answer;
+    const { recurrent, parallel } = this.roles();
     const [shortest, longest] = [Math.min(...a.lengths), Math.max(...a.lengths)];
     const ratio = a.transformer_longest_over_lstm_shortest;
     const faster = a.lstm_over_transformer_longest;
@@ -105,9 +113,9 @@ export class TimingView {
     fillStory($("timing-story"), {
       "device-name": a.device_name, device: a.device, threads: String(a.torch_threads),
       "measured-at": `measured ${new Date(a.measured_at).toLocaleString()}`, shortest: String(shortest), longest: String(longest),
-      "growth-lstm": fmt(a.growth.lstm), "growth-transformer": fmt(a.growth.transformer),
+      "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),
       "transformer-over-lstm": fmt(ratio), "lstm-over-transformer": fmt(faster), verdict: `${verdict}; ${side}`,
-      "encoder-lstm": a.encoders.lstm, "encoder-transformer": a.encoders.transformer,
+      "encoder-recurrent": a.encoders[recurrent], "encoder-parallel": a.encoders[parallel],
       complete: a.complete ? `Every length was timed up to ${a.max_repeats} times within the ${a.limit_s} s limit.`
         : `The ${a.limit_s} s limit cut some lengths short of ${a.max_repeats} repeats.`,
     });

@@ -92,11 +92,17 @@ function lagFacts(longLag) {
     for (const [cell, lag] of Object.entries(cells)) {
       facts[`lag-${filler}-${cell}`] = lag === null ? `no lag tried (up to ${Math.max(...tried)})` : `a lag of ${lag}`;
     }
-    const [rnn, lstm] = [cells.rnn ?? beyond, cells.lstm ?? beyond];
-    facts[`lag-${filler}-holds`] = rnn > lstm ? "the RNN holds out longer" : rnn < lstm ? "the LSTM holds out longer" : "both hold out as long";
+    facts[`lag-${filler}-holds`] = holdsOut(Object.entries(cells).map(([cell, lag]) => [cell, lag ?? beyond]));
   }
   facts["lag-steps"] = String(longLag.max_steps);
   return facts;
+}
+
+/** "the RNN holds out longer" (the cell whose chance lag is largest), or "both hold out as long". */
+function holdsOut(lags) {
+  const longest = Math.max(...lags.map(([, lag]) => lag));
+  const best = lags.filter(([, lag]) => lag === longest);
+  return best.length === lags.length ? "both hold out as long" : `the ${best.map(([c]) => c.toUpperCase()).join(" and ")} holds out longer`;
 }
 
 /** Write the facts into the elements marked data-fact="name" below `root` (as text). */
