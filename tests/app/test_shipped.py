@@ -61,3 +61,21 @@ def test_gradients_on_a_long_input(client):
     if any(n.startswith("lstm") for n in RECURRENT):
         gates = body["gates"]
         assert len(gates["units"]) == 48 and len(gates["forget"]) == 60 and len(gates["forget"][0]) == 48
+
+
+def test_chapter_3_s_fixed_prose_holds_on_the_shipped_models(client):
+    """What chapter 3 says in words that are not filled from the answer: the factor chart's note
+    (the measured shrink never exceeds the step Jacobian's top singular value) and the paragraph
+    that opens with "a gradient that survives is not a memory that works" (training left the
+    recurrent models with more gradient far back than their initialization, yet the plain RNN
+    scores lowest of all on the longest sentences)."""
+    body = {"text": "Je mange du pain.", "length": 80, "initialized": True, "factors": True}
+    answer = client.post("/api/gradients", json=body).json()
+    reach = {}
+    for curve in answer["curves"]:
+        assert all(s <= f for s, f in zip(curve["shrink"], curve["step_factor"], strict=False)), curve["model"]
+        reach[curve["model"], curve["weights"]] = curve["norm"][40] / curve["norm"][0]
+    for model in ("rnn", "lstm"):
+        assert reach[model, "trained"] > reach[model, "initialized"], model
+    longest = {m["name"]: m["metrics"]["bleu_by_length"][-1]["bleu"] for m in client.get("/api/models").json()}
+    assert longest["rnn"] == min(longest.values())
