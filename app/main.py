@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Level 5, not the default 9: on a 4 MB attention payload 9 takes ~20x longer for ~5% less.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=5)
     app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
     app.add_middleware(Admission, limit=settings.queue_limit)  # before the body is read
     app.add_middleware(SecurityHeaders)  # outermost of ours: 413s get the headers too
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
@@ -93,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 # What any model request (POST /api/...) may answer besides its own codes, so the schema lists them.
 MODEL_ERRORS = {
     400: "the body is not UTF-8 JSON, or its Content-Length is not a number",
+    408: "the body did not all arrive within ATTENTION_LAB_BODY_TIMEOUT seconds; the connection is closed",
     413: "the body is longer than the server's limit (ATTENTION_LAB_MAX_BODY_BYTES)",
     499: "the client hung up before its answer was ready (nobody reads this reply)",
     503: "too many model requests at once (Retry-After says when to try again), or the model computed "
