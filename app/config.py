@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # Seconds a client has to send a request's head (line and headers), from connecting or from the
     # previous answer: slow senders cannot hold connections open (app/serving.py, uvicorn's --http).
     header_timeout: float = Field(10.0, gt=0)
+    # Seconds a client has, once its head is in, to send the whole body; later: 408 and the connection
+    # closed (app/guard.py). 64 KiB in 10 s is 6.5 KB/s, far slower than any real client.
+    body_timeout: float = Field(10.0, gt=0)
 
     @field_validator("models", mode="before")
     @classmethod

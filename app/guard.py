@@ -2,15 +2,22 @@
 BaseHTTPMiddleware: it would buffer streamed answers and run in another task).
 
 - `BodyLimit`: a request body longer than the limit is answered 413 before anything parses it: at
-  once when Content-Length says so, else as soon as the chunks read add up to more. The body (at
-  most the limit) is then handed to the app as one message.
+  once when Content-Length says so, else as soon as the chunks read add up to more. A body not all
+  there within `timeout` seconds of the request's head (sent a byte at a time, or stopped halfway)
+  is answered 408 and its connection closed, so slow senders cannot hold connections (app/serving.py
+  bounds the head the same way). The body (at most the limit) is then handed to the app as one
+  message.
 - `SecurityHeaders`: CSP, nosniff, Referrer-Policy and frame denial on every response, a charset on
   JSON, and a relative `Location` on Starlette's slash redirects (which otherwise copy the request's
-  Host header into an absolute URL).
+  Host header into an absolute URL). Unhandled errors included: Starlette answers those from its
+  outermost layer (ServerErrorMiddleware), outside every middleware the app adds, so an error that
+  gets here before the answer has started is answered here, as a JSON 500 with the headers, and
+  raised on (the app's handler still logs it; its own answer is dropped, one having been sent).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,9 +39,10 @@ WITH_CHARSET = {b"application/json", b"application/x-ndjson"}
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float = 10.0):
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,21 +52,18 @@ class BodyLimit:
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
             await self._too_large(send, 413 if length.isdigit() else 400)
             return
-        chunks, size, message = [], 0, None
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break  # the client left while sending: the app reads the disconnect itself
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._too_large(send, 413)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        chunks: list[bytes] = []
+        try:
+            async with asyncio.timeout(self.timeout):
+                message = await self._read(receive, chunks)
+        except TimeoutError:
+            await send_json(send, 408, f"request body not received within {self.timeout:g} s", close=True)
+            return
+        if message is None:
+            await self._too_large(send, 413)
+            return
         first: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        if message is not None and message["type"] != "http.request":
+        if message["type"] != "http.request":
             first = message
         replayed = False
 
@@ -71,14 +76,25 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
+    async def _read(self, receive: Receive, chunks: list[bytes]) -> Message | None:
+        """Read the body into `chunks`: the last message read, or None once it is over the limit."""
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return message  # the client left while sending: the app reads the disconnect itself
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return message
+
     async def _too_large(self, send: Send, status: int) -> None:
         detail = (f"request body over {self.max_bytes} bytes" if status == 413
                   else "invalid Content-Length header")
-        body = json.dumps({"detail": detail}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, status, detail, close=True)
 
 
 class SecurityHeaders:
@@ -86,7 +102,35 @@ class SecurityHeaders:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, with_headers(scope, send) if scope["type"] == "http" else send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+        send_with_headers = with_headers(scope, send)
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_headers(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as error:
+            if not started:
+                detail = f"internal error ({type(error).__name__}); please report it"
+                await send_json(send_with_headers, 500, detail)
+            raise
+
+
+async def send_json(send: Send, status: int, detail: str, close: bool = False) -> None:
+    """A whole `{"detail": ...}` answer; `close`: the connection is closed after it (the request's body
+    is left unread, so the next bytes on the connection would not be a request)."""
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json; charset=utf-8"),
+               (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status,
+                "headers": headers + ([(b"connection", b"close")] if close else [])})
+    await send({"type": "http.response.body", "body": body})
 
 
 def with_headers(scope: Scope, send: Send) -> Send:

@@ -4,7 +4,7 @@ uvicorn closes a connection that stays idle after an answer (--timeout-keep-aliv
 that sends its request line and headers a byte at a time: ~20,000 such connections exhaust the
 file limit while each looks busy. Here a client has `header_timeout` seconds (Settings,
 ATTENTION_LAB_HEADER_TIMEOUT) from connecting, and again from each answer, to send a whole head;
-then the connection is closed. Bodies are bounded by app/guard.py, connections by
+then the connection is closed. Bodies are bounded (size and time) by app/guard.py, connections by
 --limit-concurrency.
 """
 

@@ -1,8 +1,10 @@
 """Limits and headers: body size before parsing, short 422 echoes, security headers on every
-response, HEAD on health, relative redirects, /docs behind a setting, slow request heads cut."""
+response (500s included), HEAD on health, relative redirects, /docs behind a setting, slow request
+heads and bodies cut."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -12,7 +14,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from app.guard import CSP
+from app.guard import CSP, BodyLimit, SecurityHeaders
 from app.main import ECHO_CHARS, create_app
 from app.serving import H11
 from tests.app.conftest import tiny_settings
@@ -72,6 +74,24 @@ def test_security_headers_on_every_kind_of_response(client):
     assert compare.headers["content-type"] == "application/x-ndjson; charset=utf-8"
 
 
+def test_an_unhandled_error_is_a_json_500_with_the_headers_and_no_traceback(tiny_checkpoints, caplog):
+    app = create_app(tiny_settings(tiny_checkpoints, models=("rnn",)))
+
+    @app.post("/api/broken")
+    def broken() -> dict:
+        raise RuntimeError("secret detail from deep inside")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.post("/api/broken")
+    assert answer.status_code == 500
+    assert answer.headers["content-security-policy"] == CSP
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    assert answer.json() == {"detail": "internal error (RuntimeError); please report it"}
+    assert "secret" not in answer.text and "Traceback" not in answer.text
+    assert "unexpected error on POST /api/broken" in caplog.text  # the app's handler still logs it
+
+
 def test_head_on_health_is_200_without_a_body(client):
     answer = client.head("/api/health")
     assert answer.status_code == 200 and answer.content == b""
@@ -128,6 +148,52 @@ def test_a_slowly_sent_head_is_cut_off_while_a_prompt_one_is_served():
         prompt = socket.create_connection(("127.0.0.1", port))
         prompt.settimeout(5)
         prompt.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert prompt.recv(1000).startswith(b"HTTP/1.1 200")
+        prompt.close()
+    finally:
+        server.should_exit = True
+        thread.join(5)
+
+
+async def _echo(scope, receive, send):
+    """The size of the body it was handed."""
+    if scope["type"] != "http":
+        return
+    message = await receive()
+    body = str(len(message.get("body", b""))).encode()
+    headers = [(b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _read_all(connection: socket.socket) -> bytes:
+    answer = b""
+    while chunk := connection.recv(4096):
+        answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("trickle", [True, False], ids=["trickled", "stopped"])
+def test_a_slowly_sent_body_is_408_and_its_connection_closed(trickle):
+    app = SecurityHeaders(BodyLimit(_echo, max_bytes=65536, timeout=0.5))
+    server, thread, port = _serve(app, header_timeout=5)
+    try:
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.settimeout(5)
+        started = time.monotonic()
+        slow.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        if trickle:
+            for _ in range(8):  # a byte every 0.1 s: each arrives in time, the whole body does not
+                time.sleep(0.1)
+                with contextlib.suppress(OSError):
+                    slow.sendall(b" ")
+        answer = _read_all(slow)  # ends when the server closes the connection
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"connection: close" in answer.lower() and CSP.encode() in answer
+        assert time.monotonic() - started < 3
+        prompt = socket.create_connection(("127.0.0.1", port))
+        prompt.settimeout(5)
+        prompt.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n12345")
         assert prompt.recv(1000).startswith(b"HTTP/1.1 200")
         prompt.close()
     finally:
