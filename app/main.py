@@ -164,9 +164,12 @@ def add_error_handlers(app: FastAPI) -> None:
 def short_input(error: dict) -> dict:
     """One validation error with `input` (and `ctx`) no longer than ECHO_CHARS once written as JSON:
     a longer string is cut to its first ECHO_CHARS characters (marked with "..."), a longer list or
-    object is replaced by its JSON's first characters."""
+    object is replaced by its JSON's first characters. So is a name in `loc` (an unknown field's is
+    the client's)."""
     error = dict(error)
     error.pop("url", None)
+    error["loc"] = [p[:ECHO_CHARS] + "..." if isinstance(p, str) and len(p) > ECHO_CHARS else p
+                    for p in error.get("loc", ())]
     for key in ("input", "ctx"):
         if key not in error:
             continue
