@@ -35,13 +35,14 @@ from app.routes import (
     recurrence,
     scaling,
     scores,
+    snapshots,
     timing,
     translate,
 )
 from app.schemas import ErrorBody
 from app.services.inference import InvalidOptionError
 from app.services.long_lag import NoResultsError
-from app.services.registry import UnknownModelError, load_registry
+from app.services.registry import UnknownModelError, UnknownSnapshotError, load_registry
 from app.services.text import InvalidTextError
 from app.services.timing import BusyError
 from app.services.worker import Abandoned, ModelThread
@@ -82,7 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Admission, limit=settings.queue_limit)  # before the body is read
     app.add_middleware(SecurityHeaders)  # outermost of ours: 413s get the headers too
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, predict, pages):
+                   scaling, order, heads, predict, snapshots, pages):
         document_errors(module.router)
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
@@ -115,6 +116,7 @@ def add_error_handlers(app: FastAPI) -> None:
     The last one is a safety net, not a way of handling input: no text should ever reach it."""
 
     @app.exception_handler(UnknownModelError)
+    @app.exception_handler(UnknownSnapshotError)
     @app.exception_handler(NoResultsError)
     def unknown_model(request: Request, error: LookupError) -> JSONResponse:
         return JSONResponse({"detail": str(error.args[0])}, status_code=404)

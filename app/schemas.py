@@ -151,6 +151,19 @@ class KeptPoint(BaseModel):
     valid_loss: float | None = Field(None, description="validation loss there (breaks BLEU ties)")
 
 
+class SnapshotPoint(BaseModel):
+    step: int = Field(description="optimizer steps of training behind these weights")
+    epoch: float | None = None
+    seconds: float | None = Field(None, description="training seconds at that step")
+    valid_loss: float | None = Field(None, description="validation loss (per target piece) there")
+    valid_bleu: float | None = Field(None, description="validation BLEU there (the curve's pairs)")
+    weights: Literal["initialized", "snapshot", "shipped"] = Field(
+        description="initialized: rebuilt from the config and training seed (nothing stored); snapshot: "
+                    "stored during training; shipped: the checkpoint every other view uses")
+    precision: str = Field(description="how the weights are stored: int8 (groups of 32 weights with a scale "
+                                       "each), fp16, or fp32 (rebuilt)")
+
+
 class ModelInfo(BaseModel):
     name: str
     architecture: Literal["rnn", "lstm", "transformer"]
@@ -169,6 +182,9 @@ class ModelInfo(BaseModel):
     curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
     kept: KeptPoint | None = Field(None, description="the curve point whose weights were kept (the best "
                                                      "validation BLEU, then loss); null: not recorded")
+    snapshots: list[SnapshotPoint] = Field([], description="training as POST /api/snapshots can replay it, "
+                                                           "initialization first, shipped weights last; [] "
+                                                           "for a model trained without snapshots")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"name": "transformer", "architecture": "transformer", "attention": "scaled-dot",
@@ -658,3 +674,16 @@ class Prediction(Translation):
                     "top": [{"token": "▁I", "probability": 0.97}]},
                    {"token": "▁eat", "forced": False, "probability": 0.9,
                     "top": [{"token": "▁eat", "probability": 0.9}]}]}]})
+
+
+class SnapshotRequest(TextRequest):
+    model: str = Field(description="a model whose `snapshots` (GET /api/models) are not empty",
+                       examples=["transformer"])
+    step: int = Field(ge=0, description="a training step of the model's `snapshots`: 0 is the seeded "
+                                        "initialization, the last one the shipped weights", examples=[0])
+    kinds: list[Literal["cross", "encoder", "decoder"]] = Field(
+        ["cross", "encoder", "decoder"], min_length=1, max_length=3, description="which maps to return")
+
+
+class Snapshot(Attention):
+    snapshot: SnapshotPoint

@@ -22,6 +22,7 @@ from models.config import config_from_dict, config_to_dict
 
 WEIGHTS, CONFIG, METRICS, CURVE = "model.safetensors", "config.json", "metrics.json", "curve.json"
 SHA256 = "weights_sha256"  # config.json's record of the weights file's sha256 (hex)
+INITIAL_SHA256 = "initial_weights_sha256"  # the digest of the weights training started from
 
 
 class CheckpointError(ValueError):
@@ -33,6 +34,15 @@ def sha256_of(path: str | Path) -> str:
     with open(path, "rb") as file:
         for chunk in iter(lambda: file.read(1 << 20), b""):
             digest.update(chunk)
+    return digest.hexdigest()
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """sha256 over a model's fp32 parameters and buffers, by name: equal digests, equal weights."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
     return digest.hexdigest()
 
 

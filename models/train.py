@@ -47,6 +47,9 @@ from models.tokenizer import PAD_ID, BPETokenizer, train_on_split
 
 log = logging.getLogger("models.train")
 STATE_TENSORS, STATE_JSON = "train_state.safetensors", "train_state.json"
+# fp32 weights kept beside a run, never shipped: snapshots for `models.snapshots` to reduce, and the
+# last evaluations' weights for `models.average`
+SNAPSHOTS_FP32, AVERAGING = "snapshots-fp32", "averaging"
 
 
 @dataclass
@@ -208,10 +211,15 @@ def parse_args(argv):
     p.add_argument("--data", default=None, help="path to the Tatoeba zip")
     p.add_argument("--config", default=None, help="JSON overrides of the model config")
     p.add_argument("--limit", type=int, default=None, help="train on the first N pairs only")
+    p.add_argument("--snapshots", default="", help="comma-separated steps at which to evaluate and keep "
+                   "the fp32 weights (the training snapshots the scrubber shows)")
+    p.add_argument("--keep", type=int, default=0, help="keep the fp32 weights of the last K evaluations "
+                   "(for checkpoint averaging, models.average)")
     for field, default in asdict(TrainingSettings()).items():
         p.add_argument(f"--{field.replace('_', '-')}", type=type(default),
                        default=None if field == "lr" else default)
     args = p.parse_args(argv)
+    args.snapshot_steps = sorted({int(step) for step in args.snapshots.split(",") if step.strip()})
     if args.lr is None:
         args.lr = TrainingSettings.lr if args.model == "transformer" else RECURRENT_LR
     return args
@@ -240,6 +248,8 @@ class TrainingRun:
     meta: dict  # config.json besides the model config and "progress"
     progress: Progress
     curve: list[dict]
+    snapshot_steps: tuple[int, ...] = ()  # evaluate and keep the fp32 weights after these steps
+    keep: int = 0  # evaluations whose fp32 weights are kept for averaging
 
 
 @dataclass
@@ -284,6 +294,7 @@ def set_up(args: argparse.Namespace, settings: TrainingSettings, ranks: Ranks, d
     resuming = args.resume and (folder / STATE_TENSORS).exists()
     warm_start = args.resume and not resuming and (folder / checkpoint.WEIGHTS).exists()
     model = initialized(model_config(args, folder, tokenizer.vocab_size, resuming or warm_start), settings.seed)
+    initial_digest = checkpoint.weights_digest(model)  # before any restore: the run's true start
     model = model.to(device).train()
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings.lr, betas=(0.9, 0.98), weight_decay=settings.weight_decay
@@ -297,9 +308,11 @@ def set_up(args: argparse.Namespace, settings: TrainingSettings, ranks: Ranks, d
         log.info("%s: %s parameters on %s x%d, %d training pairs", args.model,
                  f"{count_parameters(model):,}", hardware(device), ranks.world, len(train_pairs))
     meta = {"name": args.model, "split_hash": split.hash, "tokenizer_hash": tokenizer.hash,
-            "parameters": count_parameters(model), "training": asdict(settings)}
+            "parameters": count_parameters(model), "training": asdict(settings),
+            checkpoint.INITIAL_SHA256: initial_digest}
     return TrainingRun(args.model, settings, ranks, device, folder, tokenizer, model, trainee, optimizer,
-                       train_pairs, valid_pairs, split.valid[: settings.bleu_pairs], meta, progress, curve)
+                       train_pairs, valid_pairs, split.valid[: settings.bleu_pairs], meta, progress, curve,
+                       tuple(getattr(args, "snapshot_steps", ())), getattr(args, "keep", 0))
 
 
 def model_config(args: argparse.Namespace, folder: Path, vocab_size: int, restoring: bool) -> ModelConfig:
@@ -342,8 +355,9 @@ def train_for(training: TrainingRun, budget: float) -> Clock:
         for idx in epoch_batches(training)[training.progress.batch_in_epoch :]:
             loss, n_tokens = train_step(training, idx)
             eval_due, stop = count_step(training, clock, bar, loss, n_tokens)
-            if eval_due or stop:
-                evaluate_on_leader(training, clock)
+            snapshot = training.progress.step in training.snapshot_steps
+            if eval_due or stop or snapshot:
+                evaluate_on_leader(training, clock, snapshot)
             if stop:
                 bar.close()
                 return clock
@@ -396,10 +410,11 @@ def count_step(training: TrainingRun, clock: Clock, bar: tqdm, loss: torch.Tenso
     return bool(eval_due), bool(stop)
 
 
-def evaluate_on_leader(training: TrainingRun, clock: Clock) -> None:
+def evaluate_on_leader(training: TrainingRun, clock: Clock, snapshot: bool = False) -> None:
     """Rank 0 evaluates and saves while the others wait; the loss sums start again."""
     if training.ranks.leader:
         evaluate_and_save(training, clock.loss / clock.tokens)
+        keep_weights(training, snapshot)
     if training.ranks.world > 1:
         dist.barrier()
     clock.loss, clock.tokens, clock.last_eval = 0.0, 0, time.perf_counter()
@@ -428,6 +443,28 @@ def evaluate_and_save(training: TrainingRun, train_loss: float) -> None:
             "valid_bleu": round(bleu, 2), "valid_loss": round(val_loss, 4),
         }})
     save_state(training.folder, model, training.optimizer, progress, training.curve)
+
+
+def keep_weights(training: TrainingRun, snapshot: bool) -> None:
+    """The fp32 weights just evaluated: as a snapshot (with its curve point) and/or among the last
+    `keep` evaluations' weights that `models.average` can average."""
+    point = training.curve[-1]
+    state = training.model.state_dict()
+    weights = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in state.items()}
+    if snapshot:
+        folder = training.folder / SNAPSHOTS_FP32
+        folder.mkdir(exist_ok=True)
+        save_file(weights, str(folder / f"step-{point['step']}.safetensors"))
+        checkpoint.write_json(folder / f"step-{point['step']}.json", point)
+    if training.keep:
+        folder = training.folder / AVERAGING
+        folder.mkdir(exist_ok=True)
+        save_file(weights, str(folder / f"step-{point['step']}.safetensors"))
+        checkpoint.write_json(folder / f"step-{point['step']}.json", point)
+        kept = sorted(folder.glob("step-*.safetensors"), key=lambda f: int(f.stem.split("-")[1]))
+        for old in kept[: -training.keep]:
+            old.unlink()
+            old.with_suffix(".json").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ def model_infos(registry: ModelRegistry) -> list[dict]:
     return [
         {"name": entry.name, **asdict(entry.capabilities),
          "cross_attention": entry.capabilities.cross_attention, "parameters": entry.parameters,
-         "metrics": entry.metrics, "curve_points": len(entry.curve), "kept": entry.kept}
+         "metrics": entry.metrics, "curve_points": len(entry.curve), "kept": entry.kept,
+         "snapshots": entry.timeline()}
         for entry in registry.models.values()
     ]
 

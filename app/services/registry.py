@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +20,22 @@ from torch import nn
 from app.services.cache import MISSING, ResultCache
 from app.services.text import Source, source_of
 from app.services.worker import ModelThread
-from models import checkpoint
+from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
 TOKENIZER_FILE = "tokenizer.json"
+SNAPSHOTS_KEPT = 2  # training snapshots held in memory at once (each is a whole model)
 
 
 class UnknownModelError(LookupError):
     """A model name that is not loaded; the message lists the names that are."""
+
+
+class UnknownSnapshotError(LookupError):
+    """A model without training snapshots, or a step it has none at; the message lists the steps."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,20 @@ class LoadedModel:
     curve: list[dict[str, Any]]  # curve.json: the training log
     seed: int = 0  # the training seed: with the config it rebuilds the untrained model
     kept: dict[str, Any] | None = None  # where training kept these weights (config.json's progress)
+    folder: Path | None = None  # its checkpoint folder
+    snapshots: list[dict[str, Any]] = field(default_factory=list)  # snapshots/index.json's steps (step 0 first)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Training as the scrubber walks it: the seeded initialization, the stored snapshots, then
+        the shipped weights; [] for a model trained without snapshots."""
+        if not self.snapshots or self.kept is None:
+            return []
+        points = []
+        for point in self.snapshots:
+            weights = "snapshot" if "file" in point else "initialized"
+            points.append({**snapshots.curve_fields(point), "weights": weights,
+                           "precision": point.get("precision", "fp32")})
+        return [*points, {**self.kept, "weights": "shipped", "precision": "fp16"}]
 
 
 @dataclass
@@ -65,6 +85,7 @@ class ModelRegistry:
     untrained: dict[str, nn.Module] = field(default_factory=dict)  # see `initialized`
     root: Path | None = None  # the checkpoints folder: experiments' own small checkpoints live below it
     experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
+    snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
 
     def result(self, key, compute, cancel: threading.Event | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -91,6 +112,35 @@ class ModelRegistry:
             model = initialized(entry.model.config, entry.seed).to(self.device).eval()
             self.untrained[name] = model.requires_grad_(False)
         return self.untrained[name]
+
+    def snapshot_point(self, name: str, step: int) -> dict[str, Any]:
+        """Model `name`'s timeline point at training step `step` (UnknownSnapshotError if none)."""
+        timeline = self.get(name).timeline()
+        for point in timeline:
+            if point["step"] == step:
+                return point
+        if not timeline:
+            raise UnknownSnapshotError(f"model {name!r} was trained without snapshots")
+        steps = ", ".join(str(p["step"]) for p in timeline)
+        raise UnknownSnapshotError(f"model {name!r} has no snapshot at step {step}; steps: {steps}")
+
+    def at_step(self, name: str, step: int) -> nn.Module:
+        """Model `name` with its weights at training step `step`: the seeded initialization, a
+        stored snapshot (loaded on demand, at most SNAPSHOTS_KEPT held) or the shipped weights.
+        Call it from the model thread, like any model work."""
+        point = self.snapshot_point(name, step)
+        if point["weights"] == "shipped":
+            return self.get(name).model
+        if point["weights"] == "initialized":
+            return self.initialized(name)
+        key = (name, step)
+        if key not in self.snapshot_models:
+            model = snapshots.load_snapshot(self.get(name).folder, step).to(self.device)
+            self.snapshot_models[key] = model.requires_grad_(False)
+            while len(self.snapshot_models) > SNAPSHOTS_KEPT:
+                self.snapshot_models.popitem(last=False)
+        self.snapshot_models.move_to_end(key)
+        return self.snapshot_models[key]
 
     def source(self, text: str) -> Source:
         """The checked, normalised text and its pieces, within this server's limit (InvalidTextError)."""
@@ -130,7 +180,17 @@ def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
     meta = checkpoint.read_meta(folder)
     seed = meta.get("training", {}).get("seed", 0)
     return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve, seed,
-                       kept_point(meta.get("progress")))
+                       kept_point(meta.get("progress")), folder, snapshot_steps(folder, meta))
+
+
+def snapshot_steps(folder: Path, meta: dict) -> list[dict[str, Any]]:
+    """The index of the model's training snapshots, or [] when it has none or they belong to
+    another run than the shipped weights (their recorded initialization differs)."""
+    index = _read_or(snapshots.read_index, folder, {"steps": []})
+    if index.get(checkpoint.INITIAL_SHA256) != meta.get(checkpoint.INITIAL_SHA256):
+        log.warning("%s: snapshots of another training run left out", folder.name)
+        return []
+    return [s for s in index.get("steps", []) if isinstance(s, dict) and isinstance(s.get("step"), int)]
 
 
 def kept_point(progress) -> dict[str, Any] | None:

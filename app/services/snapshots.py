@@ -1,0 +1,33 @@
+"""POST /api/snapshots as a function: the typed sentence's translation and attention maps at one
+point of a model's training (the scrubber of chapters 5 and 9), from the untrained initialization
+through the stored snapshots to the shipped weights."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+from app.services.inference import GREEDY, decode, stop_when
+from app.services.maps import label_maps
+from app.services.registry import ModelRegistry
+from app.services.translation import translation_fields
+from models.outputs import ATTENTION_KINDS
+
+
+def snapshot_maps(registry: ModelRegistry, name: str, text: str, step: int,
+                  kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None) -> dict:
+    """What POST /api/attention answers for model `name`, computed with its weights at training
+    step `step`, plus that point of its training (`snapshot`). Model, step and text are checked
+    before anything runs (UnknownModelError, UnknownSnapshotError, InvalidTextError)."""
+    source = registry.source(text)
+    entry = registry.get(name)
+    point = registry.snapshot_point(name, step)
+
+    def compute() -> dict:
+        at_step = replace(entry, model=registry.at_step(name, step))
+        decoded = decode(at_step, source, GREEDY, registry.limits.max_target_tokens, stop_when(cancel))
+        result = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
+        maps = label_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
+        return {**result, "maps": maps, "snapshot": point}
+
+    return registry.result(("snapshot", name, step, source.text, kinds), compute, cancel)
