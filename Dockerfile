@@ -59,9 +59,13 @@ RUN chmod -R u=rwX,go=rX /app \
 # --- runtime: the venv and the application tree; no build tools, no pip cache ------------------
 FROM ${BASE_IMAGE} AS runtime
 
+# MALLOC_ARENA_MAX=2: glibc gives each thread that allocates (up to 8 per core) its own malloc arena,
+# which keeps freed memory resident; the server's 40 pool threads and model thread share two
+# (docs/SERVER.md, "Load and memory").
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    MALLOC_ARENA_MAX=2 \
     ATTENTION_LAB_CHECKPOINTS=/app/checkpoints
 
 # A fixed non-root user (uid/gid 10001) that owns nothing in /app: the server only reads.

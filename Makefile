@@ -25,7 +25,7 @@ install: $(STAMP)
 UVICORN_LIMITS := --http app.serving:H11 --timeout-keep-alive 5 --limit-concurrency 128 --backlog 256
 
 serve: $(STAMP)
-	$(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 $(UVICORN_LIMITS)
+	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 $(UVICORN_LIMITS)
 
 test: $(STAMP)
 	$(PY) -m pytest -q

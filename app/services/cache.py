@@ -2,8 +2,10 @@
 instant. Values are JSON-ready dicts that nobody mutates after they are stored.
 
 Bounded twice: by entries and by an estimate of the memory the entries hold. One long sentence's
-Transformer maps can weigh ~20 MB as Python objects, so a count alone could grow a replica by
-gigabytes; a result bigger than the whole budget is simply not kept."""
+Transformer maps can weigh ~25 MiB as Python objects, so a count alone could grow a replica by
+gigabytes; a result bigger than the whole budget is simply not kept. Checked on the shipped models
+(docs/SERVER.md, "Load and memory"): the estimate is 1.05x a deep sys.getsizeof for the big results
+that fill the budget, and the process's RSS grows as the estimate does while the cache fills."""
 
 from __future__ import annotations
 
