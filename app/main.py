@@ -53,6 +53,7 @@ CLIENT_CLOSED_REQUEST = 499  # nginx's code for a client that left before its an
 # What Python says when a NaN or an infinity reaches an integer conversion or the JSON encoder
 NON_FINITE = re.compile(r"float NaN|float infinity|Out of range float values")
 ECHO_CHARS = 64  # a 422 shows at most this much of the value it refuses
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no character, no UTF-8
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -181,7 +182,18 @@ def short_input(error: dict) -> dict:
             error[key] = text[:ECHO_CHARS] + "..."
         elif key == "ctx":
             error[key] = json.loads(json.dumps(value, default=str))
-    return error
+    return _encodable(error)
+
+
+def _encodable(value):
+    """`value` with lone surrogates as U+FFFD: echoed as they came, the answer could not be encoded (500)."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list | tuple):
+        return [_encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    return value
 
 
 def _invalid(field: str, message: str) -> JSONResponse:
