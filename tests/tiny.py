@@ -10,8 +10,10 @@ from pathlib import Path
 
 import torch
 
-from models import checkpoint
-from models.architectures import MODEL_NAMES, build, default_config
+from models import checkpoint, snapshots
+from models.architectures import MODEL_NAMES, build, default_config, initialized
+from models.batches import collate, encode_pairs
+from models.data import Pair
 from models.config import ModelConfig, TransformerConfig
 from models.tokenizer import BPETokenizer
 
@@ -42,10 +44,16 @@ def tiny_metrics(seed: int) -> dict:
                                for b, n, d in buckets]}
 
 
+SNAPSHOT_MODELS = ("lstm-additive", "transformer")  # the tiny models trained "with snapshots"
+SNAPSHOT_STEPS = (1, 2)  # their stored snapshots; step 0 is the initialization, 3 the shipped weights
+SENTENCES = [Pair("Je mange du pain.", "I eat bread."), Pair("Le chat dort.", "The cat sleeps.")]
+
+
 def write_tiny_checkpoints(folder: Path, names=MODEL_NAMES, extra: dict[str, ModelConfig] | None = None,
                            **config) -> Path:
     """tokenizer.json and one folder per name (`tiny_config(name, **config)`, seeded by its place in
-    the list), plus `extra` folders of other names with the configs given."""
+    the list), plus `extra` folders of other names with the configs given. SNAPSHOT_MODELS get
+    training snapshots (`write_tiny_snapshots`)."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(TOKENIZER, folder / "tokenizer.json")
     vocab_size = BPETokenizer.load(TOKENIZER).vocab_size
@@ -55,4 +63,32 @@ def write_tiny_checkpoints(folder: Path, names=MODEL_NAMES, extra: dict[str, Mod
         checkpoint.save(build(model_config), folder / name, {"name": name})
         checkpoint.write_json(folder / name / checkpoint.METRICS, tiny_metrics(seed))
         checkpoint.write_json(folder / name / checkpoint.CURVE, CURVE)
+        if name in SNAPSHOT_MODELS:
+            write_tiny_snapshots(folder, name, seed)
     return folder
+
+
+def write_tiny_snapshots(folder: Path, name: str, seed: int) -> None:
+    """Snapshots of a made-up training run of the tiny model `name`, which started from its seeded
+    initialization (as models.train does) and ended at the shipped weights, step 3: step s's weights
+    are the initialization moved s thirds of the way to them."""
+    tokenizer = BPETokenizer.load(folder / "tokenizer.json")
+    shipped = checkpoint.load(folder / name)
+    start = initialized(shipped.config, seed)
+    end = {k: v + 0.3 * torch.randn_like(v) if v.dim() > 1 else v for k, v in shipped.state_dict().items()}
+    shipped.load_state_dict(end)
+    progress = {"step": 3, "epoch": 0.3, "tokens": 300, "training_seconds": 1.5, "valid_bleu": 3.0,
+                "valid_loss": 6.5}
+    checkpoint.save(shipped, folder / name, {"name": name, "training": {"seed": seed}, "progress": progress,
+                                             checkpoint.INITIAL_SHA256: checkpoint.weights_digest(start)})
+    batches = [collate([pair]) for pair in encode_pairs(tokenizer, SENTENCES)]
+    steps = [{"step": 0, "epoch": 0, "seconds": 0.0, "valid_loss": 9.0, "valid_bleu": 0.0}]
+    for step in SNAPSHOT_STEPS:
+        model = build(shipped.config).eval()
+        model.load_state_dict({k: start.state_dict()[k] + step / 3 * (end[k] - start.state_dict()[k]) for k in end})
+        point = {"step": step, "epoch": step / 10, "seconds": step / 2, "valid_loss": 9.0 - step,
+                 "valid_bleu": float(step)}
+        steps.append(snapshots.store(folder / name, model, point, batches))
+    checkpoint.write_json(folder / name / snapshots.FOLDER / snapshots.INDEX, {
+        "precision": snapshots.PRECISION, "tolerance": snapshots.TOLERANCE,
+        checkpoint.INITIAL_SHA256: checkpoint.weights_digest(start), "steps": steps})
