@@ -13,8 +13,8 @@ import torch
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, build, default_config, initialized
 from models.batches import collate, encode_pairs
-from models.data import Pair
 from models.config import ModelConfig, TransformerConfig
+from models.data import Pair
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,21 +74,22 @@ def write_tiny_snapshots(folder: Path, name: str, seed: int) -> None:
     are the initialization moved s thirds of the way to them."""
     tokenizer = BPETokenizer.load(folder / "tokenizer.json")
     shipped = checkpoint.load(folder / name)
-    start = initialized(shipped.config, seed)
+    start = initialized(shipped.config, seed).state_dict()
     end = {k: v + 0.3 * torch.randn_like(v) if v.dim() > 1 else v for k, v in shipped.state_dict().items()}
     shipped.load_state_dict(end)
+    digest = checkpoint.weights_digest(initialized(shipped.config, seed))
     progress = {"step": 3, "epoch": 0.3, "tokens": 300, "training_seconds": 1.5, "valid_bleu": 3.0,
                 "valid_loss": 6.5}
     checkpoint.save(shipped, folder / name, {"name": name, "training": {"seed": seed}, "progress": progress,
-                                             checkpoint.INITIAL_SHA256: checkpoint.weights_digest(start)})
+                                             checkpoint.INITIAL_SHA256: digest})
     batches = [collate([pair]) for pair in encode_pairs(tokenizer, SENTENCES)]
     steps = [{"step": 0, "epoch": 0, "seconds": 0.0, "valid_loss": 9.0, "valid_bleu": 0.0}]
     for step in SNAPSHOT_STEPS:
         model = build(shipped.config).eval()
-        model.load_state_dict({k: start.state_dict()[k] + step / 3 * (end[k] - start.state_dict()[k]) for k in end})
+        model.load_state_dict({k: start[k] + step / 3 * (end[k] - start[k]) for k in end})
         point = {"step": step, "epoch": step / 10, "seconds": step / 2, "valid_loss": 9.0 - step,
                  "valid_bleu": float(step)}
         steps.append(snapshots.store(folder / name, model, point, batches))
     checkpoint.write_json(folder / name / snapshots.FOLDER / snapshots.INDEX, {
         "precision": snapshots.PRECISION, "tolerance": snapshots.TOLERANCE,
-        checkpoint.INITIAL_SHA256: checkpoint.weights_digest(start), "steps": steps})
+        checkpoint.INITIAL_SHA256: digest, "steps": steps})

@@ -23,7 +23,8 @@ def test_models_trained_with_snapshots_list_their_timeline(registry):
             continue
         timeline = info["snapshots"]
         assert [p["step"] for p in timeline] == [0, *SNAPSHOT_STEPS, info["kept"]["step"]]
-        assert [p["weights"] for p in timeline] == ["initialized", *["snapshot"] * len(SNAPSHOT_STEPS), "shipped"]
+        middle = ["snapshot"] * len(SNAPSHOT_STEPS)
+        assert [p["weights"] for p in timeline] == ["initialized", *middle, "shipped"]
         assert all(p["valid_bleu"] is not None and p["precision"] for p in timeline)
 
 
@@ -64,7 +65,8 @@ def test_an_unknown_step_or_a_model_without_snapshots_is_refused_before_any_work
 
 
 def test_the_endpoint(client):
-    ok = client.post("/api/snapshots", json={"model": "transformer", "text": TEXT, "step": 1, "kinds": ["cross"]})
+    ok = client.post("/api/snapshots",
+                     json={"model": "transformer", "text": TEXT, "step": 1, "kinds": ["cross"]})
     assert ok.status_code == 200
     body = ok.json()
     assert body["snapshot"]["step"] == 1 and body["snapshot"]["weights"] == "snapshot"
