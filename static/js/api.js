@@ -126,6 +126,9 @@ export const scaling = (text, signal) => request("POST", "/api/scaling", { text 
 /** Chapter 8: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
 export const order = (text, seed, signal) => request("POST", "/api/order", { text, seed }, signal);
 /** Chapter 9: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
+export const snapshot = (text, model, step, signal) =>
+  request("POST", "/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
+
 export const heads = (text, headsOff, signal) => request("POST", "/api/heads", { text, heads_off: headsOff }, signal);
 /** Chapter 10: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
 export const predict = (text, model, prefix, beamSize, signal) =>

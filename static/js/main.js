@@ -22,6 +22,7 @@ import { RecurrenceView } from "./recurrence.js";
 import { Requests } from "./requests.js";
 import { ScalingView } from "./scaling.js";
 import { ScoresView } from "./scores.js";
+import { Scrubber } from "./scrubber.js";
 import { TimingView } from "./timing.js";
 import { TrainingView } from "./training.js";
 import { TranslationCards } from "./translations.js";
@@ -190,7 +191,11 @@ function chapterExperiments(lab) {
     [$("heads-contrib"), $("heads-ranking")], "heads experiment");
   const predict = new PredictView(lab.catalog, page, (state) => page.set(state));
   const predicting = new Experiment($("predict-tree"), (text) => predict.ask(text), () => {}, [$("predict-tree")], "prediction");
+  const aligning = new Scrubber($("alignment-scrubber"), lab.catalog.aligning, page, "astep", (astep) => page.set({ astep }));
+  const learning = new Scrubber($("heads-scrubber"), lab.catalog.withHeads, page, "hstep", (hstep) => page.set({ hstep }));
   return [
+    aligning,
+    learning,
     predicting,
     weighing,
     ordering,

@@ -7,7 +7,8 @@
 // comma-separated; absent: the server's), shuffle and ohead (chapter 8's seed and head, from 0),
 // off (chapter 9's heads switched off, "kind.L.H;..." counted from 1), rollout (1: shown) and sel
 // (the source pieces whose attention is summed, from 0, comma-separated); pmodel, beam and prefix
-// (chapter 10's model, beam size 1-8, forced pieces separated by spaces). A value the server's limits or catalogue do not allow
+// (chapter 10's model, beam size 1-8, forced pieces separated by spaces); astep and hstep (the
+// training step replayed in chapters 5 and 9; absent: the shipped weights). A value the server's limits or catalogue do not allow
 // is ignored.
 import { KINDS } from "./heads.js";
 import { offKey, parseOff } from "./heads-lab.js";
@@ -61,6 +62,8 @@ export class UrlState {
     const beam = Number(q.get("beam"));
     this.beam = Number.isInteger(beam) && beam >= 1 && beam <= 8 ? beam : 1;
     this.prefix = (q.get("prefix") || "").split(" ").filter(Boolean);
+    this.astep = q.has("astep") ? count(q.get("astep")) : null; // checked against the timeline (scrubber.js)
+    this.hstep = q.has("hstep") ? count(q.get("hstep")) : null;
     this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
   }
 
@@ -76,6 +79,7 @@ export class UrlState {
       pmodel: this.pmodel || "", beam: String(this.beam), prefix: this.prefix.join(" "),
     });
     if (this.tlen) q.set("tlen", this.tlen.join(","));
+    for (const key of ["astep", "hstep"]) if (this[key] !== null) q.set(key, String(this[key]));
     history.replaceState(null, "", `${location.pathname}?${q}`);
   }
 }

@@ -97,3 +97,27 @@ def test_training_records_its_start_and_keeps_the_steps_asked_for(tmp_path):
     assert checkpoint.read_json(folder / train.SNAPSHOTS_FP32 / "step-2.json")["step"] == 2
     averaging = list((folder / train.AVERAGING).glob("*.safetensors"))
     assert [p.name for p in averaging] == [f"step-{progress.step}.safetensors"]  # only the last one
+
+
+def test_averaging_takes_the_mean_of_the_kept_weights_and_keeps_the_best_on_validation(tmp_path):
+    from safetensors.torch import save_file
+
+    from models import average
+
+    write_tiny_checkpoints(tmp_path, names=("transformer",))
+    folder = tmp_path / "transformer"
+    kept = checkpoint.load(folder)
+    (folder / train.AVERAGING).mkdir()
+    for step, shift in ((5, 0.0), (9, 0.2)):
+        weights = {k: v + shift for k, v in kept.state_dict().items()}
+        save_file(weights, str(folder / train.AVERAGING / f"step-{step}.safetensors"))
+    mean = average.mean_of(folder, [5, 9])
+    torch.testing.assert_close(mean["embed.weight"], kept.state_dict()["embed.weight"] + 0.1)
+    report = average.average("transformer", tmp_path, last=2, pairs=5)
+    assert list(report["scores"]) == ["kept", "last 1", "last 2"]
+    assert report["scores"]["last 2"]["steps"] == [5, 9]
+    best = max(report["scores"].values(), key=lambda s: s["valid_bleu"])["valid_bleu"]
+    assert report["scores"][report["chosen"]]["valid_bleu"] == best
+    saved = checkpoint.read_meta(folder)["progress"]
+    if report["chosen"] != "kept":
+        assert saved["averaged_steps"] == report["scores"][report["chosen"]]["steps"]
