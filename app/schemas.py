@@ -71,15 +71,23 @@ class AttentionRequest(TextRequest):
     heads_off: list[HeadSwitch] = Field([], max_length=64, description="Transformer only: heads switched off")
 
 
+def once_each(models: list[str]) -> list[str]:
+    if len(set(models)) != len(models):
+        raise ValueError("name each model at most once")
+    return models
+
+
 class GradientsRequest(TextRequest):
     length: int | None = Field(None, description="repeat the sentence's pieces up to this many, 1 to "
                                                  "`limits.max_gradient_length` (default: its length)")
-    models: list[str] = Field([], max_length=8, description="recurrent models to measure "
-                                                            "(default: those without attention)")
+    models: list[str] = Field([], max_length=8, json_schema_extra={"uniqueItems": True},
+                              description="recurrent models to measure, each at most once (default: those "
+                                          "without attention)")
     initialized: bool = Field(False, description="also measure each model at its seeded initialization "
                                                  "(the untrained weights training started from)")
     factors: bool = Field(False, description="add each curve's per-step factors (state_norm, shrink, "
                                              "step_factor, hidden_factor, forget_mean; see `definition`)")
+    _once_each = field_validator("models")(once_each)
 
 
 class CompareRequest(TextRequest):
@@ -87,13 +95,7 @@ class CompareRequest(TextRequest):
                               description="models to run, in this order, each at most once (default: every "
                                           "loaded model)",
                               examples=[["transformer", "lstm-dot", "lstm-additive", "lstm", "rnn"]])
-
-    @field_validator("models")
-    @classmethod
-    def _once_each(cls, models: list[str]) -> list[str]:
-        if len(set(models)) != len(models):
-            raise ValueError("name each model at most once")
-        return models
+    _once_each = field_validator("models")(once_each)
 
 
 class Limits(BaseModel):

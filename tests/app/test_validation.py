@@ -55,6 +55,12 @@ def test_gradient_length_out_of_range_is_422(client, length):
     assert response.status_code == 422 and "length" in _locs(response)
 
 
+def test_a_model_named_twice_for_the_gradients_is_422_before_any_work(client):
+    response = client.post("/api/gradients", json={"text": "Bonjour.", "models": ["rnn", "rnn"]})
+    assert response.status_code == 422 and "models" in _locs(response)
+    assert "at most once" in response.text
+
+
 def test_malformed_json_is_422(client):
     response = client.post("/api/translate", content=b"{not json", headers={"Content-Type": "application/json"})
     assert response.status_code == 422
