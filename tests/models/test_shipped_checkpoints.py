@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models import checkpoint
-from models.architectures import MODEL_NAMES, count_parameters
+from models import checkpoint, snapshots
+from models.architectures import MODEL_NAMES, count_parameters, initialized
 from models.data import load_split
 from models.decoding import greedy
 from models.tokenizer import BPETokenizer
@@ -72,3 +72,28 @@ def test_everyday_sentences_and_alignment(name, tokenizer):
     src, out = tokenizer.pieces(source), tokenizer.pieces(decoded.tokens)
     aligned = {out[i]: src[int(weights[i].argmax())] for i in range(len(out))}
     assert aligned["▁eat"] == "▁mange" and aligned["▁bread"] == "▁pain"
+
+
+SNAPSHOT_BUDGET = 40 * 2**20  # all shipped training snapshots together
+TRAINED_WITH_SNAPSHOTS = [n for n in MODEL_NAMES if (ROOT / n / snapshots.FOLDER / snapshots.INDEX).exists()]
+
+
+def test_the_snapshots_fit_the_repository_budget():
+    files = [f for name in TRAINED_WITH_SNAPSHOTS for f in (ROOT / name / snapshots.FOLDER).iterdir()]
+    assert sum(f.stat().st_size for f in files) <= SNAPSHOT_BUDGET
+
+
+@pytest.mark.parametrize("name", TRAINED_WITH_SNAPSHOTS)
+def test_snapshots_belong_to_the_shipped_run_and_keep_its_maps(name):
+    """Each stored snapshot loads (its sha256 checked), gives the attention its fp32 weights gave
+    within the stated tolerance, and comes from the run whose seeded start the config rebuilds."""
+    meta = checkpoint.read_meta(ROOT / name)
+    index = snapshots.read_index(ROOT / name)
+    start = initialized(checkpoint.config_from_dict(meta["model"]), meta["training"]["seed"])
+    recorded = index[checkpoint.INITIAL_SHA256]
+    assert recorded == meta[checkpoint.INITIAL_SHA256] == checkpoint.weights_digest(start)
+    steps = [s["step"] for s in index["steps"]]
+    assert steps[0] == 0 and steps == sorted(steps) and steps[-1] < meta["progress"]["step"]
+    for entry in index["steps"][1:]:
+        assert snapshots.reference_deviation(ROOT / name, entry["step"]) <= snapshots.TOLERANCE
+        assert entry["max_map_deviation"] <= snapshots.TOLERANCE
