@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # the minutes each model trains: scripts/train_all.sh's default unless CHECKPOINT_MINUTES is given
 CHECKPOINT_MINUTES ?=
 
-.PHONY: install serve test lint checkpoints clean
+.PHONY: install serve test lint checkpoints bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found"; exit 1; }
@@ -32,6 +32,12 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app models tests bench
+
+# Speed as ratios that travel between machines (bench/floor.py), then 16 clients for 60 s of mixed
+# requests (bench/load.py); figures printed and written to bench/results/. Run on a quiet machine.
+bench: $(STAMP)
+	$(PY) bench/floor.py --json bench/results/floor.json
+	$(PY) bench/load.py --json bench/results/load.json
 
 # Re-train and re-evaluate all five shipped models from scratch (hours on a 2-core CPU; see README).
 checkpoints: $(STAMP)
