@@ -129,7 +129,8 @@ export const order = (text, seed, signal) => request("POST", "/api/order", { tex
 export const snapshot = (text, model, step, signal) =>
   request("POST", "/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
 
-export const heads = (text, headsOff, signal) => request("POST", "/api/heads", { text, heads_off: headsOff }, signal);
+export const heads = (text, model, headsOff, signal) =>
+  request("POST", "/api/heads", { text, model, heads_off: headsOff }, signal);
 /** Chapter 10: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
 export const predict = (text, model, prefix, beamSize, signal) =>
   request("POST", "/api/predict", { text, model, prefix, top_k: 5, beam_size: beamSize }, signal);

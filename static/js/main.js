@@ -151,8 +151,10 @@ async function start() {
     page.set({ model: name });
     lab.cards.select(name);
     lab.bleu.show(bucketOf(page.text), name);
+    const before = lab.heads.model;
     lab.heads.follow(name);
     lab.headsLab.refresh();
+    if (lab.heads.model !== before) lab.weighing.update(page.text.trim()); // chapter 9 measures the model it shows
   });
   lab.cards.select(page.model);
   lab.bleu = new BleuChart($("bleu-plot"), catalog);
@@ -187,7 +189,7 @@ function chapterExperiments(lab) {
   const ordering = new Experiment($("order-maps"), askOrder(page), (a) => order.show(a), [$("order-maps"), $("order-pe")], "order experiment");
   const heads = new HeadsLab(lab.heads, page, (state) => page.set(state), () => weighing.ask(page.text.trim()));
   lab.headsLab = heads;
-  const weighing = new Experiment($("heads-contrib"), (text, signal) => api.heads(text, page.off, signal), (a) => heads.show(a),
+  const weighing = lab.weighing = new Experiment($("heads-contrib"), (text, signal) => api.heads(text, lab.heads.model, page.off, signal), (a) => heads.show(a),
     [$("heads-contrib"), $("heads-ranking")], "heads experiment");
   const predict = new PredictView(lab.catalog, page, (state) => page.set(state));
   const predicting = new Experiment($("predict-tree"), (text) => predict.ask(text), () => {}, [$("predict-tree")], "prediction");
