@@ -163,7 +163,7 @@ class SnapshotPoint(BaseModel):
         description="initialized: rebuilt from the config and training seed (nothing stored); snapshot: "
                     "stored during training; shipped: the checkpoint every other view uses")
     precision: str = Field(description="how the weights are stored: int8 (groups of 32 weights with a scale "
-                                       "each), fp16, or fp32 (rebuilt)")
+                                       "each), int8 with the embeddings in fp16, fp16, or fp32 (rebuilt)")
 
 
 class ModelInfo(BaseModel):

@@ -4,11 +4,11 @@
 
 `models.train --snapshots 50,150,...` keeps the fp32 weights of those steps beside the run
 (`RUN/NAME/snapshots-fp32/step-N.safetensors` + the curve point as JSON). This script reduces them
-to int8 (groups of 32 weights with a scale each; fp16 for a snapshot where int8 would move a map weight
-by more than 0.01), measures how far the reduced weights move the attention maps, and writes them next
-to the shipped checkpoint:
+to int8 (groups of 32 weights with a scale each), keeping the shared embedding, or else every
+tensor, in fp16 where int8 would move an attention weight by more than 0.01, and writes them next to
+the shipped checkpoint:
 
-    checkpoints/NAME/snapshots/step-N.safetensors   int8 groups + fp16 scales (1-D tensors fp16)
+    checkpoints/NAME/snapshots/step-N.safetensors   int8 groups + fp16 scales (vectors, maybe more, fp16)
     checkpoints/NAME/snapshots/step-N.maps.safetensors  the fp32 weights' maps on 8 validation sentences
     checkpoints/NAME/snapshots/index.json           per step: curve point, sha256, precision, map deviation
 
@@ -48,15 +48,14 @@ class SnapshotError(LookupError):
     """No snapshot at that step, or a snapshot file that does not match its index."""
 
 
-def quantize(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def quantize(state: dict[str, torch.Tensor], keep: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
     """Matrices to int8 in groups of GROUP weights along a row, each group with its own fp16 scale
-    (max |w| of the group / 127); vectors to fp16. One scale per whole row moved the Transformer's
-    maps by up to 0.018 (its embedding rows hold a few large weights); groups of 32 keep them
-    within TOLERANCE."""
+    (max |w| of the group / 127); vectors, and tensors whose name contains a string of `keep`, to
+    fp16."""
     out = {}
     for name, tensor in state.items():
         w = tensor.detach().to("cpu", torch.float32)
-        if w.dim() < 2:
+        if w.dim() < 2 or any(part in name for part in keep):
             out[name] = w.to(torch.float16).contiguous()
             continue
         groups = _groups(w)  # (rows, groups, group)
@@ -163,21 +162,14 @@ def write_snapshots(name: str, run: Path, checkpoints: Path, steps: list[int] | 
 
 
 def store(folder: Path, model: torch.nn.Module, point: dict, batches: list) -> dict:
-    """Write `model` (fp32, at curve point `point`) as a snapshot of checkpoint folder `folder`, with the
-    fp32 maps of a few `batches` beside it so that anyone can check the reduced copy against them;
-    int8 unless that moves a map weight by more than TOLERANCE on `batches`, then fp16. Returns the
-    snapshot's index entry (the caller writes the index)."""
+    """Write `model` (fp32, at curve point `point`) as a snapshot of checkpoint folder `folder`, in
+    the smallest of PRECISIONS that moves no map weight by more than TOLERANCE on `batches`, with
+    the fp32 maps of a few `batches` beside it so that anyone can check the stored copy against
+    them. Returns the snapshot's index entry (the caller writes the index)."""
     target = Path(folder) / FOLDER
     target.mkdir(parents=True, exist_ok=True)
     step = point["step"]
-    stored, precision = quantize(model.state_dict()), "int8"
-    small = build(model.config).eval()
-    small.load_state_dict(dequantize(stored))
-    deviation = map_deviation(model, small, batches)
-    if deviation > TOLERANCE:
-        stored = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in model.state_dict().items()}
-        small.load_state_dict(dequantize(stored))
-        deviation, precision = map_deviation(model, small, batches), "fp16"
+    stored, precision, deviation = reduce(model, batches)
     path, maps = target / f"step-{step}.safetensors", target / f"step-{step}.maps.safetensors"
     save_file(stored, str(path))
     save_file(reference_maps(model, batches[:REFERENCE_SENTENCES]), str(maps))
@@ -185,6 +177,25 @@ def store(folder: Path, model: torch.nn.Module, point: dict, batches: list) -> d
         written.chmod(0o644)
     return {**curve_fields(point), "file": path.name, "sha256": checkpoint.sha256_of(path),
             "precision": precision, "max_map_deviation": round(deviation, 6)}
+
+
+# From smallest to largest: the first whose maps stay within TOLERANCE is stored. On the Transformer's
+# snapshots int8 everywhere moved a map weight by up to 0.017, int8 with the shared embedding
+# (token embedding and output projection at once) in fp16 by at most 0.006.
+# Each: the names (parts of) kept in fp16; "" is in every name.
+PRECISIONS = {"int8": (), "int8, embeddings fp16": ("embed",), "fp16": ("",)}
+
+
+def reduce(model: torch.nn.Module, batches: list) -> tuple[dict[str, torch.Tensor], str, float]:
+    """(tensors to store, their precision, the largest map change they cause on `batches`)."""
+    small = build(model.config).eval()
+    for label, keep in PRECISIONS.items():
+        stored = quantize(model.state_dict(), keep)
+        small.load_state_dict(dequantize(stored))
+        deviation = map_deviation(model, small, batches)
+        if deviation <= TOLERANCE or label == "fp16":
+            return stored, label, deviation
+    raise AssertionError("unreachable: fp16 is always stored")
 
 
 @torch.inference_mode()
