@@ -38,7 +38,8 @@ from models.tokenizer import BPETokenizer
 log = logging.getLogger("models.snapshots")
 FOLDER, INDEX = "snapshots", "index.json"
 GROUP = 32  # weights per int8 scale
-PRECISION = f"int8 in groups of {GROUP} weights along a row, one fp16 scale each; 1-D tensors fp16"
+PRECISION = (f"int8 in groups of {GROUP} weights along a row, one fp16 scale each; 1-D tensors fp16; "
+             "each step's precision says what else stayed fp16")
 TOLERANCE = 0.01  # largest change of any attention weight the reduced precision may cause
 REFERENCE_SENTENCES = 8  # validation sentences whose fp32 maps are shipped beside each snapshot
 SCALE = ".group_scale"  # key suffix of a quantized tensor's scales
