@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train (or continue training) and evaluate the five shipped models, one after the other.
-#   MINUTES="transformer=75 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39" scripts/train_all.sh
+#   MINUTES="transformer=130 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39" scripts/train_all.sh
 # Each run resumes from checkpoints/NAME/train_state.* when present, so the script can be
 # killed and started again; FRESH=1 deletes the training state and starts from scratch.
 # The models of SNAPSHOTS keep the fp32 weights of the steps SNAPSHOT_STEPS and of their last KEEP
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-MINUTES=${MINUTES:-"transformer=75 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39"}
+MINUTES=${MINUTES:-"transformer=130 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39"}
 DEVICE=${DEVICE:-auto}
 SNAPSHOTS=${SNAPSHOTS:-"transformer lstm-additive"}
 SNAPSHOT_STEPS=${SNAPSHOT_STEPS:-50,150,300,600,1000}
