@@ -145,11 +145,7 @@ def test_a_slowly_sent_head_is_cut_off_while_a_prompt_one_is_served():
             slow.sendall(b"X-A: b\r\n")  # keeps trickling: the keep-alive timer alone never fires
         assert slow.recv(100) == b""  # closed by the server
         assert time.monotonic() - started < 3
-        prompt = socket.create_connection(("127.0.0.1", port))
-        prompt.settimeout(5)
-        prompt.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert prompt.recv(1000).startswith(b"HTTP/1.1 200")
-        prompt.close()
+        assert _prompt_answer(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200")
     finally:
         server.should_exit = True
         thread.join(5)
@@ -164,6 +160,14 @@ async def _echo(scope, receive, send):
     headers = [(b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _prompt_answer(port: int, request: bytes) -> bytes:
+    """The start of the answer to `request` sent whole at once on a new connection."""
+    with socket.create_connection(("127.0.0.1", port)) as prompt:
+        prompt.settimeout(5)
+        prompt.sendall(request)
+        return prompt.recv(1000)
 
 
 def _read_all(connection: socket.socket) -> bytes:
@@ -191,11 +195,8 @@ def test_a_slowly_sent_body_is_408_and_its_connection_closed(trickle):
         assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
         assert b"connection: close" in answer.lower() and CSP.encode() in answer
         assert time.monotonic() - started < 3
-        prompt = socket.create_connection(("127.0.0.1", port))
-        prompt.settimeout(5)
-        prompt.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n12345")
-        assert prompt.recv(1000).startswith(b"HTTP/1.1 200")
-        prompt.close()
+        request = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n12345"
+        assert _prompt_answer(port, request).startswith(b"HTTP/1.1 200")
     finally:
         server.should_exit = True
         thread.join(5)
