@@ -41,11 +41,7 @@ function drawAlignment(div, model, response, onRow) {
     return;
   }
   const trace = attentionTrace(map);
-  const layout = baseLayout({
-    margin: { l: 60, r: 12, t: 8, b: 60 },
-    xaxis: tokenAxis(map.cols, { title: { text: "source (French)", standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
-    yaxis: tokenAxis(map.rows, { title: { text: "output (English)", standoff: 6 }, autorange: "reversed" }),
-  });
+  const layout = alignmentLayout(map);
   draw(div, [trace], layout, `attention-${model}`, response);
   if (!div.dataset.clickBound) {
     div.dataset.clickBound = "1";
@@ -54,4 +50,13 @@ function drawAlignment(div, model, response, onRow) {
       if (point) onRow(point.y); // a row is an output word: chapter 5 looks at it closely
     });
   }
+}
+
+/** The axes of one alignment grid: output words (rows, top down) by source words (columns). */
+export function alignmentLayout(map) {
+  return baseLayout({
+    margin: { l: 60, r: 12, t: 8, b: 60 },
+    xaxis: tokenAxis(map.cols, { title: { text: "source (French)", standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
+    yaxis: tokenAxis(map.rows, { title: { text: "output (English)", standoff: 6 }, autorange: "reversed" }),
+  });
 }

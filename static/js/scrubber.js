@@ -5,7 +5,8 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 import { whenNear } from "./lazy.js";
-import { attentionTrace, baseLayout, draw, showEmpty, tokenAxis } from "./plots.js";
+import { alignmentLayout } from "./alignment.js";
+import { attentionTrace, baseLayout, draw, showEmpty } from "./plots.js";
 
 const PLAY_MS = 1400; // a frame's time on screen while playing
 
@@ -121,12 +122,7 @@ export class Scrubber {
     if (!map || !map.rows.length) {
       showEmpty(this.mapPlot, `At step ${point.step} ${this.model.name} produced no translation to align.`);
     } else {
-      const layout = baseLayout({
-        margin: { l: 60, r: 12, t: 8, b: 60 },
-        xaxis: tokenAxis(map.cols, { title: { text: "source (French)", standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
-        yaxis: tokenAxis(map.rows, { title: { text: "output (English)", standoff: 6 }, autorange: "reversed" }),
-      });
-      draw(this.mapPlot, [attentionTrace(map)], layout, `training-${this.model.name}-step-${point.step}`, answer);
+      draw(this.mapPlot, [attentionTrace(map)], alignmentLayout(map), `training-${this.model.name}-step-${point.step}`, answer);
     }
     this.mapPlot.dataset.step = String(point.step);
     this.describe(map);
