@@ -104,17 +104,26 @@ class Limits(BaseModel):
     max_gradient_length: int = Field(description="longest repeated input of POST /api/gradients")
 
 
+class Numerics(BaseModel):
+    precision: Literal["fp32"] = Field(description="the arithmetic every served figure was computed in")
+    layout: Literal["input-major", "as-stored"] = Field(
+        description="how the weights lie in memory: input-major (wide matrices column by column, faster "
+                    "one-row decoding steps on a CPU; the same values) or the checkpoint's own order")
+
+
 class Health(BaseModel):
     status: Literal["ok", "degraded"]
     device: str
     models: list[str]
     unavailable: dict[str, str] = Field({}, description="models that did not load, with the reason")
     limits: Limits
+    numerics: Numerics
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
          "unavailable": {"rnn": "CheckpointError: rnn/model.safetensors is missing"},
-         "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200}}]})
+         "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
+         "numerics": {"precision": "fp32", "layout": "input-major"}}]})
 
 
 class LengthBucket(BaseModel):

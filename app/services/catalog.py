@@ -17,6 +17,8 @@ def health(registry: ModelRegistry) -> dict:
         "models": registry.names,
         "unavailable": dict(registry.unavailable),
         "limits": asdict(registry.limits),
+        # every model computes in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on load)
+        "numerics": {"precision": "fp32", "layout": registry.served_layout},
     }
 
 

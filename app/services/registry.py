@@ -23,6 +23,7 @@ from app.services.worker import ModelThread
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
+from models.layout import LAYOUTS, layout_of, with_layout
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -86,6 +87,7 @@ class ModelRegistry:
     root: Path | None = None  # the checkpoints folder: experiments' own small checkpoints live below it
     experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
+    layout: str = "as-stored"  # how the served weights lie in memory (models/layout.py)
 
     def result(self, key, compute, cancel: threading.Event | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -110,7 +112,7 @@ class ModelRegistry:
         if name not in self.untrained:
             entry = self.get(name)
             model = initialized(entry.model.config, entry.seed).to(self.device).eval()
-            self.untrained[name] = model.requires_grad_(False)
+            self.untrained[name] = with_layout(model.requires_grad_(False), self.layout)
         return self.untrained[name]
 
     def snapshot_point(self, name: str, step: int) -> dict[str, Any]:
@@ -136,7 +138,7 @@ class ModelRegistry:
         key = (name, step)
         if key not in self.snapshot_models:
             model = snapshots.load_snapshot(self.get(name).folder, step).to(self.device)
-            self.snapshot_models[key] = model.requires_grad_(False)
+            self.snapshot_models[key] = with_layout(model.requires_grad_(False), self.layout)
             while len(self.snapshot_models) > SNAPSHOTS_KEPT:
                 self.snapshot_models.popitem(last=False)
         self.snapshot_models.move_to_end(key)
@@ -155,6 +157,12 @@ class ModelRegistry:
         raise UnknownModelError(f"unknown model {name!r}; valid: {valid}")
 
     @property
+    def served_layout(self) -> str:
+        """How the served weights lie in memory: the setting, unless the device kept the stored
+        order (models/layout.py)."""
+        return next((layout_of(entry.model) for entry in self.models.values()), self.layout)
+
+    @property
     def names(self) -> list[str]:
         return list(self.models)
 
@@ -169,12 +177,13 @@ class ModelRegistry:
         self.close()
 
 
-def load_model(folder: Path, name: str, device: torch.device) -> LoadedModel:
+def load_model(folder: Path, name: str, device: torch.device, layout: str = "as-stored") -> LoadedModel:
     if not folder.is_dir():
         raise checkpoint.CheckpointError(f"no checkpoint: the folder {folder.name}/ is missing")
     model = checkpoint.load(folder, device)  # checks the weights' sha256 and that they are finite
     for p in model.parameters():
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
+    model = with_layout(model, layout)
     metrics = _read_or(checkpoint.read_metrics, folder, {})
     curve = _read_or(checkpoint.read_curve, folder, [])
     meta = checkpoint.read_meta(folder)
@@ -216,19 +225,25 @@ def _read_or(read, folder: Path, default):
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] | None = None, device: str = "auto",
     cache_size: int = 256, cache_mb: int = 64, limits: Limits = Limits(), worker: ModelThread | None = None,
+    layout: str = "input-major",
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
     `names` that loads, on the model thread that will run them. names None: the story's five,
-    then every other folder of `checkpoints` that holds a model."""
+    then every other folder of `checkpoints` that holds a model. `layout`: how the served weights lie
+    in memory (models/layout.py: "input-major" decodes faster on a CPU, "as-stored" is the
+    checkpoint's own order)."""
     if not (checkpoints / TOKENIZER_FILE).exists():
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
     dev = choose_device(device)
     worker = worker or ModelThread()
     names = model_folders(checkpoints) if names is None else names
-    loaded, unavailable = worker.run(load_models, checkpoints, names, dev)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
+    loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout)
     cache = ResultCache(cache_size, cache_mb * 2**20)
-    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints)
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints,
+                         layout=layout)
 
 
 def model_folders(checkpoints: Path) -> tuple[str, ...]:
@@ -238,12 +253,12 @@ def model_folders(checkpoints: Path) -> tuple[str, ...]:
     return MODEL_NAMES + tuple(n for n in others if n not in MODEL_NAMES)
 
 
-def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device):
+def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device, layout: str = "as-stored"):
     """(name -> LoadedModel, name -> why it did not load)."""
     loaded, unavailable = {}, {}
     for name in names:
         try:
-            loaded[name] = load_model(checkpoints / name, name, device)
+            loaded[name] = load_model(checkpoints / name, name, device, layout)
         except Exception as error:  # any failure to read a checkpoint only disables that model
             unavailable[name] = f"{type(error).__name__}: {error}"
             log.warning("model %s not loaded: %s", name, unavailable[name])

@@ -8,6 +8,8 @@ class Catalog {
   constructor(health, models) {
     this.limits = health.limits;
     this.unavailable = health.unavailable || {}; // name -> why it did not load
+    this.device = health.device;
+    this.numerics = health.numerics; // {precision, layout}: what every figure was computed with
     this.models = models; // the story's order, then any other model
     this.index = new Map(models.map((m, i) => [m.name, i]));
   }
@@ -29,6 +31,16 @@ class Catalog {
   marker(name) {
     const i = this.index.get(name);
     return i === undefined ? "circle" : MODEL_MARKERS[i % MODEL_MARKERS.length];
+  }
+
+  /** One sentence saying what served the figures: the device, the precision, the weights' order. */
+  get numericsLine() {
+    if (!this.numerics) return "";
+    const { precision, layout } = this.numerics;
+    const order = layout === "input-major"
+      ? "the wide weight matrices stored column by column, which makes one-word decoding steps faster (the same values, summed in another order)"
+      : "the weights in the checkpoints' own order";
+    return `Every figure is computed by the server (${this.device}) in ${precision}, with ${order}.`;
   }
 
   /** Recurrent models with attention: theirs is one alignment grid, output words x source words. */

@@ -141,6 +141,7 @@ async function start() {
     return;
   }
   const page = new UrlState(location.search, catalog);
+  $("numerics").textContent = catalog.numericsLine;
   const lab = { catalog, page, requests };
   const later = debounce(() => update(lab), PAUSE_MS);
   lab.composer = new Composer(page.text, catalog.limits.max_chars, (text) => {

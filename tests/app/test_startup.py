@@ -13,6 +13,7 @@ from app.config import Settings
 from app.dependencies import get_registry
 from app.main import create_app
 from app.services.registry import load_registry
+from models.layout import layout_of
 from tests.app.conftest import tiny_settings
 from tests.tiny import write_tiny_checkpoints
 
@@ -27,9 +28,27 @@ def test_settings_from_environment(monkeypatch, tmp_path):
     assert (settings.device, settings.models, settings.checkpoints, settings.max_chars) == (
         "cpu", ("rnn", "transformer"), tmp_path, 80)
     assert (settings.limits.max_chars, settings.limits.max_gradient_length) == (80, 50)
+    assert settings.layout == "input-major"
     monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn,../secrets")
     with pytest.raises(ValueError, match="folder names"):
         Settings()
+    monkeypatch.setenv("ATTENTION_LAB_MODELS", "rnn")
+    monkeypatch.setenv("ATTENTION_LAB_LAYOUT", "column-major")
+    with pytest.raises(ValueError, match="input-major"):
+        Settings()
+
+
+def test_the_stored_layout_is_one_setting_away(tiny_checkpoints):
+    """ATTENTION_LAB_LAYOUT=as-stored serves the checkpoint's own order, every model and snapshot
+    alike; health says which one served."""
+    for layout in ("as-stored", "input-major"):
+        settings = Settings(checkpoints=tiny_checkpoints, device="cpu", layout=layout)
+        with TestClient(create_app(settings)) as client:
+            assert client.get("/api/health").json()["numerics"] == {"precision": "fp32", "layout": layout}
+            registry = client.app.state.registry
+            models = [entry.model for entry in registry.models.values()]
+            models += [registry.at_step("transformer", step) for step in (0, 1)]
+            assert {layout_of(model) for model in models} == {layout}
 
 
 def test_models_load_on_the_chosen_device(tiny_checkpoints):

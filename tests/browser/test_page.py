@@ -54,8 +54,11 @@ def plot_z(page, testid: str):
     return show(page, testid).evaluate("gd => gd.data && gd.data[0] && gd.data[0].z")
 
 
-def test_first_load_shows_every_view(fresh_page, catalog, server):
+def test_first_load_shows_every_view(fresh_page, catalog, server, health):
     page, problems = fresh_page
+    numerics = page.get_by_test_id("numerics").inner_text()
+    assert f"({health['device']}) in {health['numerics']['precision']}" in numerics
+    assert "stored column by column" in numerics  # the server's layout, input-major by default
     names = [m["name"] for m in catalog]
     assert page.get_by_test_id("source").input_value().strip(), "the text box starts with an example"
     assert sorted(page.locator(".card").evaluate_all("els => els.map(e => e.dataset.model)")) == sorted(names)

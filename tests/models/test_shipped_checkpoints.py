@@ -10,6 +10,7 @@ from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, count_parameters, initialized
 from models.data import load_split
 from models.decoding import greedy
+from models.layout import input_major
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
@@ -43,6 +44,23 @@ def test_loads_and_translates(name, tokenizer):
     assert count_parameters(model) == checkpoint.read_meta(ROOT / name)["parameters"]
     decoded = greedy(model, tokenizer.encode("Je mange du pain."))
     assert tokenizer.decode(decoded.tokens).strip()
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+@torch.inference_mode()
+def test_the_served_layout_translates_and_maps_as_the_stored_one(name, tokenizer):
+    """The server decodes with the weights input-major (models/layout.py): on test sentences the
+    same translations, and maps and scores equal to the stored layout's within float rounding."""
+    stored = checkpoint.load(ROOT / name)
+    served = input_major(checkpoint.load(ROOT / name))
+    test = load_split().test
+    for pair in test[:: len(test) // 12][:12]:
+        ids = tokenizer.encode(pair.fr)
+        a, b = greedy(stored, ids), greedy(served, ids)
+        assert a.tokens == b.tokens, pair.fr
+        torch.testing.assert_close(b.output.logits, a.output.logits, atol=1e-4, rtol=1e-5)
+        for kind, weights in a.output.attentions.items():
+            torch.testing.assert_close(b.output.attentions[kind], weights, atol=1e-5, rtol=0)
 
 
 def test_quality_follows_the_story():

@@ -1,0 +1,83 @@
+"""The input-major layout (models/layout.py): the same weights in another order in memory, so
+every translation, map and score it gives is the stored layout's within float rounding."""
+
+import copy
+
+import pytest
+import torch
+
+from models.architectures import MODEL_NAMES, build
+from models.decoding import beam_search, greedy, greedy_batch
+from models.layout import LAYOUTS, input_major, is_wide, layout_of, with_layout
+from tests.tiny import tiny_config
+
+VOCAB = 300  # wider than every hidden size, so each model's embedding is a wide matrix
+SOURCES = [[5, 9, 12, 7, 20], [40, 41, 42], [7] * 11, [250, 3, 99, 120]]
+
+
+def _pair(name, seed=0):
+    """(stored, input-major) copies of one tiny untrained model."""
+    torch.manual_seed(seed)
+    stored = build(tiny_config(name, VOCAB)).eval()
+    return stored, input_major(copy.deepcopy(stored))
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_wide_weights_lie_column_by_column_with_the_same_values(name):
+    stored, moved = _pair(name)
+    assert layout_of(stored) == "as-stored" and layout_of(moved) == "input-major"
+    for (key, a), b in zip(stored.named_parameters(), moved.parameters(), strict=True):
+        assert a.shape == b.shape and torch.equal(a, b), key
+        if is_wide(a):
+            assert b.stride() == (1, a.size(0)), key
+        else:
+            assert b.stride() == a.stride(), key  # narrow and square ones are left as they are
+    assert moved.state_dict().keys() == stored.state_dict().keys()
+
+
+def test_a_tied_matrix_is_reordered_once_and_stays_tied():
+    stored, moved = _pair("transformer")
+    assert is_wide(moved.embed.weight)
+    assert len(list(moved.parameters())) == len(list(stored.parameters()))
+    assert input_major(moved) is moved and layout_of(moved) == "input-major"  # twice: no change
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+@torch.inference_mode()
+def test_greedy_and_beam_search_agree_with_the_stored_layout(name):
+    for seed in range(2):
+        stored, moved = _pair(name, seed)
+        for src in SOURCES:
+            a, b = greedy(stored, src, max_len=12), greedy(moved, src, max_len=12)
+            assert a.tokens == b.tokens and a.finished == b.finished
+            torch.testing.assert_close(b.output.logits, a.output.logits, atol=1e-5, rtol=1e-5)
+            assert a.output.attentions.keys() == b.output.attentions.keys()
+            for kind, weights in a.output.attentions.items():
+                torch.testing.assert_close(b.output.attentions[kind], weights, atol=1e-6, rtol=0)
+            beams = [beam_search(m, src, 3, max_len=12).tokens for m in (stored, moved)]
+            assert beams[0] == beams[1]
+
+
+@pytest.mark.parametrize("name", ["lstm", "transformer"])
+def test_batches_and_gradients_agree_too(name):
+    stored, moved = _pair(name)
+    src = torch.tensor([[5, 9, 12, 7], [40, 41, 0, 0]])
+    with torch.inference_mode():
+        assert greedy_batch(stored, src, 10) == greedy_batch(moved, src, 10)
+    tgt = torch.tensor([[1, 4, 5], [1, 6, 7]])
+    grads = []
+    for model in (stored, moved):
+        model.zero_grad()
+        model(src, tgt).logits.logsumexp(-1).sum().backward()
+        grads.append([p.grad for p in model.parameters()])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+
+
+def test_with_layout_checks_the_name_and_keeps_the_stored_order_when_asked():
+    stored, _ = _pair("lstm-dot")
+    assert layout_of(with_layout(copy.deepcopy(stored), "as-stored")) == "as-stored"
+    assert layout_of(with_layout(copy.deepcopy(stored), "input-major")) == "input-major"
+    assert set(LAYOUTS) == {"input-major", "as-stored"}
+    with pytest.raises(ValueError, match="one of input-major, as-stored"):
+        with_layout(stored, "column-major")
