@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     # cores while the machine is otherwise quiet, one while other programs wait for the CPU
     # (app/services/cores.py); a number fixes it.
     torch_threads: int | None = Field(None, ge=1)
+    # Models run side by side, one per core with one intra-op thread each, by POST /api/compare
+    # (app/services/worker.py, run_together). None: as many as torch has threads; 1: one after another.
+    lanes: int | None = Field(None, ge=1)
     # How the served weights lie in memory (models/layout.py): input-major makes a CPU's one-row
     # decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's order.
     layout: Literal["input-major", "as-stored"] = "input-major"

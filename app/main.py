@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.registry = load_registry(
             settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
-            settings.limits, ModelThread(settings.torch_threads), settings.layout,
+            settings.limits, ModelThread(settings.torch_threads, settings.lanes), settings.layout,
         )
         yield
         app.state.registry.close()

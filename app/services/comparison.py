@@ -3,8 +3,8 @@ it is ready, in the order asked.
 
 Why one call for all of them: the page asks about the text at every keystroke, and five requests
 per keystroke (and five aborts at the next one) took CPU from the models on a 2-core machine, where
-the browser and the server share the cores. Every model's work is queued on the model thread at
-once, so it runs them back to back.
+the browser and the server share the cores. Every model's work is queued at once, as one turn of
+the model thread that runs the models side by side, one per core (worker.run_together).
 
 Each answer is what POST /api/attention answers for that model: for models without attention
 the translation with no maps, computed the cheaper way /api/translate does (the same greedy
@@ -37,7 +37,7 @@ def comparison(
     registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)
     jobs = [_job(registry, name, text, cancel) for name in names]  # every check before any work
-    return _as_ready([(name, registry.submit(*job, cancel)) for name, job in zip(names, jobs, strict=True)])
+    return _as_ready(list(zip(names, registry.submit_together(jobs, cancel), strict=True)))
 
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):

@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,23 @@ class ModelRegistry:
         done: Future = Future()
         done.set_result(value)
         return done
+
+    def submit_together(self, items: list[tuple[Any, Any]], cancel: threading.Event | None = None,
+                        ) -> list[Future]:
+        """Like `submit` for several (key, compute) pairs of independent work that only reads the
+        loaded models: the ones not cached run as one batch on every core (worker.run_together)."""
+        futures: list[Future | None] = []
+        todo = []
+        for key, compute in items:
+            value = self.cache.get(key)
+            if value is MISSING:
+                futures.append(None)
+                todo.append(partial(self.cache.get_or_compute, key, compute))
+            else:
+                futures.append(Future())
+                futures[-1].set_result(value)
+        queued = iter(self.worker.run_together(todo, cancel) if todo else [])
+        return [future or next(queued) for future in futures]
 
     def initialized(self, name: str) -> nn.Module:
         """Model `name`'s architecture at its seeded initialization, as training started it: rebuilt

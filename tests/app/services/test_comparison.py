@@ -11,8 +11,8 @@ TEXT = "Je mange du pain."
 
 
 def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry, monkeypatch):
-    """The first answer is handed over while the next model still works; the next model's work
-    is already queued on the model thread (no gap between models)."""
+    """The first answer is handed over while the next model still works; all the models' work is
+    queued as one batch (no gap between models; side by side where there are cores)."""
     release, queued = threading.Event(), []
     model = cached_registry.get("transformer").model
     real_encode = model.encode_with_internals
@@ -23,10 +23,11 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
 
     monkeypatch.setattr(model, "encode_with_internals", slow_encode)
     worker = cached_registry.worker
-    real_submit = worker.submit
-    monkeypatch.setattr(worker, "submit", lambda *a, **k: queued.append(1) or real_submit(*a, **k))
+    real_together = worker.run_together
+    monkeypatch.setattr(worker, "run_together",
+                        lambda jobs, cancel: queued.append(len(jobs)) or real_together(jobs, cancel))
     answers = comparison(cached_registry, TEXT, ("lstm", "transformer"))
-    assert len(queued) == 2  # both queued before the first answer is read
+    assert queued == [2]  # both queued, as one batch, before the first answer is read
     assert next(answers)["model"] == "lstm"  # while the transformer waits
     release.set()
     assert next(answers)["model"] == "transformer"
@@ -45,3 +46,19 @@ def test_when_the_client_has_gone_the_rest_is_not_computed(cached_registry, monk
     assert list(answers) == []  # the stream just ends: nobody is there to read it
     assert computed == [] and len(cached_registry.cache) == 0
     blocker.result(timeout=10)
+
+
+def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
+    """Run together on two lanes, every model answers exactly as /api/attention or /api/translate
+    answers it alone on the model thread."""
+    from app.services.maps import attention_maps
+    from app.services.translation import translation
+
+    names = tuple(cached_registry.names)
+    together = {a["model"]: a for a in comparison(cached_registry, TEXT, names)}
+    cached_registry.cache.clear()
+    for name in names:
+        entry = cached_registry.get(name)
+        alone = attention_maps(cached_registry, name, TEXT) if entry.capabilities.attention_kinds else \
+            {**translation(cached_registry, name, TEXT), "maps": []}
+        assert together[name] == alone, name

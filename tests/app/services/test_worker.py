@@ -71,3 +71,70 @@ def test_torch_threads_setting_reaches_the_model_thread():
     finally:
         worker.close()
         torch.set_num_threads(before)
+
+
+def test_a_batch_runs_side_by_side_one_thread_each_in_the_order_given():
+    worker = ModelThread(2, lanes=2)
+    both = threading.Barrier(2, timeout=10)  # passes only if two jobs run at the same time
+
+    def job(n):
+        def run():
+            both.wait()
+            return n, threading.current_thread().name, torch.get_num_threads()
+        return run
+
+    try:
+        results = [f.result(timeout=10) for f in worker.run_together([job(0), job(1)])]
+        assert [n for n, _, _ in results] == [0, 1]
+        assert {name.split("_")[0] for _, name, _ in results} == {"models", "models-lane"}
+        assert {threads for _, _, threads in results} == {1}
+        assert worker.run(torch.get_num_threads) == 2  # the model thread's own count is back
+    finally:
+        worker.close()
+
+
+def test_a_batch_keeps_the_model_thread_until_every_lane_is_done():
+    worker = ModelThread(2, lanes=2)
+    release, order = threading.Event(), []
+
+    def slow():
+        release.wait(10)
+        order.append("slow")
+
+    try:
+        batch = worker.run_together([lambda: order.append("quick"), slow])
+        later = worker.submit(lambda: order.append("later"))
+        batch[0].result(timeout=10)
+        assert not later.done()  # queued behind the batch while its other lane still works
+        release.set()
+        later.result(timeout=10)
+        assert order == ["quick", "slow", "later"]
+    finally:
+        release.set()
+        worker.close()
+
+
+def test_a_failing_job_fails_alone_and_a_cancelled_batch_is_not_run():
+    from app.services.worker import Abandoned
+
+    worker = ModelThread(1, lanes=2)
+    try:
+        def fail():
+            raise ValueError("bad input")
+
+        futures = worker.run_together([fail, lambda: "fine", lambda: "also fine"])
+        with pytest.raises(ValueError, match="bad input"):
+            futures[0].result(timeout=10)
+        assert [f.result(timeout=10) for f in futures[1:]] == ["fine", "also fine"]
+        gone, release, ran = threading.Event(), threading.Event(), []
+        blocker = worker.submit(release.wait, 10)
+        futures = worker.run_together([lambda: ran.append(1), lambda: ran.append(2)], cancel=gone)
+        gone.set()
+        release.set()
+        blocker.result(timeout=10)
+        for future in futures:
+            with pytest.raises(Abandoned):
+                future.result(timeout=10)
+        assert ran == []
+    finally:
+        worker.close()
