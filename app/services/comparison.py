@@ -36,7 +36,7 @@ def comparison(
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
     registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)
-    jobs = [_job(registry, name, text, cancel) for name in names]  # every check before any work
+    jobs = [(name, *_job(registry, name, text, cancel)) for name in names]  # every check before any work
     return _as_ready(list(zip(names, registry.submit_together(jobs, cancel), strict=True)))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ class ModelRegistry:
     experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
     layout: str = "as-stored"  # how the served weights lie in memory (models/layout.py)
+    seconds: dict[str, float] = field(default_factory=dict)  # name -> recent time of one batch job
 
     def result(self, key, compute, cancel: threading.Event | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -106,22 +108,31 @@ class ModelRegistry:
         done.set_result(value)
         return done
 
-    def submit_together(self, items: list[tuple[Any, Any]], cancel: threading.Event | None = None,
+    def submit_together(self, items: list[tuple[str, Any, Any]], cancel: threading.Event | None = None,
                         ) -> list[Future]:
-        """Like `submit` for several (key, compute) pairs of independent work that only reads the
-        loaded models: the ones not cached run as one batch on every core (worker.run_together)."""
+        """Like `submit` for several (model name, key, compute) of independent work that only reads
+        the loaded models: the ones not cached run as one batch on every core
+        (worker.run_together), the model that took longest last time first."""
         futures: list[Future | None] = []
-        todo = []
-        for key, compute in items:
+        todo, names = [], []
+        for name, key, compute in items:
             value = self.cache.get(key)
             if value is MISSING:
                 futures.append(None)
-                todo.append(partial(self.cache.get_or_compute, key, compute))
+                todo.append(partial(self._timed, name, partial(self.cache.get_or_compute, key, compute)))
+                names.append(name)
             else:
                 futures.append(Future())
                 futures[-1].set_result(value)
-        queued = iter(self.worker.run_together(todo, cancel) if todo else [])
+        start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
+        queued = iter(self.worker.run_together(todo, cancel, start) if todo else [])
         return [future or next(queued) for future in futures]
+
+    def _timed(self, name: str, compute):
+        began = time.perf_counter()
+        value = compute()
+        self.seconds[name] = time.perf_counter() - began
+        return value
 
     def initialized(self, name: str) -> nn.Module:
         """Model `name`'s architecture at its seeded initialization, as training started it: rebuilt

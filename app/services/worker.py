@@ -73,13 +73,15 @@ class ModelThread:
         return self._pool.submit(job)
 
     def run_together(self, jobs: list[Callable[[], T]], cancel: threading.Event | None = None,
-                     ) -> list[Future[T]]:
+                     start: list[int] | None = None) -> list[Future[T]]:
         """Queue a batch of independent jobs that only read the loaded models, as one turn of the
         model thread; a Future per job, in the order given. When its turn comes the batch runs on
-        up to `lanes` threads at once (one intra-op thread each), each lane taking the next job
-        in order. A job whose turn comes after `cancel` is set is not run (Abandoned)."""
+        up to `lanes` threads at once (one intra-op thread each), each lane taking the next job,
+        in the order `start` lists their indices (default: as given; longest first keeps the lanes
+        evenly busy). A job whose turn comes after `cancel` is set is not run (Abandoned)."""
         futures: list[Future[T]] = [Future() for _ in jobs]
-        pending = deque(zip(jobs, futures, strict=True))
+        start = list(range(len(jobs))) if start is None else start
+        pending = deque((jobs[i], futures[i]) for i in start)
         lock = threading.Lock()
 
         def drain() -> None:

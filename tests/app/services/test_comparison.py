@@ -25,7 +25,7 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
     worker = cached_registry.worker
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
-                        lambda jobs, cancel: queued.append(len(jobs)) or real_together(jobs, cancel))
+                        lambda jobs, *rest: queued.append(len(jobs)) or real_together(jobs, *rest))
     answers = comparison(cached_registry, TEXT, ("lstm", "transformer"))
     assert queued == [2]  # both queued, as one batch, before the first answer is read
     assert next(answers)["model"] == "lstm"  # while the transformer waits
@@ -62,3 +62,18 @@ def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
         alone = attention_maps(cached_registry, name, TEXT) if entry.capabilities.attention_kinds else \
             {**translation(cached_registry, name, TEXT), "maps": []}
         assert together[name] == alone, name
+
+
+def test_the_model_that_took_longest_last_time_starts_first(cached_registry, monkeypatch):
+    worker, started = cached_registry.worker, []
+    real_together = worker.run_together
+    monkeypatch.setattr(worker, "run_together",
+                        lambda jobs, cancel, start: started.append(start) or real_together(jobs, cancel, start))
+    list(comparison(cached_registry, TEXT, ("lstm", "transformer")))
+    assert set(cached_registry.seconds) == {"lstm", "transformer"}
+    cached_registry.seconds.update(lstm=9.0, transformer=1.0)
+    list(comparison(cached_registry, "Le chat dort.", ("lstm", "transformer")))
+    assert started[-1] == [0, 1]  # lstm first
+    cached_registry.seconds.update(lstm=1.0, transformer=9.0)
+    list(comparison(cached_registry, "Il pleut.", ("lstm", "transformer")))
+    assert started[-1] == [1, 0]

@@ -138,3 +138,14 @@ def test_a_failing_job_fails_alone_and_a_cancelled_batch_is_not_run():
         assert ran == []
     finally:
         worker.close()
+
+
+def test_a_batch_starts_its_jobs_in_the_order_asked_and_answers_in_the_order_given():
+    worker = ModelThread(1, lanes=1)
+    ran = []
+    try:
+        futures = worker.run_together([lambda n=n: ran.append(n) or n for n in range(3)], start=[2, 0, 1])
+        assert [f.result(timeout=10) for f in futures] == [0, 1, 2]
+        assert ran == [2, 0, 1]
+    finally:
+        worker.close()
