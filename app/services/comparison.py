@@ -1,5 +1,5 @@
 """POST /api/compare as a function: several models on one text, each answer handed over as soon as
-it is ready, in the order asked.
+it is ready (so in the order the models finish; each answer names its model).
 
 Why one call for all of them: the page asks about the text at every keystroke, and five requests
 per keystroke (and five aborts at the next one) took CPU from the models on a 2-core machine, where
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, as_completed
 
 from app.services.maps import attention_maps_job
 from app.services.registry import ModelRegistry
@@ -31,7 +31,8 @@ def comparison(
     registry: ModelRegistry, text: str, names: tuple[str, ...] = (), cancel: threading.Event | None = None,
 ) -> Iterator[dict]:
     """Check the names (default: every loaded model) and the text, queue every model's work, and
-    return the answers as they come: {"model", "translation", ..., "maps"} per model, or
+    return the answers as they come, the first finished first: {"model", "translation", ..., "maps"}
+    per model, or
     {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
     registry.source(text)  # the text first, as elsewhere
@@ -47,7 +48,9 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
 
 
 def _as_ready(pending: list[tuple[str, Future]]) -> Iterator[dict]:
-    for name, future in pending:
+    names = {future: name for name, future in pending}
+    for future in as_completed(names):  # the page draws each answer as it arrives
+        name = names[future]
         try:
             answer = future.result()
             yield answer if "maps" in answer else {**answer, "maps": []}

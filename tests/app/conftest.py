@@ -21,7 +21,8 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
 
 
 def tiny_settings(folder: Path, **overrides) -> Settings:
-    return Settings(checkpoints=folder, device="cpu", cache_size=0, **overrides)
+    """Two lanes for /api/compare whatever the machine's cores, so its tests see the same order."""
+    return Settings(checkpoints=folder, device="cpu", cache_size=0, lanes=2, **overrides)
 
 
 @pytest.fixture(scope="session")
