@@ -36,14 +36,16 @@ lint: $(STAMP)
 # Speed as ratios that travel between machines (bench/floor.py), whether the served weight layout
 # changes any translation or map on the test split (bench/fidelity.py), our translation against
 # CTranslate2's on the same weights (bench/peer.py; ctranslate2 is installed for it, the app does not
-# use it), then 16 clients for 60 s of mixed requests (bench/load.py); figures printed and written to
-# bench/results/. Run on a quiet machine.
+# use it), 16 clients for 60 s of mixed requests (bench/load.py), then keystroke -> update in a real
+# browser (bench/bench_page.py; compare it across machines beside floor.json's bandwidth); figures
+# printed and written to bench/results/. Run on a quiet machine.
 bench: $(STAMP)
 	$(PY) -m pip install --quiet "ctranslate2>=4.5"
 	$(PY) bench/floor.py --json bench/results/floor.json
 	$(PY) bench/fidelity.py --models transformer,lstm-additive --json bench/results/fidelity.json
 	$(PY) bench/peer.py --json bench/results/peer.json
 	$(PY) bench/load.py --json bench/results/load.json
+	$(PY) bench/bench_page.py --json > bench/results/page.json
 
 # Re-train and re-evaluate all five shipped models from scratch (hours on a 2-core CPU; see README).
 checkpoints: $(STAMP)
