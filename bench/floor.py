@@ -13,7 +13,8 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
-  alone through /api/attention.
+  alone through /api/attention; the models side by side (the default, one lane per core), and on a
+  second server one after another (ATTENTION_LAB_LANES=1): what that lever buys.
 
 Each ratio is the median over the sentences of per-sentence ratios, all measured in this run, so a
 slower or busier machine moves the milliseconds but much less the ratios. Issue 17's targets:
@@ -120,12 +121,24 @@ def over_http(url: str, rows: list[dict], models: list[str]) -> None:
             start = time.perf_counter()
             client.post("/api/attention", json=body).raise_for_status()
             row["attention_http_ms"] = (time.perf_counter() - start) * 1e3
-            start = time.perf_counter()
-            with client.stream("POST", "/api/compare", json={"text": row["text"], "models": models}) as answer:
-                answer.raise_for_status()
-                lines = sum(1 for _ in answer.iter_lines())
-            row["compare_ms"] = (time.perf_counter() - start) * 1e3
-            assert lines == len(models)
+            row["compare_ms"] = compare_ms(client, row["text"], models)
+
+
+def one_lane(url: str, rows: list[dict], models: list[str]) -> None:
+    """/api/compare on a server that runs the models one after another (ATTENTION_LAB_LANES=1)."""
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for row in rows:
+            row["compare_one_lane_ms"] = compare_ms(client, row["text"], models)
+
+
+def compare_ms(client: httpx.Client, text: str, models: list[str]) -> float:
+    """Milliseconds of POST /api/compare to its last line."""
+    start = time.perf_counter()
+    with client.stream("POST", "/api/compare", json={"text": text, "models": models}) as answer:
+        answer.raise_for_status()
+        lines = sum(1 for _ in answer.iter_lines())
+    assert lines == len(models)
+    return (time.perf_counter() - start) * 1e3
 
 
 def median_ratio(rows: list[dict], top: str, bottom: str) -> float:
@@ -149,6 +162,8 @@ def main() -> dict:
     env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
     with serve(env) as url:
         over_http(url, rows, models)
+    with serve({**env, "ATTENTION_LAB_LANES": "1"}) as url:
+        one_lane(url, rows, models)
     report = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "threads": args.threads, "bandwidth_gbs": round(gbs, 2),
@@ -161,10 +176,12 @@ def main() -> dict:
             "http_over_in_process": round(
                 median_ratio(rows, "attention_http_ms", "attention_in_process_ms"), 2),
             "compare_over_alone": round(median_ratio(rows, "compare_ms", "attention_http_ms"), 2),
+            "compare_one_lane_over_alone": round(
+                median_ratio(rows, "compare_one_lane_ms", "attention_http_ms"), 2),
         },
         "medians_ms": {key: round(statistics.median(r[key] for r in rows), 2) for key in
                        ("decode_ms", "stored_decode_ms", "floor_ms", "attention_in_process_ms",
-                        "attention_http_ms", "compare_ms")},
+                        "attention_http_ms", "compare_ms", "compare_one_lane_ms")},
         "rows": rows,
     }
     print(table(report))
@@ -190,6 +207,8 @@ def table(report: dict) -> str:
         f"{ms['attention_http_ms']} / {ms['attention_in_process_ms']} |",
         f"| /api/compare (all models) / transformer alone | {r['compare_over_alone']} | "
         f"{ms['compare_ms']} / {ms['attention_http_ms']} |",
+        f"| the same, models one after another (ATTENTION_LAB_LANES=1) | {r['compare_one_lane_over_alone']} | "
+        f"{ms['compare_one_lane_ms']} / {ms['attention_http_ms']} |",
     ])
 
 
