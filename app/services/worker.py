@@ -16,7 +16,8 @@ taking the next job as they free. A decoder step is mostly one-row products and 
 thread runs almost as fast as two (5.7 against 6.0 ms per Transformer step on the 2-core machines),
 so two models side by side finish the batch sooner than each split over both cores in turn. The
 other lanes start only once the model thread has taken the batch, so no other work is ever running
-beside them, and the batch gives the model thread back only when every lane is done.
+beside them, and the batch gives the model thread back only when every lane is done. While other
+programs wait for the CPU (cores.py), a batch runs on one lane, as any other work would.
 """
 
 from __future__ import annotations
@@ -104,7 +105,9 @@ class ModelThread:
             drain()
 
         def lead() -> None:
-            lanes = min(self.lanes, len(jobs))
+            # while other programs wait for the CPU (the reader's browser), one lane leaves them a core
+            free = self.cores.threads() if self.cores is not None else self.lanes
+            lanes = min(self.lanes, len(jobs), free)
             if lanes == 1:  # as `submit` runs a job
                 self._share_cores()
                 return drain()

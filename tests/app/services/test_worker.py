@@ -149,3 +149,18 @@ def test_a_batch_starts_its_jobs_in_the_order_asked_and_answers_in_the_order_giv
         assert ran == [2, 0, 1]
     finally:
         worker.close()
+
+
+def test_a_batch_takes_one_lane_while_other_programs_wait_for_the_cpu():
+    worker = ModelThread(None, lanes=2)
+
+    class Contended:
+        def threads(self):
+            return 1
+
+    worker.cores = Contended()
+    try:
+        futures = worker.run_together([lambda: threading.current_thread().name] * 3)
+        assert {f.result(timeout=10).split("_")[0] for f in futures} == {"models"}
+    finally:
+        worker.close()
