@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 MINUTES=${MINUTES:-"transformer=130 lstm-additive=62 lstm-dot=52 lstm=55 rnn=39"}
 DEVICE=${DEVICE:-auto}
-SNAPSHOTS=${SNAPSHOTS:-"transformer=50,150,300,600,1000:150,300,600 lstm-additive=300,600,900,1200,1600:SHIP_LSTM"}
+SNAPSHOTS=${SNAPSHOTS:-"transformer=50,150,300,600,1000:150,300,600 lstm-additive=300,600,900,1200,1600:300,900"}
 KEEP=${KEEP:-6}
 for entry in $MINUTES; do
   name=${entry%%=*}; minutes=${entry#*=}

@@ -71,16 +71,19 @@ def test_quality_follows_the_story():
     assert min(attending) > bleu["lstm"] > bleu["rnn"]
 
 
-EVERYDAY = {"Je mange du pain.": "I eat bread.", "Où est la gare ?": "Where is the station?",
-            "Nous avons faim.": "We're hungry."}
+# each French sentence -> the translations accepted as right ("gare" is the (train) station)
+EVERYDAY = {"Je mange du pain.": {"I eat bread."},
+            "Où est la gare ?": {"Where is the station?", "Where's the station?", "Where's the train station?",
+                                 "Where is the train station?"},
+            "Nous avons faim.": {"We're hungry.", "We are hungry."}}
 
 
 @pytest.mark.parametrize("name", ["lstm-additive", "lstm-dot", "transformer"])
 @torch.inference_mode()
 def test_everyday_sentences_and_alignment(name, tokenizer):
     model = checkpoint.load(ROOT / name)
-    for french, english in EVERYDAY.items():
-        assert tokenizer.decode(greedy(model, tokenizer.encode(french)).tokens) == english
+    for french, right in EVERYDAY.items():
+        assert tokenizer.decode(greedy(model, tokenizer.encode(french)).tokens) in right, french
     if name == "transformer":
         return
     # the content words attend to the words they translate
