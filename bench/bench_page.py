@@ -84,7 +84,7 @@ def first_load_bytes(browser, url: str) -> tuple[int, int]:
     received: dict[str, int] = {}
     cdp.on("Network.loadingFinished", lambda e: received.__setitem__(e["requestId"], e["encodedDataLength"]))
     page.goto(url)
-    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
+    page.wait_for_function("() => window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
     page.wait_for_timeout(300)  # let the last responses report their sizes
     context.close()
     return sum(received.values()), len(received)
@@ -94,7 +94,7 @@ def keystroke_to_update(browser, url: str, runs: int, verbose: bool = False) -> 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(url)
-    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
+    page.wait_for_function("() => window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
     page.evaluate(RECORD_KEYSTROKES)
     box = page.get_by_test_id("source")
     times = []
@@ -102,8 +102,8 @@ def keystroke_to_update(browser, url: str, runs: int, verbose: bool = False) -> 
         raise SystemExit(f"--runs: at most {len(SENTENCES)} (each run types a different sentence)")
     for sentence in SENTENCES[:runs]:
         box.fill("")
-        page.wait_for_function("window.attentionLab.lastUpdate.text === ''")
-        page.evaluate("performance.clearResourceTimings()")
+        page.wait_for_function("() => window.attentionLab.lastUpdate.text === ''")
+        page.evaluate("() => performance.clearResourceTimings()")
         box.press_sequentially(sentence, delay=30)  # faster than the pause, like a steady typist
         page.wait_for_function("t => window.attentionLab.lastUpdate.text === t", arg=sentence, timeout=60_000)
         times.append(page.evaluate(SPLIT))
