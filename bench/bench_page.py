@@ -26,6 +26,7 @@ import httpx
 from playwright.sync_api import sync_playwright
 from serving import CHROMIUM, CHROMIUM_ARGS, serve  # bench/serving.py: this script's folder is on sys.path
 
+FIRST_UPDATE = "() => window.attentionLab && window.attentionLab.lastUpdate !== null"
 SENTENCES = [
     "Je mange une pomme.",
     "Il fait froid ce matin.",
@@ -84,7 +85,7 @@ def first_load_bytes(browser, url: str) -> tuple[int, int]:
     received: dict[str, int] = {}
     cdp.on("Network.loadingFinished", lambda e: received.__setitem__(e["requestId"], e["encodedDataLength"]))
     page.goto(url)
-    page.wait_for_function("() => window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
+    page.wait_for_function(FIRST_UPDATE, timeout=60_000)
     page.wait_for_timeout(300)  # let the last responses report their sizes
     context.close()
     return sum(received.values()), len(received)
@@ -94,7 +95,7 @@ def keystroke_to_update(browser, url: str, runs: int, verbose: bool = False) -> 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(url)
-    page.wait_for_function("() => window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=60_000)
+    page.wait_for_function(FIRST_UPDATE, timeout=60_000)
     page.evaluate(RECORD_KEYSTROKES)
     box = page.get_by_test_id("source")
     times = []
