@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
-from pathlib import Path
 
 import torch
-from serving import ROOT  # bench/serving.py: this script's folder is on sys.path
+from serving import ROOT, write_report  # bench/serving.py: this script's folder is on sys.path
 
 from models import checkpoint
 from models.data import load_split
@@ -70,9 +68,7 @@ def main() -> dict:
         print(f"{name}: {r['same_translation']:.2%} of {r['pairs']} test translations identical, BLEU "
               f"{r['bleu']['as-stored']} -> {r['bleu']['input-major']}, largest change of an attention "
               f"weight {r['largest_map_change']:.1e}, of a probability {r['largest_probability_change']:.1e}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.json, report)
     return report
 
 

@@ -24,16 +24,14 @@ decode / floor <= 2.0, HTTP / in process <= 1.2, compare / alone <= 1.6.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import httpx
 import torch
-from serving import ROOT, serve  # bench/serving.py: this script's folder is on sys.path
+from serving import ROOT, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
 from app.services.maps import attention_maps
 from app.services.registry import load_registry
@@ -185,9 +183,7 @@ def main() -> dict:
         "rows": rows,
     }
     print(table(report))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.json, report)
     return report
 
 

@@ -23,7 +23,6 @@ result cache on, as deployed. `--json PATH` writes the same figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -33,7 +32,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import httpx
-from serving import ROOT, serve  # bench/serving.py: this script's folder is on sys.path
+from serving import ROOT, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
 # `make serve`'s uvicorn limits (Makefile UVICORN_LIMITS), as uvicorn's own environment variables
 UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE": "5",
@@ -243,8 +242,7 @@ def main() -> None:
             figures = run(url, child_server_pid(url), args.clients, args.seconds)
         figures["malloc_arena_max"] = args.malloc_arena_max
     report(figures)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    write_report(args.json, figures)
 
 
 if __name__ == "__main__":

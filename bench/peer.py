@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 import ctranslate2
 import numpy as np
 import torch
 from ctranslate2.specs import TransformerSpec
-from serving import ROOT  # bench/serving.py: this script's folder is on sys.path
+from serving import ROOT, write_report  # bench/serving.py: this script's folder is on sys.path
 
 from models import checkpoint
 from models.data import load_split
@@ -161,9 +159,7 @@ def main() -> dict:
           f"ours / CTranslate2 {report['ours_over_peer']} (weights as the server keeps them, input-major), "
           f"{report['ours_stored_layout_over_peer']} (the checkpoint's order); medians of per-sentence "
           f"ratios; e.g. {report['median_ms']} ms here; same pieces on {report['same_translation']:.1%}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.json, report)
     return report
 
 

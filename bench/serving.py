@@ -1,4 +1,5 @@
-"""The app in a uvicorn subprocess on a free port, for the benchmarks and the browser tests.
+"""The app in a uvicorn subprocess on a free port, for the benchmarks and the browser tests, and
+the benchmarks' JSON reports.
 
     with serve({"ATTENTION_LAB_CACHE_SIZE": "0"}) as url:
         httpx.get(f"{url}/api/health")
@@ -9,6 +10,7 @@ Importable as `bench.serving` from the repository root and as `serving` from a s
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -25,6 +27,13 @@ CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright drives it, so no browser 
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
 ]
+
+
+def write_report(path: str | Path | None, report: dict) -> None:
+    """Write a benchmark's figures as JSON to `path` (its folder made if needed); None: nowhere."""
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(report, indent=2) + "\n")
 
 
 def free_port() -> int:
