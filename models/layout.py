@@ -45,10 +45,15 @@ def layout_of(model: nn.Module) -> str:
     return "input-major" if wide and columns else "as-stored"
 
 
-def with_layout(model: nn.Module, layout: str) -> nn.Module:
-    """`model` served with `layout` (one of LAYOUTS); on a GPU the stored layout is kept (cuBLAS
-    reads either order at full speed)."""
+def served_layout(layout: str, device: str | torch.device) -> str:
+    """The layout a model on `device` is served with when `layout` (one of LAYOUTS) is asked for:
+    on a GPU the stored order is kept (cuBLAS reads either order at full speed)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
-    on_cpu = all(p.device.type == "cpu" for p in model.parameters())
-    return input_major(model) if layout == "input-major" and on_cpu else model
+    return layout if torch.device(device).type == "cpu" else "as-stored"
+
+
+def with_layout(model: nn.Module, layout: str) -> nn.Module:
+    """`model` as served with `layout` asked for (see `served_layout`)."""
+    device = next(model.parameters()).device
+    return input_major(model) if served_layout(layout, device) == "input-major" else model

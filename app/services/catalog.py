@@ -18,7 +18,7 @@ def health(registry: ModelRegistry) -> dict:
         "unavailable": dict(registry.unavailable),
         "limits": asdict(registry.limits),
         # every model computes in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on load)
-        "numerics": {"precision": "fp32", "layout": registry.served_layout},
+        "numerics": {"precision": "fp32", "layout": registry.layout},
     }
 
 

@@ -25,7 +25,7 @@ from app.services.worker import ModelThread
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
-from models.layout import LAYOUTS, layout_of, with_layout
+from models.layout import served_layout, with_layout
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -89,7 +89,7 @@ class ModelRegistry:
     root: Path | None = None  # the checkpoints folder: experiments' own small checkpoints live below it
     experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
-    layout: str = "as-stored"  # how the served weights lie in memory (models/layout.py)
+    layout: str = "as-stored"  # how the served weights lie in memory, on this device (models/layout.py)
     seconds: dict[str, float] = field(default_factory=dict)  # name -> recent time of one batch job
 
     def result(self, key, compute, cancel: threading.Event | None = None):
@@ -186,12 +186,6 @@ class ModelRegistry:
         raise UnknownModelError(f"unknown model {name!r}; valid: {valid}")
 
     @property
-    def served_layout(self) -> str:
-        """How the served weights lie in memory: the setting, unless the device kept the stored
-        order (models/layout.py)."""
-        return next((layout_of(entry.model) for entry in self.models.values()), self.layout)
-
-    @property
     def names(self) -> list[str]:
         return list(self.models)
 
@@ -267,8 +261,7 @@ def load_registry(
     dev = choose_device(device)
     worker = worker or ModelThread()
     names = model_folders(checkpoints) if names is None else names
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
+    layout = served_layout(layout, dev)  # an unknown name stops start-up here, before any model loads
     loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout)
     cache = ResultCache(cache_size, cache_mb * 2**20)
     return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints,

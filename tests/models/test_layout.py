@@ -8,7 +8,7 @@ import torch
 
 from models.architectures import MODEL_NAMES, build
 from models.decoding import beam_search, greedy, greedy_batch
-from models.layout import LAYOUTS, input_major, is_wide, layout_of, with_layout
+from models.layout import LAYOUTS, input_major, is_wide, layout_of, served_layout, with_layout
 from tests.tiny import tiny_config
 
 VOCAB = 300  # wider than every hidden size, so each model's embedding is a wide matrix
@@ -81,3 +81,5 @@ def test_with_layout_checks_the_name_and_keeps_the_stored_order_when_asked():
     assert set(LAYOUTS) == {"input-major", "as-stored"}
     with pytest.raises(ValueError, match="one of input-major, as-stored"):
         with_layout(stored, "column-major")
+    assert served_layout("input-major", "cpu") == "input-major"
+    assert served_layout("input-major", "cuda") == "as-stored"  # cuBLAS reads either order at full speed
