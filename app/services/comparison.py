@@ -32,8 +32,7 @@ def comparison(
 ) -> Iterator[dict]:
     """Check the names (default: every loaded model) and the text, queue every model's work, and
     return the answers as they come, the first finished first: {"model", "translation", ..., "maps"}
-    per model, or
-    {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
+    per model, or {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
     registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)

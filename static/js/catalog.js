@@ -33,14 +33,14 @@ class Catalog {
     return i === undefined ? "circle" : MODEL_MARKERS[i % MODEL_MARKERS.length];
   }
 
-  /** One sentence saying what served the figures: the device, the precision, the weights' order. */
+  /** One sentence saying how the models run for this page: the device, the precision, the weights' order. */
   get numericsLine() {
     if (!this.numerics) return "";
     const { precision, layout } = this.numerics;
     const order = layout === "input-major"
-      ? "the wide weight matrices stored column by column, which makes one-word decoding steps faster (the same values, summed in another order)"
-      : "the weights in the checkpoints' own order";
-    return `Every figure is computed by the server (${this.device}) in ${precision}, with ${order}.`;
+      ? "their wide weight matrices stored column by column for one-word decoding steps (the same values, summed in another order)"
+      : "their weights in the checkpoints' own order";
+    return `The models run on the server (${this.device}) in ${precision}, ${order}.`;
   }
 
   /** Recurrent models with attention: theirs is one alignment grid, output words x source words. */
