@@ -24,6 +24,7 @@ decode / floor <= 2.0, HTTP / in process <= 1.2, compare / alone <= 1.6.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import statistics
@@ -80,12 +81,36 @@ def weight_bytes(model) -> tuple[int, int]:
     return once, per_step
 
 
-def timed_decode(model, ids: list[int]) -> tuple[float, list[int]]:
-    with torch.inference_mode():
-        greedy_tokens(model, ids)  # warm
-        start = time.perf_counter()
-        tokens, _ = greedy_tokens(model, ids)
-        return time.perf_counter() - start, tokens
+class GeneralPass:
+    """The Transformer decoding through its layers' general `forward` instead of the one-position
+    `decode_step` (a memory without the projected source takes that path): what the step buys."""
+
+    def __init__(self, model):
+        self.model, self.config = model, model.config
+
+    def parameters(self):
+        return self.model.parameters()
+
+    def encode(self, src):
+        return dataclasses.replace(self.model.encode(src), cross_kv=None)
+
+    def decode(self, memory, tgt_in, cache=None):
+        return self.model.decode(memory, tgt_in, cache)
+
+
+def timed_decode(model, ids: list[int], threads: int | None = None) -> tuple[float, list[int]]:
+    """Seconds of one greedy decode (after a warm one), with `threads` intra-op threads (None: as
+    the model thread has them)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        with torch.inference_mode():
+            greedy_tokens(model, ids)  # warm
+            start = time.perf_counter()
+            tokens, _ = greedy_tokens(model, ids)
+            return time.perf_counter() - start, tokens
+    finally:
+        torch.set_num_threads(before)
 
 
 def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
@@ -97,10 +122,11 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
     rows = []
     for n, text in enumerate(sentences):
         ids = tokenizer.encode(text)
-        order = ((model, "decode_ms"), (stored, "stored_decode_ms"))
+        variants = [(model, None, "decode_ms"), (stored, None, "stored_decode_ms"),
+                    (GeneralPass(model), None, "general_pass_decode_ms"), (model, 1, "one_thread_decode_ms")]
         row = {"text": text}
-        for which, key in order if n % 2 == 0 else order[::-1]:  # interleaved: same conditions for both
-            seconds, tokens = registry.worker.run(timed_decode, which, ids)
+        for which, threads, key in variants[n % 4:] + variants[: n % 4]:  # interleaved: same conditions for all
+            seconds, tokens = registry.worker.run(timed_decode, which, ids, threads)
             row[key] = seconds * 1e3
         start = time.perf_counter()
         attention_maps(registry, MODEL, text)  # runs on the model thread, as the server runs it
@@ -171,6 +197,8 @@ def main() -> dict:
             "decode_over_floor": round(median_ratio(rows, "decode_ms", "floor_ms"), 2),
             "stored_layout_decode_over_floor": round(median_ratio(rows, "stored_decode_ms", "floor_ms"), 2),
             "stored_layout_over_input_major": round(median_ratio(rows, "stored_decode_ms", "decode_ms"), 2),
+            "general_pass_over_step": round(median_ratio(rows, "general_pass_decode_ms", "decode_ms"), 2),
+            "one_thread_over_server_threads": round(median_ratio(rows, "one_thread_decode_ms", "decode_ms"), 2),
             "http_over_in_process": round(
                 median_ratio(rows, "attention_http_ms", "attention_in_process_ms"), 2),
             "compare_over_alone": round(median_ratio(rows, "compare_ms", "attention_http_ms"), 2),
@@ -178,7 +206,8 @@ def main() -> dict:
                 median_ratio(rows, "compare_one_lane_ms", "attention_http_ms"), 2),
         },
         "medians_ms": {key: round(statistics.median(r[key] for r in rows), 2) for key in
-                       ("decode_ms", "stored_decode_ms", "floor_ms", "attention_in_process_ms",
+                       ("decode_ms", "stored_decode_ms", "general_pass_decode_ms", "one_thread_decode_ms",
+                        "floor_ms", "attention_in_process_ms",
                         "attention_http_ms", "compare_ms", "compare_one_lane_ms")},
         "rows": rows,
     }
@@ -199,6 +228,12 @@ def table(report: dict) -> str:
         f"{ms['decode_ms']} / {ms['floor_ms']} |",
         f"| the same, weights in the checkpoint's order (ATTENTION_LAB_LAYOUT=as-stored) | "
         f"{r['stored_layout_decode_over_floor']} | {ms['stored_decode_ms']} / {ms['floor_ms']} |",
+        f"| the same, through the layers' general pass (no decode_step) | "
+        f"{round(r['general_pass_over_step'] * r['decode_over_floor'], 2)} | "
+        f"{ms['general_pass_decode_ms']} / {ms['floor_ms']} |",
+        f"| the same, one intra-op thread | "
+        f"{round(r['one_thread_over_server_threads'] * r['decode_over_floor'], 2)} | "
+        f"{ms['one_thread_decode_ms']} / {ms['floor_ms']} |",
         f"| /api/attention over HTTP / in process | {r['http_over_in_process']} | "
         f"{ms['attention_http_ms']} / {ms['attention_in_process_ms']} |",
         f"| /api/compare (all models) / transformer alone | {r['compare_over_alone']} | "

@@ -135,3 +135,32 @@ def test_heads_off_become_a_mask_and_a_missing_head_is_named():
     for bad in [("encoder", 2, 0), ("cross", 0, 4), ("memory", 0, 0), ("cross", -1, 0)]:
         with pytest.raises(ValueError, match="no head"):
             model.head_mask([bad])
+
+
+@torch.no_grad()
+def test_a_decoding_step_gives_exactly_what_the_general_decoder_pass_gives():
+    """`decode` takes the one-position path (`decode_step`) in eval mode; the layers' general
+    `forward`, run on the same token with the same cache, must agree bit for bit: logits, both
+    maps, the cache. Two sentences, one with padding, and heads switched off."""
+    torch.manual_seed(5)
+    model = Transformer(CFG).eval()
+    src = torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]])
+    heads_off = model.head_mask([("decoder", 1, 2), ("cross", 0, 1)])
+    last = []
+    for head_mask in (None, heads_off):
+        memory = model.encode(src, head_mask=head_mask)
+        general = dataclasses.replace(memory, cross_kv=None)  # no projected source: the general pass
+        fast_cache = slow_cache = None
+        for token in ([1, 1], [7, 9], [8, 10], [3, 4]):
+            tgt = torch.tensor(token).unsqueeze(1)
+            fast = model.decode(memory, tgt, fast_cache)
+            slow = model.decode(general, tgt, slow_cache)
+            assert torch.equal(fast[0], slow[0])
+            for kind in ("decoder", "cross"):
+                assert torch.equal(fast[1][kind], slow[1][kind])
+            pairs = zip(fast[2], slow[2], strict=True)
+            assert all(torch.equal(a, b) for f, s in pairs for a, b in zip(f, s, strict=True))
+            fast_cache, slow_cache = fast[2], slow[2]
+        assert torch.all(fast[1]["cross"][1, ..., 2:] == 0)  # the padded source slots
+        last.append(fast[0])
+    assert not torch.equal(*last)  # the switched-off heads changed the step
