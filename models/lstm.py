@@ -86,3 +86,9 @@ class LSTMEncoder(nn.Module):
             gates=torch.stack(gates, dim=1),
             final=states[-1],
         )
+
+    def step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
+        """One token per sequence without padding (a decoding step): x (B, d_input), state (h, c)
+        -> h (B, H) and the new state (h, c)."""
+        out = self.cell(x, state)
+        return out.h, (out.h, out.c)

@@ -63,3 +63,9 @@ class RNNEncoder(nn.Module):
         h = x.new_zeros(B, self.cell.d_hidden) if h0 is None else h0
         states = run_cell(self.cell, x, h, mask)
         return RNNEncoding(hidden=torch.stack(states, dim=1), final=states[-1])
+
+    def step(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per sequence without padding (a decoding step): x (B, d_input), h (B, H) -> h
+        twice, as the output and as the new state."""
+        h = self.cell(x, h)
+        return h, h
