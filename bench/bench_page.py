@@ -70,8 +70,10 @@ SPLIT = """(() => {
   const api = performance.getEntriesByType('resource')
     .filter(e => e.name.includes('/api/') && e.startTime >= key);
   const sent = Math.min(...api.map(e => e.startTime)), answered = Math.max(...api.map(e => e.responseEnd));
+  const drawn = Object.values(window.attentionLab.lastUpdate.drawn || {});
   return {total: done - key, first_request: sent - key, last_answer: answered - key,
-          drawing: Math.max(0, done - Math.max(answered, key + 120))};
+          drawing: Math.max(0, done - Math.max(answered, key + 120)),
+          first_model_drawn: Math.min(...drawn) - key, last_model_drawn: Math.max(...drawn) - key};
 })()"""
 
 
@@ -130,7 +132,8 @@ def main() -> None:
             times = keystroke_to_update(browser, f"{url}/", args.runs, args.verbose)
             browser.close()
     parts = {part: round(statistics.median(t[part] for t in times), 1)
-             for part in ("total", "first_request", "last_answer", "drawing")}
+             for part in ("total", "first_request", "last_answer", "drawing", "first_model_drawn",
+                          "last_model_drawn")}
     totals = [t["total"] for t in times]
     result = {
         "models": models,
@@ -150,6 +153,8 @@ def main() -> None:
     print(f"  medians after the keystroke: first request sent {parts['first_request']:.0f} ms, last answer "
           f"{parts['last_answer']:.0f} ms; drawing after the later of that answer and the pause "
           f"{parts['drawing']:.0f} ms")
+    print(f"  the first model's answer drawn {parts['first_model_drawn']:.0f} ms after the keystroke, the last "
+          f"model's {parts['last_model_drawn']:.0f} ms")
     print(f"first load: {total / 1e6:.3f} MB in {responses} responses, gzip "
           f"target <= {TARGET_BYTES / 1e6:.1f} MB: {'ok' if total <= TARGET_BYTES else 'MISSED'}")
 

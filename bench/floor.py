@@ -6,15 +6,19 @@ First the machine itself: memory read bandwidth with the server's threads (summi
 tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split sentences:
 
 - decode / floor: the Transformer's greedy decode in process, divided by the time its fp32 weights
-  take to read once from memory at that bandwidth (the encoder's once, the decoder's and the tied
-  output projection's once per output piece). A memory-bound decoder cannot beat 1.0. Measured with
-  the weights as the server keeps them (input-major, models/layout.py) and, interleaved, in the
-  checkpoint's own order: what that lever buys.
+  take to read once from memory at that bandwidth (the encoder's and the source's cross-attention
+  keys and values once, the rest of the decoder's and the tied output projection's once per output
+  piece). A memory-bound decoder cannot beat 1.0. Measured as the server runs it, and interleaved
+  with three variants, each what one lever buys: the weights in the checkpoint's own order (the
+  input-major layout, models/layout.py), the layers' general pass instead of the one-position
+  `decode_step`, and one intra-op thread instead of the server's.
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
   alone through /api/attention; the models side by side (the default, one lane per core), and on a
-  second server one after another (ATTENTION_LAB_LANES=1): what that lever buys.
+  second server one after another (ATTENTION_LAB_LANES=1): what that lever buys. Beside it, compare
+  / its own floor (every model's weights read for its own translation), and that floor over the
+  Transformer's: what compare / alone tends to as both approach the memory limit.
 
 Each ratio is the median over the sentences of per-sentence ratios, all measured in this run, so a
 slower or busier machine moves the milliseconds but much less the ratios. Issue 17's targets:
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import platform
 import statistics
@@ -68,17 +73,31 @@ def op_overhead_us(repeats: int = 2000) -> float:
     return statistics.median(times) * 1e6
 
 
+def read_once(name: str) -> bool:
+    """A weight read once per sentence rather than at every output piece: the encoder's, and what
+    only projects the source (the Transformer's cross-attention keys and values, the additive
+    attention's U h_j)."""
+    return name.startswith("encoder") or name.startswith("attention.U.") or (
+        ".cross_attn.W_k." in name or ".cross_attn.W_v." in name)
+
+
 def weight_bytes(model) -> tuple[int, int]:
-    """(bytes read once per sentence: the encoder; bytes read per output piece: the decoder, its
-    final norm and the tied embedding it projects onto the vocabulary with)."""
+    """(bytes read once per sentence, bytes read per output piece: the decoder, its final norm and
+    the tied embedding it projects onto the vocabulary with), for any of the five models."""
     once = per_step = 0
     for name, p in model.named_parameters():
         size = p.numel() * p.element_size()
-        if name.startswith("encoder"):
+        if read_once(name):
             once += size
-        elif name.startswith(("decoder", "embed", "out_bias")):
+        else:
             per_step += size
     return once, per_step
+
+
+def floor_seconds(bytes_read: tuple[int, int], pieces: int, gbs: float) -> float:
+    """Seconds to read a model's weights for a translation of `pieces` pieces (and its <eos>)."""
+    once, per_step = bytes_read
+    return (once + (pieces + 1) * per_step) / (gbs * 1e9)
 
 
 class GeneralPass:
@@ -118,7 +137,6 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
     stored = registry.worker.run(checkpoint.load, ROOT / "checkpoints" / MODEL)  # the checkpoint's own order
     assert layout_of(model) == "input-major" and layout_of(stored) == "as-stored"
     tokenizer = registry.tokenizer
-    once, per_step = weight_bytes(stored)
     rows = []
     for n, text in enumerate(sentences):
         ids = tokenizer.encode(text)
@@ -131,13 +149,15 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
         start = time.perf_counter()
         attention_maps(registry, MODEL, text)  # runs on the model thread, as the server runs it
         maps = time.perf_counter() - start
-        floor = (once + (len(tokens) + 1) * per_step) / (gbs * 1e9)
+        floor = floor_seconds(weight_bytes(stored), len(tokens), gbs)
         rows.append({**row, "pieces": len(tokens), "floor_ms": floor * 1e3,
                      "attention_in_process_ms": maps * 1e3})
     return rows
 
 
-def over_http(url: str, rows: list[dict], models: list[str]) -> None:
+def over_http(url: str, rows: list[dict], read: dict[str, tuple[int, int]], gbs: float) -> None:
+    """/api/attention for the Transformer, then /api/compare for every model in `read` (name ->
+    weight_bytes), with the compare's own floor: every model's weights read for its translation."""
     with httpx.Client(base_url=url, timeout=120) as client:
         for row in rows:
             body = {"text": row["text"], "model": MODEL}
@@ -145,24 +165,26 @@ def over_http(url: str, rows: list[dict], models: list[str]) -> None:
             start = time.perf_counter()
             client.post("/api/attention", json=body).raise_for_status()
             row["attention_http_ms"] = (time.perf_counter() - start) * 1e3
-            row["compare_ms"] = compare_ms(client, row["text"], models)
+            row["compare_ms"], pieces = compare_ms(client, row["text"], list(read))
+            row["compare_floor_ms"] = sum(floor_seconds(read[m], n, gbs) for m, n in pieces.items()) * 1e3
 
 
 def one_lane(url: str, rows: list[dict], models: list[str]) -> None:
     """/api/compare on a server that runs the models one after another (ATTENTION_LAB_LANES=1)."""
     with httpx.Client(base_url=url, timeout=120) as client:
         for row in rows:
-            row["compare_one_lane_ms"] = compare_ms(client, row["text"], models)
+            row["compare_one_lane_ms"] = compare_ms(client, row["text"], models)[0]
 
 
-def compare_ms(client: httpx.Client, text: str, models: list[str]) -> float:
-    """Milliseconds of POST /api/compare to its last line."""
+def compare_ms(client: httpx.Client, text: str, models: list[str]) -> tuple[float, dict[str, int]]:
+    """Milliseconds of POST /api/compare to its last line, and each model's output pieces."""
     start = time.perf_counter()
     with client.stream("POST", "/api/compare", json={"text": text, "models": models}) as answer:
         answer.raise_for_status()
-        lines = sum(1 for _ in answer.iter_lines())
-    assert lines == len(models)
-    return (time.perf_counter() - start) * 1e3
+        lines = [json.loads(line) for line in answer.iter_lines()]
+    seconds = time.perf_counter() - start
+    assert sorted(line["model"] for line in lines) == sorted(models)
+    return seconds * 1e3, {line["model"]: len(line["target_tokens"]) for line in lines}
 
 
 def median_ratio(rows: list[dict], top: str, bottom: str) -> float:
@@ -182,10 +204,11 @@ def main() -> dict:
     with load_registry(ROOT / "checkpoints", device="cpu", cache_size=0) as registry:
         registry.worker.run(torch.set_num_threads, args.threads)
         models = registry.names
+        read = {name: weight_bytes(registry.get(name).model) for name in models}
         rows = in_process(registry, sentences, gbs)
     env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
     with serve(env) as url:
-        over_http(url, rows, models)
+        over_http(url, rows, read, gbs)
     with serve({**env, "ATTENTION_LAB_LANES": "1"}) as url:
         one_lane(url, rows, models)
     report = {
@@ -204,11 +227,16 @@ def main() -> dict:
             "compare_over_alone": round(median_ratio(rows, "compare_ms", "attention_http_ms"), 2),
             "compare_one_lane_over_alone": round(
                 median_ratio(rows, "compare_one_lane_ms", "attention_http_ms"), 2),
+            "compare_over_its_floor": round(median_ratio(rows, "compare_ms", "compare_floor_ms"), 2),
+            # what compare / alone tends to as both reach the memory floor: the five models' bytes
+            # against the Transformer's
+            "compare_floor_over_transformer_floor": round(
+                median_ratio(rows, "compare_floor_ms", "floor_ms"), 2),
         },
         "medians_ms": {key: round(statistics.median(r[key] for r in rows), 2) for key in
                        ("decode_ms", "stored_decode_ms", "general_pass_decode_ms", "one_thread_decode_ms",
                         "floor_ms", "attention_in_process_ms",
-                        "attention_http_ms", "compare_ms", "compare_one_lane_ms")},
+                        "attention_http_ms", "compare_ms", "compare_one_lane_ms", "compare_floor_ms")},
         "rows": rows,
     }
     print(table(report))
@@ -240,6 +268,10 @@ def table(report: dict) -> str:
         f"{ms['compare_ms']} / {ms['attention_http_ms']} |",
         f"| the same, models one after another (ATTENTION_LAB_LANES=1) | {r['compare_one_lane_over_alone']} | "
         f"{ms['compare_one_lane_ms']} / {ms['attention_http_ms']} |",
+        f"| /api/compare (all models) / their weight-bytes floor | {r['compare_over_its_floor']} | "
+        f"{ms['compare_ms']} / {ms['compare_floor_ms']} |",
+        f"| all models' floor / the transformer's (compare / alone at the memory limit) | "
+        f"{r['compare_floor_over_transformer_floor']} | {ms['compare_floor_ms']} / {ms['floor_ms']} |",
     ])
 
 

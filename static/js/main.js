@@ -62,6 +62,7 @@ function update(lab) {
       const answer = await round.wait(answers.get(name));
       if (!round.current) return;
       for (const view of [cards, lab.alignment, lab.heads, lab.scores, lab.headsLab]) view.showAnswer(name, answer);
+      round.drew(name);
     } catch (error) {
       if (api.isAbort(error) || !round.current) return;
       failures.push(`${name}: ${describeError(error)}`);

@@ -42,6 +42,12 @@ class Round {
     this.requests = requests;
     this.generation = generation;
     this.signal = signal;
+    this.drawn = {}; // model name -> when its answer was drawn (performance.now())
+  }
+
+  /** Model `name`'s answer is on the page (announced with the round, for bench/bench_page.py). */
+  drew(name) {
+    this.drawn[name] = performance.now();
   }
 
   /** False once a newer round has begun or this one was replaced: its answers are not shown. */
@@ -62,7 +68,7 @@ class Round {
   announce(text) {
     requestAnimationFrame(() => setTimeout(() => {
       if (!this.current) return;
-      const detail = { generation: this.generation, text, at: performance.now() };
+      const detail = { generation: this.generation, text, at: performance.now(), drawn: this.drawn };
       window.attentionLab.lastUpdate = detail;
       document.documentElement.dataset.updated = String(this.generation);
       window.dispatchEvent(new CustomEvent("lab:updated", { detail }));
