@@ -196,7 +196,9 @@ class Transformer(nn.Module):
             x, w = layer(x, mask, _row(head_mask, "encoder", i))
             weights.append(w)
         states = self.encoder_norm(x)
-        cross_kv = [layer.cross_attn.keys_values(states, states) for layer in self.decoder_layers]
+        # contiguous (B, h, S, dh): every decoding step reads them as (B h, S, dh) without a copy
+        cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
+                    for layer in self.decoder_layers]
         memory = TransformerMemory(states, mask, head_mask, cross_kv)
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
