@@ -80,7 +80,6 @@ def test_the_first_model_done_is_the_first_line(client, monkeypatch):
         return real_encode(*args, **kwargs)
 
     monkeypatch.setattr(model, "encode_with_internals", slow_encode)
-    monkeypatch.setattr(client.app.state.registry.worker, "cores", None)  # two lanes even on a busy machine
     client.app.state.registry.cache.clear()
     body = {"text": TEXT, "models": ["transformer", "rnn"]}
     with client.stream("POST", "/api/compare", json=body) as response:
