@@ -11,7 +11,7 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   piece). A memory-bound decoder cannot beat 1.0. Measured as the server runs it, and interleaved
   with three variants, each what one lever buys: the weights in the checkpoint's own order (the
   input-major layout, models/layout.py), the layers' general pass instead of the one-position
-  `decode_step`, and one intra-op thread instead of the server's.
+  `DecoderLayer.step`, and one intra-op thread instead of the server's.
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
@@ -102,7 +102,7 @@ def floor_seconds(bytes_read: tuple[int, int], pieces: int, gbs: float) -> float
 
 class GeneralPass:
     """The Transformer decoding through its layers' general `forward` instead of the one-position
-    `decode_step` (a memory without the projected source takes that path): what the step buys."""
+    `DecoderLayer.step` (a memory without the projected source takes that path): what the step buys."""
 
     def __init__(self, model):
         self.model, self.config = model, model.config
@@ -137,6 +137,7 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
     stored = registry.worker.run(checkpoint.load, ROOT / "checkpoints" / MODEL)  # the checkpoint's own order
     assert layout_of(model) == "input-major" and layout_of(stored) == "as-stored"
     tokenizer = registry.tokenizer
+    read = weight_bytes(stored)  # the same for every sentence
     rows = []
     for n, text in enumerate(sentences):
         ids = tokenizer.encode(text)
@@ -149,7 +150,7 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
         start = time.perf_counter()
         attention_maps(registry, MODEL, text)  # runs on the model thread, as the server runs it
         maps = time.perf_counter() - start
-        floor = floor_seconds(weight_bytes(stored), len(tokens), gbs)
+        floor = floor_seconds(read, len(tokens), gbs)
         rows.append({**row, "pieces": len(tokens), "floor_ms": floor * 1e3,
                      "attention_in_process_ms": maps * 1e3})
     return rows
@@ -256,7 +257,7 @@ def table(report: dict) -> str:
         f"{ms['decode_ms']} / {ms['floor_ms']} |",
         f"| the same, weights in the checkpoint's order (ATTENTION_LAB_LAYOUT=as-stored) | "
         f"{r['stored_layout_decode_over_floor']} | {ms['stored_decode_ms']} / {ms['floor_ms']} |",
-        f"| the same, through the layers' general pass (no decode_step) | "
+        f"| the same, through the layers' general pass (no DecoderLayer.step) | "
         f"{round(r['general_pass_over_step'] * r['decode_over_floor'], 2)} | "
         f"{ms['general_pass_decode_ms']} / {ms['floor_ms']} |",
         f"| the same, one intra-op thread | "

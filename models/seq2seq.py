@@ -73,15 +73,17 @@ class Seq2Seq(nn.Module):
         from the encoder's final state: (B, t, H), the queries of the attention (chapter 5), and
         the state after the last token (the next cache)."""
         state = memory.state if cache is None else cache
-        run = self.decoder(self.drop(self.embed(tgt_in)), None, state)
+        x = self.drop(self.embed(tgt_in))  # (B, t, e)
+        if tgt_in.size(1) == 1:  # one token (every decoding step): the cell once, without the unrolling
+            h, final = self.decoder.step(x[:, 0], state)
+            return h.unsqueeze(1), final
+        run = self.decoder(x, None, state)
         return run.hidden, run.final
 
     def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
         """Run the decoder over `tgt_in` (B, t), continuing from `cache` (the recurrent state after
         the previous tokens) or from the encoder's final state. Returns logits (B, t, V),
         {"cross": (B, 1, 1, t, S)} ({} without attention), and the new cache."""
-        if not self.training and tgt_in.size(1) == 1:
-            return self.decode_step(memory, tgt_in, cache)
         s, final = self.decoder_states(memory, tgt_in, cache)  # (B, t, H)
         weights = {}
         if self.attention is not None:
@@ -90,21 +92,6 @@ class Seq2Seq(nn.Module):
             weights = {"cross": weights[:, None, None]}  # one layer, one head
         logits = F.linear(self.out(self.drop(s)), self.embed.weight, self.out_bias)  # o E^T + b: tied E
         return logits, weights, final
-
-    def decode_step(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
-        """`decode` of one new token per sentence in eval mode (every greedy and beam search step):
-        the same formulas in the same order, in fewer calls and with 2-D rows (dropout is the
-        identity). Same arguments and results as `decode`."""
-        B = tgt_in.size(0)
-        state = memory.state if cache is None else cache
-        s, final = self.decoder.step(F.embedding(tgt_in.view(B), self.embed.weight), state)  # (B, H)
-        weights = {}
-        if self.attention is not None:
-            context, w = self.attention(s.unsqueeze(1), memory.keys, memory.mask, memory.projected)  # (B, 1, H)
-            s = torch.tanh(F.linear(torch.cat([context[:, 0], s], dim=-1), self.W_c.weight, self.W_c.bias))
-            weights = {"cross": w[:, None, None]}  # (B, 1, 1, 1, S): one layer, one head
-        logits = F.linear(F.linear(s, self.out.weight, self.out.bias), self.embed.weight, self.out_bias)
-        return logits.unsqueeze(1), weights, final
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:
         """Teacher-forced pass: src (B, S), tgt_in (B, T) starting with BOS -> ModelOutput."""

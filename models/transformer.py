@@ -92,24 +92,27 @@ class DecoderLayer(nn.Module):
         x = x + self.drop(self.ff(self.norm3(x)))
         return x, self_w, cross_w, (k, v)
 
-    def step(self, x, cross_kv, memory_mask=None, past=None, self_head_mask=None, cross_head_mask=None):
+    def step(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None,
+             cross_kv=None):
         """`forward` in eval mode for one new position per sentence (a decoding step), in fewer
-        calls and with 2-D rows: the same formulas in the same order. x: (B, d); cross_kv and past
-        as in `forward`; memory_mask broadcasts to (B, h, 1, S). Returns what `forward` does, with
-        x as (B, d)."""
+        calls and with 2-D rows: the same formulas in the same order, so the same numbers
+        (tests/models/test_transformer.py). Same arguments and results as `forward`, with x
+        (B, 1, d) and `cross_kv` required (`memory` itself is not read again)."""
+        B, _, d = x.shape
+        x = x.view(B, d)
         h = _norm(self.norm1, x)
         k, v = self.self_attn.one_key_value(h)  # (B, h, 1, dh) each
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
         a, self_w = self.self_attn.one_query(h, k, v, None, self_head_mask)  # every key is in the past
         x = x + a
-        a, cross_w = self.cross_attn.one_query(_norm(self.norm2, x), *cross_kv, memory_mask, cross_head_mask)
+        mask = None if memory_mask is None else memory_mask.unsqueeze(1)  # (B, 1, 1, S)
+        a, cross_w = self.cross_attn.one_query(_norm(self.norm2, x), *cross_kv, mask, cross_head_mask)
         x = x + a
         ff = self.ff
         inner = torch.relu(F.linear(_norm(self.norm3, x), ff.W_1.weight, ff.W_1.bias))  # (B, d_ff)
         x = x + F.linear(inner, ff.W_2.weight, ff.W_2.bias)
-        return x, self_w, cross_w, (k, v)
-
+        return x.view(B, 1, d), self_w, cross_w, (k, v)
 
 def _norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
@@ -209,14 +212,14 @@ class Transformer(nn.Module):
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
         Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache."""
-        if not self.training and tgt_in.size(1) == 1 and memory.cross_kv is not None:
-            return self.decode_step(memory, tgt_in, cache)
         offset = 0 if cache is None else cache[0][0].size(2)
         x = self._embed(tgt_in, offset)
+        # one new token in eval mode (every greedy and beam search step): the layers' fewer-call step
+        one = not self.training and tgt_in.size(1) == 1 and memory.cross_kv is not None
         self_ws, cross_ws, new_cache = [], [], []
         for i, layer in enumerate(self.decoder_layers):
             past = None if cache is None else cache[i]
-            x, sw, cw, kv = layer(
+            x, sw, cw, kv = (layer.step if one else layer)(
                 x, memory.states, memory.mask, past,
                 _row(memory.head_mask, "decoder", i), _row(memory.head_mask, "cross", i),
                 None if memory.cross_kv is None else memory.cross_kv[i],
@@ -227,28 +230,6 @@ class Transformer(nn.Module):
         logits = F.linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
-
-    def decode_step(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
-        """`decode` of one new token per sentence in eval mode, through `DecoderLayer.step`: what
-        greedy and beam search call at every step. Same arguments and results as `decode`."""
-        B = tgt_in.size(0)
-        offset = 0 if cache is None else cache[0][0].size(2)
-        x = F.embedding(tgt_in.view(B), self.embed.weight) * math.sqrt(self.config.d_model)  # (B, d)
-        if self.config.positional:
-            x = x + self.positions(offset, 1)
-        mask = None if memory.mask is None else memory.mask.unsqueeze(1)  # (B, 1, 1, S)
-        self_ws, cross_ws, new_cache = [], [], []
-        for i, layer in enumerate(self.decoder_layers):
-            x, sw, cw, kv = layer.step(
-                x, memory.cross_kv[i], mask, None if cache is None else cache[i],
-                _row(memory.head_mask, "decoder", i), _row(memory.head_mask, "cross", i),
-            )
-            self_ws.append(sw)
-            cross_ws.append(cw)
-            new_cache.append(kv)
-        logits = F.linear(_norm(self.decoder_norm, x), self.embed.weight, self.out_bias)  # (B, V)
-        weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
-        return logits.unsqueeze(1), weights, new_cache
 
     def attention_calls(self, src, tgt_in, head_mask=None, positional=None) -> list[AttentionCall]:
         """The pass `forward` makes (eval mode: dropout is the identity), sub-layer by sub-layer

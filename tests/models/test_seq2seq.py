@@ -13,26 +13,38 @@ RECURRENT = [name for name in MODEL_NAMES if name != "transformer"]
 
 @pytest.mark.parametrize("name", RECURRENT)
 @torch.no_grad()
-def test_a_decoding_step_gives_exactly_what_the_general_decoder_pass_gives(name):
-    """`decode` takes the one-token path (`decode_step`) in eval mode. With dropout at 0, training
-    mode takes the general path over the same formulas: logits, map and state agree bit for bit,
-    for two sentences, one with padding."""
+def test_a_decoding_step_gives_exactly_what_the_unrolled_decoder_gives(name):
+    """One token per sentence (every greedy and beam search step) runs the decoder's cell once
+    (`step`) instead of unrolling it over a sequence of one: the same states bit for bit, for two
+    sentences, from the encoder's final state on."""
     torch.manual_seed(0)
-    model = build(dataclasses.replace(tiny_config(name, 40), dropout=0.0))
-    src = torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]])
-    memory = model.eval().encode(src)
-    fast_cache = slow_cache = None
+    model = build(dataclasses.replace(tiny_config(name, 40), dropout=0.0)).eval()
+    memory = model.encode(torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]]))
+    fast = slow = memory.state
     for token in ([1, 1], [7, 9], [8, 10], [3, 4]):
-        tgt = torch.tensor(token).unsqueeze(1)
-        fast = model.eval().decode(memory, tgt, fast_cache)
-        slow = model.train().decode(memory, tgt, slow_cache)
-        assert torch.equal(fast[0], slow[0])
-        assert fast[1].keys() == slow[1].keys()
-        for kind in fast[1]:
-            assert torch.equal(fast[1][kind], slow[1][kind])
-        fast_cache, slow_cache = fast[2], slow[2]
-        states = (fast_cache, slow_cache) if isinstance(fast_cache, tuple) else ((fast_cache,), (slow_cache,))
+        x = model.embed(torch.tensor(token))  # (B, e)
+        h, fast = model.decoder.step(x, fast)
+        run = model.decoder(x.unsqueeze(1), None, slow)  # the general pass: an unrolled sequence of one
+        slow = run.final
+        assert torch.equal(h, run.hidden[:, 0])
+        states = (fast, slow) if isinstance(fast, tuple) else ((fast,), (slow,))
         assert all(torch.equal(a, b) for a, b in zip(*states, strict=True))
-    if "cross" in fast[1]:
-        assert fast[1]["cross"].shape == (2, 1, 1, 1, 4)
-        assert torch.all(fast[1]["cross"][1, ..., 2:] == 0)  # the padded source slots
+
+
+@pytest.mark.parametrize("name", RECURRENT)
+@torch.no_grad()
+def test_decoding_token_by_token_matches_the_teacher_forced_pass(name):
+    torch.manual_seed(1)
+    model = build(dataclasses.replace(tiny_config(name, 40), dropout=0.0)).eval()
+    src, tgt = torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]]), torch.tensor([[1, 7, 8, 3], [1, 9, 10, 4]])
+    full = model(src, tgt)
+    memory, cache, steps, maps = model.encode(src), None, [], []
+    for t in range(tgt.size(1)):
+        logits, weights, cache = model.decode(memory, tgt[:, t : t + 1], cache)
+        steps.append(logits)
+        maps.append(weights.get("cross"))
+    torch.testing.assert_close(torch.cat(steps, 1), full.logits, atol=1e-5, rtol=1e-5)
+    if "cross" in full.attentions:
+        assert maps[-1].shape == (2, 1, 1, 1, 4)
+        assert torch.all(maps[-1][1, ..., 2:] == 0)  # the padded source slots
+        torch.testing.assert_close(torch.cat(maps, 3), full.attentions["cross"], atol=1e-6, rtol=1e-5)

@@ -139,7 +139,7 @@ def test_heads_off_become_a_mask_and_a_missing_head_is_named():
 
 @torch.no_grad()
 def test_a_decoding_step_gives_exactly_what_the_general_decoder_pass_gives():
-    """`decode` takes the one-position path (`decode_step`) in eval mode; the layers' general
+    """`decode` takes the layers' one-position path (`DecoderLayer.step`) in eval mode; their general
     `forward`, run on the same token with the same cache, must agree bit for bit: logits, both
     maps, the cache. Two sentences, one with padding, and heads switched off."""
     torch.manual_seed(5)
