@@ -2,21 +2,26 @@
 // opens on it. Moving to a chapter needs nothing more: its plots are drawn as they come near the
 // screen (lazy.js), for the sentence in the box.
 
+const SETTLED_PX = 2; // a held chapter that moved further than this was scrolled by the reader
+
 export class Chapters {
   /** `page`: the URL state; its `ch` is opened now (a shared link) and kept as the reader scrolls. */
   constructor(page) {
     this.page = page;
     this.sections = [...document.querySelectorAll("section[data-chapter]")];
+    this.held = null; // the chapter the reader asked for, and where its top was put
     for (const link of document.querySelectorAll("a[data-chapter]")) {
       link.addEventListener("click", (event) => {
         event.preventDefault();
         this.go(link.dataset.chapter, true);
       });
     }
+    this.holdWhileDrawing();
     if (page.ch) this.go(page.ch, false);
     this.mark(page.ch);
     // the chapter crossing a line a third of the way down the screen is the one being read
     const observer = new IntersectionObserver((entries) => {
+      if (this.held) return;
       const seen = entries.find((entry) => entry.isIntersecting);
       if (seen && seen.target.dataset.chapter !== this.page.ch) {
         this.page.set({ ch: seen.target.dataset.chapter });
@@ -30,10 +35,36 @@ export class Chapters {
   go(ch, focus) {
     const section = this.sections.find((s) => s.dataset.chapter === ch);
     if (!section) return;
-    section.scrollIntoView({ block: "start", behavior: "instant" });
+    this.place(section);
     if (focus) section.querySelector("h2").focus({ preventScroll: true });
     this.page.set({ ch });
     this.mark(ch);
+  }
+
+  place(section) {
+    section.scrollIntoView({ block: "start", behavior: "instant" });
+    this.held = { section, top: section.getBoundingClientRect().top, y: scrollY };
+  }
+
+  /**
+   * Plots drawn after a jump (lazily, as they come near the screen) change the heights above and
+   * inside the chapter the reader asked for, which would push it down the screen, or out of it.
+   * Until the reader scrolls on their own, that chapter is put back at the top after each change
+   * of height and stays the one marked.
+   */
+  holdWhileDrawing() {
+    new ResizeObserver(() => {
+      if (this.held) this.place(this.held.section);
+    }).observe(document.querySelector("main"));
+    addEventListener("scroll", () => {
+      if (!this.held) return;
+      // a change of height moves the chapter without scrolling; the browser's scroll anchoring
+      // scrolls without moving it; the reader does both
+      const moved = Math.abs(this.held.section.getBoundingClientRect().top - this.held.top);
+      const scrolled = Math.abs(scrollY - this.held.y);
+      if (moved > SETTLED_PX && scrolled > SETTLED_PX) this.held = null;
+      else if (moved <= SETTLED_PX) this.held.y = scrollY;
+    }, { passive: true });
   }
 
   mark(ch) {

@@ -68,6 +68,34 @@ def test_the_nav_opens_every_chapter_in_the_story_order(fresh_page, catalog):
     assert problems.errors == []
 
 
+def top_of(page, chapter: str) -> float:
+    return page.locator(f"section[data-chapter='{chapter}']").evaluate("s => s.getBoundingClientRect().top")
+
+
+def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fresh_page, catalog):
+    """The plots drawn after a jump change the heights above the chapter (chapter 9's maps grew by
+    ~130 px under chapter 10's heading, which pushed it down to the line that marks the chapter
+    being read); the chapter stays put and marked until the reader scrolls on their own."""
+    page, problems = fresh_page
+    for chapter in ["9", "10"]:  # as a reader going through the nav
+        page.locator(f"#chapter-nav a[data-chapter='{chapter}']").focus()
+        page.keyboard.press("Enter")
+        chapter_in_url(page, chapter)
+    placed = top_of(page, "10")
+    page.wait_for_function(  # everything within reach of the screen is drawn
+        "() => [...document.querySelectorAll('.plot')].every(el => { const b = el.getBoundingClientRect();"
+        " return el.dataset.stale || b.bottom < -400 || b.top > innerHeight + 400"
+        " || el.querySelector('.main-svg') || el.querySelector('.plot-empty'); })", timeout=15_000)
+    page.wait_for_timeout(500)
+    assert abs(top_of(page, "10") - placed) <= 2
+    assert page.locator("#chapter-nav a[data-chapter='10']").get_attribute("aria-current") == "true"
+    page.mouse.move(640, 600)
+    page.mouse.wheel(0, -(placed + 900))  # the reader scrolls back up into chapter 9
+    page.wait_for_function("() => new URLSearchParams(location.search).get('ch') === '9'", timeout=5_000)
+    assert page.locator("#chapter-nav a[data-chapter='9']").get_attribute("aria-current") == "true"
+    assert problems.errors == []
+
+
 def test_a_shared_url_restores_the_chapter_and_its_controls(open_page, catalog):
     first = aligning(catalog)[0]
     page, problems = open_page("?ch=5&row=1&temp=5&curve=bleu&x=minutes&step=2&show=lstm")
