@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     # How the served weights lie in memory (models/layout.py): input-major makes a CPU's one-row
     # decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's order.
     layout: Literal["input-major", "as-stored"] = "input-major"
+    # Whether the weights the checkpoints store in fp16 also stay in memory as fp16 for their
+    # products, which are still computed in fp32 (models/precision.py): a CPU's decoding steps read
+    # half the bytes. fp32 multiplies the fp32 copies only.
+    precision: Literal["fp16-weights", "fp32"] = "fp16-weights"
     # Longest request body, in bytes: a longer one is 413 before it is parsed (app/guard.py). The
     # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
     max_body_bytes: int = Field(64 * 1024, ge=1024)

@@ -105,7 +105,10 @@ class Limits(BaseModel):
 
 
 class Numerics(BaseModel):
-    precision: Literal["fp32"] = Field(description="the arithmetic every served figure was computed in")
+    precision: Literal["fp32", "fp16-weights"] = Field(
+        description="fp32: every product multiplies the weights' fp32 copies; fp16-weights: the weights the "
+                    "checkpoints store in fp16 are read from an fp16 copy (the same numbers), and multiplied "
+                    "and summed in fp32 all the same (products that are differentiated use the fp32 copies)")
     layout: Literal["input-major", "as-stored"] = Field(
         description="how the weights lie in memory: input-major (wide matrices column by column, faster "
                     "one-row decoding steps on a CPU; the same values) or the checkpoint's own order")
@@ -123,7 +126,7 @@ class Health(BaseModel):
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
          "unavailable": {"rnn": "CheckpointError: rnn/model.safetensors is missing"},
          "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
-         "numerics": {"precision": "fp32", "layout": "input-major"}}]})
+         "numerics": {"precision": "fp16-weights", "layout": "input-major"}}]})
 
 
 class LengthBucket(BaseModel):

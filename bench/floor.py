@@ -8,8 +8,11 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
 - decode / floor: the Transformer's greedy decode in process, divided by the time its fp32 weights
   take to read once from memory at that bandwidth (the encoder's and the source's cross-attention
   keys and values once, the rest of the decoder's and the tied output projection's once per output
-  piece). A memory-bound decoder cannot beat 1.0. Measured as the server runs it, and interleaved
-  with three variants, each what one lever buys: the weights in the checkpoint's own order (the
+  piece). A memory-bound decoder reading fp32 weights cannot beat 1.0. Beside it, the same decode
+  over the floor of the bytes it actually reads: the server reads fp16 copies of the weights
+  (models/precision.py), half the bytes, so that floor is about half the fp32 one. Measured as the
+  server runs it, and interleaved with four variants, each what one lever buys: the fp32 weights
+  (ATTENTION_LAB_PRECISION=fp32), the fp32 weights in the checkpoint's own order (and the
   input-major layout, models/layout.py), the layers' general pass instead of the one-position
   `DecoderLayer.step`, and one intra-op thread instead of the server's.
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
@@ -40,11 +43,12 @@ import torch
 from serving import ROOT, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
 from app.services.maps import attention_maps
-from app.services.registry import load_registry
+from app.services.registry import load_registry, served
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens
 from models.layout import layout_of
+from models.precision import precision_of
 
 MODEL = "transformer"
 
@@ -81,12 +85,13 @@ def read_once(name: str) -> bool:
         ".cross_attn.W_k." in name or ".cross_attn.W_v." in name)
 
 
-def weight_bytes(model) -> tuple[int, int]:
+def weight_bytes(model, copies: bool = False) -> tuple[int, int]:
     """(bytes read once per sentence, bytes read per output piece: the decoder, its final norm and
-    the tied embedding it projects onto the vocabulary with), for any of the five models."""
+    the tied embedding it projects onto the vocabulary with), for any of the five models: of its
+    fp32 weights, or with `copies` of what it reads, 2 bytes a number where it has fp16 copies."""
     once = per_step = 0
     for name, p in model.named_parameters():
-        size = p.numel() * p.element_size()
+        size = p.numel() * (2 if copies and hasattr(p, "fp16_packed") else p.element_size())
         if read_once(name):
             once += size
         else:
@@ -133,18 +138,22 @@ def timed_decode(model, ids: list[int], threads: int | None = None) -> tuple[flo
 
 
 def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
-    model = registry.get(MODEL).model  # input-major: the server's layout
+    model = registry.get(MODEL).model  # input-major, fp16 copies: as the server runs it
     stored = registry.worker.run(checkpoint.load, ROOT / "checkpoints" / MODEL)  # the checkpoint's own order
-    assert layout_of(model) == "input-major" and layout_of(stored) == "as-stored"
+    fp32 = registry.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), "input-major", "fp32")
+    assert (layout_of(model), precision_of(model)) == ("input-major", "fp16-weights")
+    assert (layout_of(fp32), precision_of(fp32), layout_of(stored)) == ("input-major", "fp32", "as-stored")
     tokenizer = registry.tokenizer
-    read = weight_bytes(stored)  # the same for every sentence
+    read, read_served = weight_bytes(stored), weight_bytes(model, copies=True)  # the same for every sentence
     rows = []
     for n, text in enumerate(sentences):
         ids = tokenizer.encode(text)
-        variants = [(model, None, "decode_ms"), (stored, None, "stored_decode_ms"),
-                    (GeneralPass(model), None, "general_pass_decode_ms"), (model, 1, "one_thread_decode_ms")]
+        variants = [(model, None, "decode_ms"), (fp32, None, "fp32_decode_ms"),
+                    (stored, None, "stored_decode_ms"), (GeneralPass(model), None, "general_pass_decode_ms"),
+                    (model, 1, "one_thread_decode_ms")]
         row = {"text": text}
-        for which, threads, key in variants[n % 4:] + variants[: n % 4]:  # interleaved: same conditions for all
+        turn = n % len(variants)
+        for which, threads, key in variants[turn:] + variants[:turn]:  # interleaved: same conditions for all
             seconds, tokens = registry.worker.run(timed_decode, which, ids, threads)
             row[key] = seconds * 1e3
         start = time.perf_counter()
@@ -152,6 +161,7 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
         maps = time.perf_counter() - start
         floor = floor_seconds(read, len(tokens), gbs)
         rows.append({**row, "pieces": len(tokens), "floor_ms": floor * 1e3,
+                     "served_floor_ms": floor_seconds(read_served, len(tokens), gbs) * 1e3,
                      "attention_in_process_ms": maps * 1e3})
     return rows
 
@@ -219,8 +229,12 @@ def main() -> dict:
         "sentences": len(rows),
         "ratios": {
             "decode_over_floor": round(median_ratio(rows, "decode_ms", "floor_ms"), 2),
+            "decode_over_its_bytes_floor": round(median_ratio(rows, "decode_ms", "served_floor_ms"), 2),
+            "fp32_decode_over_floor": round(median_ratio(rows, "fp32_decode_ms", "floor_ms"), 2),
+            "fp32_over_fp16_copies": round(median_ratio(rows, "fp32_decode_ms", "decode_ms"), 2),
             "stored_layout_decode_over_floor": round(median_ratio(rows, "stored_decode_ms", "floor_ms"), 2),
-            "stored_layout_over_input_major": round(median_ratio(rows, "stored_decode_ms", "decode_ms"), 2),
+            "stored_layout_over_input_major": round(
+                median_ratio(rows, "stored_decode_ms", "fp32_decode_ms"), 2),
             "general_pass_over_step": round(median_ratio(rows, "general_pass_decode_ms", "decode_ms"), 2),
             "one_thread_over_server_threads": round(median_ratio(rows, "one_thread_decode_ms", "decode_ms"), 2),
             "http_over_in_process": round(
@@ -235,8 +249,8 @@ def main() -> dict:
                 median_ratio(rows, "compare_floor_ms", "floor_ms"), 2),
         },
         "medians_ms": {key: round(statistics.median(r[key] for r in rows), 2) for key in
-                       ("decode_ms", "stored_decode_ms", "general_pass_decode_ms", "one_thread_decode_ms",
-                        "floor_ms", "attention_in_process_ms",
+                       ("decode_ms", "fp32_decode_ms", "stored_decode_ms", "general_pass_decode_ms",
+                        "one_thread_decode_ms", "floor_ms", "served_floor_ms", "attention_in_process_ms",
                         "attention_http_ms", "compare_ms", "compare_one_lane_ms", "compare_floor_ms")},
         "rows": rows,
     }
@@ -253,9 +267,13 @@ def table(report: dict) -> str:
         f"{report['sentences']} test sentences, medians:",
         "| measure | ratio | example (ms, this machine) |",
         "|---|---|---|",
-        f"| transformer greedy decode / weight-bytes floor | {r['decode_over_floor']} | "
+        f"| transformer greedy decode / weight-bytes floor (fp32 weights) | {r['decode_over_floor']} | "
         f"{ms['decode_ms']} / {ms['floor_ms']} |",
-        f"| the same, weights in the checkpoint's order (ATTENTION_LAB_LAYOUT=as-stored) | "
+        f"| the same / the floor of the bytes it reads (fp16 copies) | {r['decode_over_its_bytes_floor']} | "
+        f"{ms['decode_ms']} / {ms['served_floor_ms']} |",
+        f"| the same, fp32 weights (ATTENTION_LAB_PRECISION=fp32) | {r['fp32_decode_over_floor']} | "
+        f"{ms['fp32_decode_ms']} / {ms['floor_ms']} |",
+        f"| the same, fp32 weights in the checkpoint's order (and ATTENTION_LAB_LAYOUT=as-stored) | "
         f"{r['stored_layout_decode_over_floor']} | {ms['stored_decode_ms']} / {ms['floor_ms']} |",
         f"| the same, through the layers' general pass (no DecoderLayer.step) | "
         f"{round(r['general_pass_over_step'] * r['decode_over_floor'], 2)} | "

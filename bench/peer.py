@@ -7,17 +7,18 @@ The shipped Transformer is written into a CTranslate2 pre-norm Transformer spec 
 embedding as both embeddings and the output projection, our sinusoidal table as its position
 encodings, q/k/v fused as CTranslate2 stores them), in fp32, in a temporary folder. Then, on
 test-split sentences, interleaved in one run (the first runner rotating from sentence to sentence):
-the time of one plain greedy translation (no maps kept) by ours with the weights as the server keeps
-them (input-major, models/layout.py), by ours in the checkpoint's own order, and by the peer, one
-intra-op pool of the same threads each, and whether ours and the peer produce the same pieces.
-CTranslate2 returns no per-head maps, so it is the bar for plain translation only. Issue 17's
-target: ours / CTranslate2 <= 1.5.
+the time of one plain greedy translation (no maps kept) by ours as the server keeps the weights
+(fp16 copies of the same numbers, models/precision.py; input-major, models/layout.py), by ours with
+fp32 weights only (ATTENTION_LAB_PRECISION=fp32), and by the peer, one intra-op pool of the same
+threads each, and whether ours and the peer produce the same pieces. The peer computes in fp32 from
+fp32 weights: a CPU build has no fp16 mode, and its int8 ones change the numbers. CTranslate2 returns
+no per-head maps, so it is the bar for plain translation only. Issue 17's target: ours /
+CTranslate2 <= 1.5.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import statistics
 import tempfile
 import time
@@ -28,10 +29,10 @@ import torch
 from ctranslate2.specs import TransformerSpec
 from serving import ROOT, write_report  # bench/serving.py: this script's folder is on sys.path
 
+from app.services.registry import served
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens, max_target_len
-from models.layout import input_major
 from models.tokenizer import BOS, EOS, UNK, BPETokenizer
 
 
@@ -110,14 +111,14 @@ def peer(translator, tokenizer: BPETokenizer, ids: list[int], limit: int) -> lis
     return [tokenizer.tok.token_to_id(t) for t in result[0].hypotheses[0]]
 
 
-def race(model, stored, translator, tokenizer: BPETokenizer, sentences: list[str]) -> list[dict]:
+def race(model, fp32, translator, tokenizer: BPETokenizer, sentences: list[str]) -> list[dict]:
     """Per sentence, each runner once to warm up, then timed in a rotating order."""
     rows = []
     for n, text in enumerate(sentences):
         ids = tokenizer.encode(text)
         limit = max_target_len(model, len(ids))
         runs = {"ours": lambda: ours(model, ids, limit),  # noqa: B023 (called in this iteration only)
-                "ours_stored": lambda: ours(stored, ids, limit),  # noqa: B023
+                "ours_fp32": lambda: ours(fp32, ids, limit),  # noqa: B023
                 "peer": lambda: peer(translator, tokenizer, ids, limit)}  # noqa: B023
         for run in runs.values():
             run()  # warm
@@ -146,18 +147,20 @@ def main() -> dict:
     with tempfile.TemporaryDirectory() as folder:
         convert(model, tokenizer, folder)
         translator = ctranslate2.Translator(folder, device="cpu", inter_threads=1, intra_threads=args.threads)
-        rows = race(input_major(copy.deepcopy(model)), model, translator, tokenizer, sentences)
+        rows = race(served(model, "input-major", "fp16-weights"),
+                    served(checkpoint.load(ROOT / "checkpoints" / "transformer"), "input-major", "fp32"),
+                    translator, tokenizer, sentences)
     report = {"ctranslate2": ctranslate2.__version__, "threads": args.threads, "sentences": len(rows),
               "ours_over_peer": round(statistics.median(r["ours_ms"] / r["peer_ms"] for r in rows), 2),
-              "ours_stored_layout_over_peer": round(statistics.median(r["ours_stored_ms"] / r["peer_ms"]
-                                                                       for r in rows), 2),
+              "ours_fp32_over_peer": round(statistics.median(r["ours_fp32_ms"] / r["peer_ms"]
+                                                             for r in rows), 2),
               "same_translation": round(sum(r["same"] for r in rows) / len(rows), 4),
               "median_ms": {k: round(statistics.median(r[f"{k}_ms"] for r in rows), 2)
-                            for k in ("ours", "ours_stored", "peer")},
+                            for k in ("ours", "ours_fp32", "peer")},
               "rows": rows}
     print(f"CTranslate2 {report['ctranslate2']}, {args.threads} threads, {len(rows)} test sentences: "
-          f"ours / CTranslate2 {report['ours_over_peer']} (weights as the server keeps them, input-major), "
-          f"{report['ours_stored_layout_over_peer']} (the checkpoint's order); medians of per-sentence "
+          f"ours / CTranslate2 {report['ours_over_peer']} (weights as the server keeps them: fp16 copies, "
+          f"input-major), {report['ours_fp32_over_peer']} (fp32 weights only); medians of per-sentence "
           f"ratios; e.g. {report['median_ms']} ms here; same pieces on {report['same_translation']:.1%}")
     write_report(args.json, report)
     return report

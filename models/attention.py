@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from models.precision import Linear, linear
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -64,9 +65,9 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_attn: int):
         super().__init__()
-        self.W = nn.Linear(d_query, d_attn, bias=False)
-        self.U = nn.Linear(d_key, d_attn)
-        self.v = nn.Linear(d_attn, 1, bias=False)
+        self.W = Linear(d_query, d_attn, bias=False)
+        self.U = Linear(d_key, d_attn)
+        self.v = Linear(d_attn, 1, bias=False)
 
     def project(self, keys: torch.Tensor) -> torch.Tensor:
         """(B, T_k, d_k) -> U h_j: (B, T_k, a)."""
@@ -122,10 +123,10 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
-        self.W_q = nn.Linear(d_model, d_model)
-        self.W_k = nn.Linear(d_model, d_model)
-        self.W_v = nn.Linear(d_model, d_model)
-        self.W_o = nn.Linear(d_model, d_model)
+        self.W_q = Linear(d_model, d_model)
+        self.W_k = Linear(d_model, d_model)
+        self.W_v = Linear(d_model, d_model)
+        self.W_o = Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
@@ -166,17 +167,17 @@ class MultiHeadAttention(nn.Module):
         (tests/models/test_transformer.py). query: (B, d); k, v: (B, h, T_k, d_head) from
         `keys_values`; mask broadcasts to (B, h, 1, T_k). Returns (B, d), (B, h, 1, T_k)."""
         B, h, T_k, d_head = k.shape
-        q = F.linear(query, self.W_q.weight, self.W_q.bias).view(B * h, 1, d_head)
+        q = linear(query, self.W_q.weight, self.W_q.bias).view(B * h, 1, d_head)
         keys = k.reshape(B * h, T_k, d_head).transpose(1, 2)  # (B h, d_head, T_k)
         scores = (torch.bmm(q, keys) / math.sqrt(d_head)).view(B, h, 1, T_k)
         weights = masked_softmax(scores, mask)
         context = torch.bmm(weights.view(B * h, 1, T_k), v.reshape(B * h, T_k, d_head))  # (B h, 1, d_head)
         if head_mask is not None:
             context = context.view(B, h, d_head) * head_mask.view(1, -1, 1).to(context.dtype)
-        return F.linear(context.reshape(B, h * d_head), self.W_o.weight, self.W_o.bias), weights
+        return linear(context.reshape(B, h * d_head), self.W_o.weight, self.W_o.bias), weights
 
     def one_key_value(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """`keys_values` of one new position per sentence: (B, d) -> two (B, h, 1, d_head)."""
         B = x.size(0)
-        k = F.linear(x, self.W_k.weight, self.W_k.bias).view(B, self.n_heads, 1, self.d_head)
-        return k, F.linear(x, self.W_v.weight, self.W_v.bias).view(B, self.n_heads, 1, self.d_head)
+        k = linear(x, self.W_k.weight, self.W_k.bias).view(B, self.n_heads, 1, self.d_head)
+        return k, linear(x, self.W_v.weight, self.W_v.bias).view(B, self.n_heads, 1, self.d_head)

@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from models.attention import AdditiveAttention, DotAttention, mask_if_needed
 from models.config import Seq2SeqConfig
 from models.lstm import LSTMEncoder
 from models.outputs import ModelOutput
+from models.precision import Linear, linear
 from models.rnn import RNNEncoder
 from models.tokenizer import PAD_ID
 
@@ -47,8 +47,8 @@ class Seq2Seq(nn.Module):
             "dot": DotAttention(),
         }[c.attention]
         if self.attention is not None:
-            self.W_c = nn.Linear(2 * c.d_hidden, c.d_hidden)
-        self.out = nn.Linear(c.d_hidden, c.d_embed)  # into embedding space; logits via tied E
+            self.W_c = Linear(2 * c.d_hidden, c.d_hidden)
+        self.out = Linear(c.d_hidden, c.d_embed)  # into embedding space; logits via tied E
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
         self.drop = nn.Dropout(c.dropout)
         # Small embeddings: they double as the output matrix, and unit-variance rows would start
@@ -90,7 +90,7 @@ class Seq2Seq(nn.Module):
             context, weights = self.attention(s, memory.keys, memory.mask, memory.projected)  # (B,t,H), (B,t,S)
             s = torch.tanh(self.W_c(torch.cat([context, s], dim=-1)))
             weights = {"cross": weights[:, None, None]}  # one layer, one head
-        logits = F.linear(self.out(self.drop(s)), self.embed.weight, self.out_bias)  # o E^T + b: tied E
+        logits = linear(self.out(self.drop(s)), self.embed.weight, self.out_bias)  # o E^T + b: tied E
         return logits, weights, final
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:

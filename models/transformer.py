@@ -19,6 +19,7 @@ from torch import nn
 from models.attention import MultiHeadAttention, causal_mask, mask_if_needed
 from models.config import TransformerConfig
 from models.outputs import ModelOutput
+from models.precision import Linear, linear
 from models.tokenizer import PAD_ID
 
 
@@ -38,8 +39,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
-        self.W_1 = nn.Linear(d_model, d_ff)
-        self.W_2 = nn.Linear(d_ff, d_model)
+        self.W_1 = Linear(d_model, d_ff)
+        self.W_2 = Linear(d_ff, d_model)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -110,8 +111,8 @@ class DecoderLayer(nn.Module):
         a, cross_w = self.cross_attn.one_query(_norm(self.norm2, x), *cross_kv, mask, cross_head_mask)
         x = x + a
         ff = self.ff
-        inner = torch.relu(F.linear(_norm(self.norm3, x), ff.W_1.weight, ff.W_1.bias))  # (B, d_ff)
-        x = x + F.linear(inner, ff.W_2.weight, ff.W_2.bias)
+        inner = torch.relu(linear(_norm(self.norm3, x), ff.W_1.weight, ff.W_1.bias))  # (B, d_ff)
+        x = x + linear(inner, ff.W_2.weight, ff.W_2.bias)
         return x.view(B, 1, d), self_w, cross_w, (k, v)
 
 def _norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
@@ -227,7 +228,7 @@ class Transformer(nn.Module):
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
-        logits = F.linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
+        logits = linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
 

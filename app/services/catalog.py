@@ -17,8 +17,9 @@ def health(registry: ModelRegistry) -> dict:
         "models": registry.names,
         "unavailable": dict(registry.unavailable),
         "limits": asdict(registry.limits),
-        # every model computes in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on load)
-        "numerics": {"precision": "fp32", "layout": registry.layout},
+        # every product is computed in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on
+        # load); with fp16-weights, what fp16 holds exactly is read from an fp16 copy
+        "numerics": {"precision": registry.precision, "layout": registry.layout},
     }
 
 

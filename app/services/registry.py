@@ -26,6 +26,7 @@ from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
 from models.layout import served_layout, with_layout
+from models.precision import served_precision, with_precision
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -90,6 +91,7 @@ class ModelRegistry:
     experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
     layout: str = "as-stored"  # how the served weights lie in memory, on this device (models/layout.py)
+    precision: str = "fp32"  # whether they also have fp16 copies for their products (models/precision.py)
     seconds: dict[str, float] = field(default_factory=dict)  # name -> recent time of one batch job
 
     def result(self, key, compute, cancel: threading.Event | None = None):
@@ -141,7 +143,7 @@ class ModelRegistry:
         if name not in self.untrained:
             entry = self.get(name)
             model = initialized(entry.model.config, entry.seed).to(self.device).eval()
-            self.untrained[name] = with_layout(model.requires_grad_(False), self.layout)
+            self.untrained[name] = served(model.requires_grad_(False), self.layout, self.precision)
         return self.untrained[name]
 
     def snapshot_point(self, name: str, step: int) -> dict[str, Any]:
@@ -167,7 +169,7 @@ class ModelRegistry:
         key = (name, step)
         if key not in self.snapshot_models:
             model = snapshots.load_snapshot(self.get(name).folder, step).to(self.device)
-            self.snapshot_models[key] = with_layout(model.requires_grad_(False), self.layout)
+            self.snapshot_models[key] = served(model.requires_grad_(False), self.layout, self.precision)
             while len(self.snapshot_models) > SNAPSHOTS_KEPT:
                 self.snapshot_models.popitem(last=False)
         self.snapshot_models.move_to_end(key)
@@ -200,13 +202,19 @@ class ModelRegistry:
         self.close()
 
 
-def load_model(folder: Path, name: str, device: torch.device, layout: str = "as-stored") -> LoadedModel:
+def served(model: nn.Module, layout: str, precision: str) -> nn.Module:
+    """`model` as the server runs it: its weights in `layout`'s order, with `precision`'s copies."""
+    return with_precision(with_layout(model, layout), precision)
+
+
+def load_model(folder: Path, name: str, device: torch.device, layout: str = "as-stored",
+               precision: str = "fp32") -> LoadedModel:
     if not folder.is_dir():
         raise checkpoint.CheckpointError(f"no checkpoint: the folder {folder.name}/ is missing")
     model = checkpoint.load(folder, device)  # checks the weights' sha256 and that they are finite
     for p in model.parameters():
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
-    model = with_layout(model, layout)
+    model = served(model, layout, precision)
     metrics = _read_or(checkpoint.read_metrics, folder, {})
     curve = _read_or(checkpoint.read_curve, folder, [])
     meta = checkpoint.read_meta(folder)
@@ -248,13 +256,14 @@ def _read_or(read, folder: Path, default):
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] | None = None, device: str = "auto",
     cache_size: int = 256, cache_mb: int = 64, limits: Limits = Limits(), worker: ModelThread | None = None,
-    layout: str = "input-major",
+    layout: str = "input-major", precision: str = "fp16-weights",
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
     `names` that loads, on the model thread that will run them. names None: the story's five,
     then every other folder of `checkpoints` that holds a model. `layout`: how the served weights lie
     in memory (models/layout.py: "input-major" decodes faster on a CPU, "as-stored" is the
-    checkpoint's own order)."""
+    checkpoint's own order); `precision`: "fp16-weights" also gives the weights that the checkpoint
+    stores in fp16 an fp16 copy for their products (models/precision.py), "fp32" does not."""
     if not (checkpoints / TOKENIZER_FILE).exists():
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
@@ -262,10 +271,11 @@ def load_registry(
     worker = worker or ModelThread()
     names = model_folders(checkpoints) if names is None else names
     layout = served_layout(layout, dev)  # an unknown name stops start-up here, before any model loads
-    loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout)
+    precision = served_precision(precision, dev)
+    loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout, precision)
     cache = ResultCache(cache_size, cache_mb * 2**20)
     return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints,
-                         layout=layout)
+                         layout=layout, precision=precision)
 
 
 def model_folders(checkpoints: Path) -> tuple[str, ...]:
@@ -275,12 +285,13 @@ def model_folders(checkpoints: Path) -> tuple[str, ...]:
     return MODEL_NAMES + tuple(n for n in others if n not in MODEL_NAMES)
 
 
-def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device, layout: str = "as-stored"):
+def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device, layout: str = "as-stored",
+                precision: str = "fp32"):
     """(name -> LoadedModel, name -> why it did not load)."""
     loaded, unavailable = {}, {}
     for name in names:
         try:
-            loaded[name] = load_model(checkpoints / name, name, device, layout)
+            loaded[name] = load_model(checkpoints / name, name, device, layout, precision)
         except Exception as error:  # any failure to read a checkpoint only disables that model
             unavailable[name] = f"{type(error).__name__}: {error}"
             log.warning("model %s not loaded: %s", name, unavailable[name])

@@ -40,7 +40,10 @@ class Catalog {
     const order = layout === "input-major"
       ? "their wide weight matrices stored column by column for one-word decoding steps (the same values, summed in another order)"
       : "their weights in the checkpoints' own order";
-    return `The models run on the server (${this.device}) in ${precision}, ${order}.`;
+    const arithmetic = precision === "fp16-weights"
+      ? "in fp32 arithmetic on weights read from fp16 copies (the checkpoints' own fp16 numbers: half the bytes to read per decoding step)"
+      : "in fp32";
+    return `The models run on the server (${this.device}) ${arithmetic}, ${order}.`;
   }
 
   /** Recurrent models with attention: theirs is one alignment grid, output words x source words. */

@@ -15,7 +15,7 @@ def test_health_lists_every_loaded_model(client):
     body = client.get("/api/health").json()
     assert body == {"status": "ok", "device": "cpu", "models": list(MODEL_NAMES), "unavailable": {},
                     "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
-                    "numerics": {"precision": "fp32", "layout": "input-major"}}
+                    "numerics": {"precision": "fp16-weights", "layout": "input-major"}}
 
 
 def test_models_report_architecture_size_and_metrics(client):

@@ -14,6 +14,7 @@ from app.dependencies import get_registry
 from app.main import create_app
 from app.services.registry import load_registry
 from models.layout import layout_of
+from models.precision import precision_of
 from tests.app.conftest import tiny_settings
 from tests.tiny import write_tiny_checkpoints
 
@@ -44,11 +45,27 @@ def test_the_stored_layout_is_one_setting_away(tiny_checkpoints):
     for layout in ("as-stored", "input-major"):
         settings = Settings(checkpoints=tiny_checkpoints, device="cpu", layout=layout)
         with TestClient(create_app(settings)) as client:
-            assert client.get("/api/health").json()["numerics"] == {"precision": "fp32", "layout": layout}
+            assert client.get("/api/health").json()["numerics"] == {"precision": "fp16-weights", "layout": layout}
             registry = client.app.state.registry
             models = [entry.model for entry in registry.models.values()]
             models += [registry.at_step("transformer", step) for step in (0, 1)]
             assert {layout_of(model) for model in models} == {layout}
+
+
+def test_fp32_products_are_one_setting_away(tiny_checkpoints):
+    """ATTENTION_LAB_PRECISION=fp32 multiplies the fp32 copies only; the default also gives every
+    served weight fp16 holds exactly an fp16 copy (the tiny checkpoints are fp16 like the shipped
+    ones); the snapshots too, and the seeded untrained model has none (fp16 does not hold it)."""
+    for precision in ("fp32", "fp16-weights"):
+        settings = Settings(checkpoints=tiny_checkpoints, device="cpu", precision=precision)
+        with TestClient(create_app(settings)) as client:
+            assert client.get("/api/health").json()["numerics"]["precision"] == precision
+            registry = client.app.state.registry
+            served = {precision_of(entry.model) for entry in registry.models.values()}
+            assert served == {precision}
+            assert precision_of(registry.at_step("transformer", 0)) == "fp32"
+            response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
+            assert response.status_code == 200
 
 
 def test_models_load_on_the_chosen_device(tiny_checkpoints):

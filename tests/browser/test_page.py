@@ -57,7 +57,8 @@ def plot_z(page, testid: str):
 def test_first_load_shows_every_view(fresh_page, catalog, server, health):
     page, problems = fresh_page
     numerics = page.get_by_test_id("numerics").inner_text()
-    assert f"({health['device']}) in {health['numerics']['precision']}" in numerics
+    arithmetic = {"fp32": "in fp32,", "fp16-weights": "in fp32 arithmetic on weights read from fp16 copies"}
+    assert f"({health['device']}) {arithmetic[health['numerics']['precision']]}" in numerics
     assert "stored column by column" in numerics  # the server's layout, input-major by default
     names = [m["name"] for m in catalog]
     assert page.get_by_test_id("source").input_value().strip(), "the text box starts with an example"

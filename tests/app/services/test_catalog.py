@@ -12,7 +12,7 @@ def test_health_gives_the_limits_and_the_models(registry):
     body = health(registry)
     assert body["status"] == "ok" and body["models"] == registry.names
     assert body["limits"] == {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200}
-    assert body["numerics"] == {"precision": "fp32", "layout": "input-major"}
+    assert body["numerics"] == {"precision": "fp16-weights", "layout": "input-major"}
 
 
 def test_each_model_says_what_it_has_inside(registry):
