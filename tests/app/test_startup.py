@@ -45,7 +45,8 @@ def test_the_stored_layout_is_one_setting_away(tiny_checkpoints):
     for layout in ("as-stored", "input-major"):
         settings = Settings(checkpoints=tiny_checkpoints, device="cpu", layout=layout)
         with TestClient(create_app(settings)) as client:
-            assert client.get("/api/health").json()["numerics"] == {"precision": "fp16-weights", "layout": layout}
+            numerics = client.get("/api/health").json()["numerics"]
+            assert numerics == {"precision": "fp16-weights", "layout": layout}
             registry = client.app.state.registry
             models = [entry.model for entry in registry.models.values()]
             models += [registry.at_step("transformer", step) for step in (0, 1)]

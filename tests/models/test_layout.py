@@ -7,12 +7,11 @@ import pytest
 import torch
 
 from models.architectures import MODEL_NAMES, build
-from models.decoding import beam_search, greedy, greedy_batch
 from models.layout import LAYOUTS, input_major, is_wide, layout_of, served_layout, with_layout
+from tests.models.agreement import assert_batches_and_gradients_agree, assert_decodings_agree
 from tests.tiny import tiny_config
 
 VOCAB = 300  # wider than every hidden size, so each model's embedding is a wide matrix
-SOURCES = [[5, 9, 12, 7, 20], [40, 41, 42], [7] * 11, [250, 3, 99, 120]]
 
 
 def _pair(name, seed=0):
@@ -43,35 +42,14 @@ def test_a_tied_matrix_is_reordered_once_and_stays_tied():
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
-@torch.inference_mode()
 def test_greedy_and_beam_search_agree_with_the_stored_layout(name):
     for seed in range(2):
-        stored, moved = _pair(name, seed)
-        for src in SOURCES:
-            a, b = greedy(stored, src, max_len=12), greedy(moved, src, max_len=12)
-            assert a.tokens == b.tokens and a.finished == b.finished
-            torch.testing.assert_close(b.output.logits, a.output.logits, atol=1e-5, rtol=1e-5)
-            assert a.output.attentions.keys() == b.output.attentions.keys()
-            for kind, weights in a.output.attentions.items():
-                torch.testing.assert_close(b.output.attentions[kind], weights, atol=1e-6, rtol=0)
-            beams = [beam_search(m, src, 3, max_len=12).tokens for m in (stored, moved)]
-            assert beams[0] == beams[1]
+        assert_decodings_agree(*_pair(name, seed), logits_tol=1e-5, map_tol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["lstm", "transformer"])
 def test_batches_and_gradients_agree_too(name):
-    stored, moved = _pair(name)
-    src = torch.tensor([[5, 9, 12, 7], [40, 41, 0, 0]])
-    with torch.inference_mode():
-        assert greedy_batch(stored, src, 10) == greedy_batch(moved, src, 10)
-    tgt = torch.tensor([[1, 4, 5], [1, 6, 7]])
-    grads = []
-    for model in (stored, moved):
-        model.zero_grad()
-        model(src, tgt).logits.logsumexp(-1).sum().backward()
-        grads.append([p.grad for p in model.parameters()])
-    for a, b in zip(*grads, strict=True):
-        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+    assert_batches_and_gradients_agree(*_pair(name))
 
 
 def test_with_layout_checks_the_name_and_keeps_the_stored_order_when_asked():

@@ -9,14 +9,21 @@ import torch
 import torch.nn.functional as F
 
 from models.architectures import MODEL_NAMES, build
-from models.decoding import beam_search, greedy, greedy_batch
+from models.decoding import greedy
 from models.layout import input_major
-from models.precision import (PRECISIONS, Linear, half_weights, linear, precision_of, served_precision,
-                              with_precision)
+from models.precision import (
+    PRECISIONS,
+    Linear,
+    half_weights,
+    linear,
+    precision_of,
+    served_precision,
+    with_precision,
+)
+from tests.models.agreement import SOURCES, assert_batches_and_gradients_agree, assert_decodings_agree
 from tests.tiny import tiny_config
 
 VOCAB = 300
-SOURCES = [[5, 9, 12, 7, 20], [40, 41, 42], [7] * 11, [250, 3, 99, 120]]
 
 
 def _fp16_numbers(model):
@@ -67,36 +74,15 @@ def test_linear_is_f_linear_within_float_rounding(shape, bias):
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
-@torch.inference_mode()
 def test_greedy_and_beam_search_agree_with_the_fp32_weights(name):
     for seed in range(2):
-        fp32, half = _pair(name, seed)
-        for src in SOURCES:
-            a, b = greedy(fp32, src, max_len=12), greedy(half, src, max_len=12)
-            assert a.tokens == b.tokens and a.finished == b.finished
-            torch.testing.assert_close(b.output.logits, a.output.logits, atol=1e-4, rtol=1e-4)
-            assert a.output.attentions.keys() == b.output.attentions.keys()
-            for kind, weights in a.output.attentions.items():
-                torch.testing.assert_close(b.output.attentions[kind], weights, atol=1e-5, rtol=0)
-            beams = [beam_search(m, src, 3, max_len=12).tokens for m in (fp32, half)]
-            assert beams[0] == beams[1]
+        assert_decodings_agree(*_pair(name, seed), logits_tol=1e-4, map_tol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["lstm-additive", "transformer"])
 def test_batches_agree_and_gradients_use_the_fp32_weights(name):
     fp32, half = _pair(name)
-    input_major(half)  # the server's layout beside it: the copies outlive a reordering
-    src = torch.tensor([[5, 9, 12, 7], [40, 41, 0, 0]])
-    with torch.inference_mode():
-        assert greedy_batch(fp32, src, 10) == greedy_batch(half, src, 10)
-    tgt = torch.tensor([[1, 4, 5], [1, 6, 7]])
-    grads = []
-    for model in (fp32, half):
-        model.zero_grad()
-        model(src, tgt).logits.logsumexp(-1).sum().backward()
-        grads.append([p.grad for p in model.parameters()])
-    for a, b in zip(*grads, strict=True):
-        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)  # the layout's rounding only
+    assert_batches_and_gradients_agree(fp32, input_major(half))  # the copies outlive a reordering
 
 
 def test_with_precision_checks_the_name_and_serves_fp32_off_the_cpu():
