@@ -134,11 +134,16 @@ class LengthBucket(BaseModel):
     bucket: str
     pairs: int
     bleu: float
+    bleu_low: float | None = Field(None, description="2.5th percentile of BLEU over 1,000 bootstrap samples of "
+                                                     "the bucket's sentences (older reports have none)")
+    bleu_high: float | None = Field(None, description="97.5th percentile of the same")
 
 
 class Metrics(BaseModel):
     model_config = ConfigDict(extra="allow")
     bleu: float | None = None
+    bleu_low: float | None = None
+    bleu_high: float | None = None
     chrf: float | None = None
     pairs: int | None = None
     bleu_by_length: list[LengthBucket] = []

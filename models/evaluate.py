@@ -3,7 +3,9 @@
     python -m models.evaluate --model transformer [--split test] [--limit N] [--device cpu]
 
 Writes `checkpoints/NAME/metrics.json`, overall and by source length in words (1-5, 6-10, 11-15,
-16+): chapter 4's claim is that the no-attention models fall behind as sentences grow.
+16+): chapter 4's claim is that the no-attention models fall behind as sentences grow. Each BLEU
+comes with the 95% interval of a bootstrap over its sentences (`bleu_low`, `bleu_high`): a bucket of
+26 sentences cannot rank models a point apart, and the page shows how loosely to read it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import sacrebleu
 import torch
+from sacrebleu.metrics import BLEU
 
 from models import checkpoint
 from models.batches import pad
@@ -56,10 +59,36 @@ def translate_all(model, tokenizer: BPETokenizer, sources: list[str], max_tokens
     return out
 
 
+RESAMPLES = 1000  # bootstrap samples behind each BLEU interval
+
+
+def bleu_interval(hypotheses: list[str], references: list[str], resamples: int = RESAMPLES,
+                  seed: int = 0) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of corpus BLEU over `resamples` samples, drawn with
+    replacement, of these sentences. BLEU sums n-gram statistics over sentences, so each sentence's
+    are counted once and a sample's BLEU comes from their sums (sacrebleu's corpus_bleu: the same
+    tokenisation and exponential smoothing)."""
+    metric = BLEU()
+    per_sentence = [metric.corpus_score([h], [[r]]) for h, r in zip(hypotheses, references, strict=True)]
+    stats = torch.tensor([[*s.counts, *s.totals, s.sys_len, s.ref_len] for s in per_sentence],
+                         dtype=torch.float64)  # (N, 10)
+    generator = torch.Generator().manual_seed(seed)
+    picks = torch.randint(len(per_sentence), (resamples, len(per_sentence)), generator=generator)
+    sums = stats[picks].sum(dim=1).long().tolist()  # (resamples, 10)
+    scores = sorted(BLEU.compute_bleu(s[:4], s[4:8], s[8], s[9], smooth_method="exp").score for s in sums)
+    return scores[int(0.025 * resamples)], scores[min(int(0.975 * resamples), resamples - 1)]
+
+
+def _bleu(hypotheses: list[str], references: list[str]) -> dict:
+    low, high = bleu_interval(hypotheses, references)
+    return {"bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
+            "bleu_low": round(low, 2), "bleu_high": round(high, 2)}
+
+
 def score(hypotheses: list[str], pairs: list[Pair]) -> dict:
     refs = [p.en for p in pairs]
     result = {
-        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [refs]).score, 2),
+        **_bleu(hypotheses, refs),
         "chrf": round(sacrebleu.corpus_chrf(hypotheses, [refs]).score, 2),
         "pairs": len(pairs),
     }
@@ -75,7 +104,7 @@ def score(hypotheses: list[str], pairs: list[Pair]) -> dict:
         by_length.append({
             "bucket": name,
             "pairs": len(idx),
-            "bleu": round(sacrebleu.corpus_bleu(bucket_hyps, [bucket_refs]).score, 2),
+            **_bleu(bucket_hyps, bucket_refs),
             "chrf": round(sacrebleu.corpus_chrf(bucket_hyps, [bucket_refs]).score, 2),
         })
     result["bleu_by_length"] = by_length
@@ -118,10 +147,11 @@ def main(argv: list[str] | None = None) -> dict:
                **evaluate(folder, tokenizer, pairs, args.device)}
     if args.limit is None and args.split == "test":
         checkpoint.write_json(folder / checkpoint.METRICS, metrics)
-    log.info("%s: BLEU %.2f chrF %.2f on %d %s pairs", args.model, metrics["bleu"], metrics["chrf"],
-             metrics["pairs"], args.split)
+    log.info("%s: BLEU %.2f [%.2f, %.2f] chrF %.2f on %d %s pairs", args.model, metrics["bleu"],
+             metrics["bleu_low"], metrics["bleu_high"], metrics["chrf"], metrics["pairs"], args.split)
     for row in metrics["bleu_by_length"]:
-        log.info("  %-6s %5d pairs  BLEU %6.2f", row["bucket"], row["pairs"], row["bleu"])
+        log.info("  %-6s %5d pairs  BLEU %6.2f [%.2f, %.2f]", row["bucket"], row["pairs"], row["bleu"],
+                 row["bleu_low"], row["bleu_high"])
     return metrics
 
 

@@ -26,6 +26,8 @@ const BUCKET_AXIS = {
   zeroline: false,
 };
 
+const hasInterval = (row) => row != null && row.bleu_low != null && row.bleu_high != null;
+
 export class BleuChart {
   constructor(div, catalog) {
     this.div = div;
@@ -69,15 +71,23 @@ export class BleuChart {
     if (this.traces.selected === selected) return this.traces.data;
     const data = this.evaluated.map((m) => {
       const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
+      const rows = BUCKETS.map((b) => byBucket.get(b));
       const emphasis = !selected || selected === m.name;
       return {
         type: "scatter",
         mode: "lines+markers",
         name: plotText(m.name),
         x: BUCKETS.map((_, i) => i),
-        y: BUCKETS.map((b) => (byBucket.has(b) ? byBucket.get(b).bleu : null)),
-        customdata: BUCKETS.map((b) => (byBucket.has(b) ? byBucket.get(b).pairs : 0)),
-        hovertemplate: `<b>${plotText(m.name)}</b><br>%{y:.1f} BLEU on %{customdata} sentences<extra></extra>`,
+        y: rows.map((r) => (r ? r.bleu : null)),
+        // the 95% bootstrap interval of each bucket's BLEU (models/evaluate.py): how far apart two
+        // models must be before the bucket ranks them
+        error_y: {
+          type: "data", symmetric: false, visible: rows.some(hasInterval), thickness: 1.5, width: 4,
+          array: rows.map((r) => (hasInterval(r) ? r.bleu_high - r.bleu : null)),
+          arrayminus: rows.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
+        },
+        customdata: rows.map((r) => [r ? r.pairs : 0, hasInterval(r) ? `, 95% interval ${r.bleu_low.toFixed(1)}–${r.bleu_high.toFixed(1)}` : ""]),
+        hovertemplate: `<b>${plotText(m.name)}</b><br>%{y:.1f} BLEU on %{customdata[0]} sentences%{customdata[1]}<extra></extra>`,
         line: { color: this.catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },
         marker: { size: selected === m.name ? 9 : 6, symbol: this.catalog.marker(m.name) },
         opacity: emphasis ? 1 : 0.45,

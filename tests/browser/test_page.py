@@ -100,6 +100,22 @@ def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(fresh_page, catalog,
     assert problems.errors == []
 
 
+def test_the_bleu_chart_shows_each_buckets_interval_from_the_evaluation(fresh_page, catalog):
+    """Chapter 4's chart: each point's error bar is the bootstrap interval metrics.json gives for it."""
+    page, problems = fresh_page
+    traces = show(page, "bleu-plot").evaluate(
+        "gd => gd.data.map(t => [t.name, t.y, t.error_y.visible, t.error_y.array, t.error_y.arrayminus])")
+    evaluated = {m["name"]: m["metrics"]["bleu_by_length"]
+                 for m in catalog if (m["metrics"] or {}).get("bleu_by_length")}
+    assert [t[0] for t in traces] == list(evaluated)
+    for name, y, visible, up, down in traces:
+        rows = evaluated[name]
+        assert visible and y == [r["bleu"] for r in rows]
+        assert up == pytest.approx([r["bleu_high"] - r["bleu"] for r in rows])
+        assert down == pytest.approx([r["bleu"] - r["bleu_low"] for r in rows])
+    assert problems.errors == []
+
+
 def test_a_card_is_picked_by_keyboard(fresh_page):
     page, problems = fresh_page
     card = page.locator(f'.card[data-model="{EXTRA_MODEL}"]')
