@@ -1,6 +1,7 @@
 """Print the README's quality tables from the shipped checkpoints' metrics.json and config.json:
 each model's BLEU and chrF (overall and by source length), then chapter 4's claim in numbers, the
-attention models' BLEU advantage over the plain LSTM in each length bucket.
+attention models' BLEU advantage over the plain LSTM in each length bucket, then each BLEU's 95%
+bootstrap interval (models/evaluate.py).
 
     .venv/bin/python scripts/quality_table.py
 """
@@ -37,6 +38,21 @@ def main() -> None:
               + " | ".join(f"{by.get(n, float('nan')):.1f}" for n in names)
               + f" | {minutes:.0f} min | {progress.get('step', '?')} |")
     advantage_table(names)
+    interval_table(names)
+
+
+def interval_table(names: list[str]) -> None:
+    """Each model's BLEU per bucket with its 95% bootstrap interval, where metrics.json has one."""
+    print()
+    print("| 95% interval of BLEU | all | " + " | ".join(f"{n} words" for n in names) + " |")
+    print("|---" * (2 + len(names)) + "|")
+    for name in MODEL_NAMES:
+        metrics = checkpoint.read_metrics(ROOT / name)
+        if not metrics or "bleu_low" not in metrics:
+            continue
+        rows = {row["bucket"]: row for row in metrics["bleu_by_length"]}
+        spans = [metrics] + [rows[n] for n in names if n in rows]
+        print(f"| `{name}` | " + " | ".join(f"{r['bleu_low']:.1f}-{r['bleu_high']:.1f}" for r in spans) + " |")
 
 
 def advantage_table(names: list[str]) -> None:
