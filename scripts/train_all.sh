@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train (or continue training) and evaluate the five shipped models, one after the other.
-#   MINUTES="transformer=225 lstm-additive=112 lstm-dot=52 lstm=55 rnn=39" scripts/train_all.sh
+#   MINUTES="transformer=280 lstm-additive=112 lstm-dot=52 lstm=55 rnn=39" scripts/train_all.sh
 # Each run resumes from checkpoints/NAME/train_state.* when present, so the script can be
 # killed and started again; FRESH=1 deletes the training state and starts from scratch.
 # The models of SNAPSHOTS (name=kept steps:shipped steps) keep the fp32 weights of the kept steps and
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-MINUTES=${MINUTES:-"transformer=225 lstm-additive=112 lstm-dot=52 lstm=55 rnn=39"}
+MINUTES=${MINUTES:-"transformer=280 lstm-additive=112 lstm-dot=52 lstm=55 rnn=39"}
 DEVICE=${DEVICE:-auto}
 SNAPSHOTS=${SNAPSHOTS:-"transformer=50,150,300,600,1000:150,300,600 lstm-additive=300,600,900,1200,1600:300,900"}
 KEEP=${KEEP:-6}
