@@ -21,13 +21,12 @@ import argparse
 import torch
 from serving import ROOT, write_report  # bench/serving.py: this script's folder is on sys.path
 
-from app.services.registry import served
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy
 from models.evaluate import score
 from models.layout import LAYOUTS
-from models.precision import PRECISIONS
+from models.precision import PRECISIONS, served
 from models.tokenizer import BPETokenizer
 
 

@@ -43,12 +43,12 @@ import torch
 from serving import ROOT, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
 from app.services.maps import attention_maps
-from app.services.registry import load_registry, served
+from app.services.registry import load_registry
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens
 from models.layout import layout_of
-from models.precision import precision_of
+from models.precision import precision_of, served
 
 MODEL = "transformer"
 

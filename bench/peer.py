@@ -29,10 +29,10 @@ import torch
 from ctranslate2.specs import TransformerSpec
 from serving import ROOT, write_report  # bench/serving.py: this script's folder is on sys.path
 
-from app.services.registry import served
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens, max_target_len
+from models.precision import served
 from models.tokenizer import BOS, EOS, UNK, BPETokenizer
 
 

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models.layout import with_layout
+
 PRECISIONS = ("fp32", "fp16-weights")  # what the server can serve with (Settings.precision)
 
 # The fp16 product lives in torch's fbgemm bindings, which warn that they may go in a later torch;
@@ -94,3 +96,8 @@ def with_precision(model: nn.Module, precision: str) -> nn.Module:
     """`model` as served with `precision` asked for (see `served_precision`)."""
     device = next(model.parameters()).device
     return half_weights(model) if served_precision(precision, device) == "fp16-weights" else model
+
+
+def served(model: nn.Module, layout: str, precision: str) -> nn.Module:
+    """`model` as the server runs it: its weights in `layout`'s order, with `precision`'s copies."""
+    return with_precision(with_layout(model, layout), precision)

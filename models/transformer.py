@@ -115,6 +115,7 @@ class DecoderLayer(nn.Module):
         x = x + linear(inner, ff.W_2.weight, ff.W_2.bias)
         return x.view(B, 1, d), self_w, cross_w, (k, v)
 
+
 def _norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 

@@ -25,8 +25,8 @@ from app.services.worker import ModelThread
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
-from models.layout import served_layout, with_layout
-from models.precision import served_precision, with_precision
+from models.layout import served_layout
+from models.precision import served, served_precision
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -200,11 +200,6 @@ class ModelRegistry:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def served(model: nn.Module, layout: str, precision: str) -> nn.Module:
-    """`model` as the server runs it: its weights in `layout`'s order, with `precision`'s copies."""
-    return with_precision(with_layout(model, layout), precision)
 
 
 def load_model(folder: Path, name: str, device: torch.device, layout: str = "as-stored",

@@ -10,7 +10,7 @@ from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, count_parameters, initialized
 from models.data import load_split
 from models.decoding import greedy
-from models.layout import input_major
+from models.precision import served as as_served
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
@@ -48,11 +48,12 @@ def test_loads_and_translates(name, tokenizer):
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 @torch.inference_mode()
-def test_the_served_layout_translates_and_maps_as_the_stored_one(name, tokenizer):
-    """The server decodes with the weights input-major (models/layout.py): on test sentences the
-    same translations, and maps and scores equal to the stored layout's within float rounding."""
+def test_the_served_weights_translate_and_map_as_the_stored_ones(name, tokenizer):
+    """The server decodes with the weights input-major (models/layout.py) and read from fp16 copies
+    (models/precision.py): on test sentences the same translations, and maps and scores equal to
+    the checkpoint's fp32 weights in their own order within float rounding."""
     stored = checkpoint.load(ROOT / name)
-    served = input_major(checkpoint.load(ROOT / name))
+    served = as_served(checkpoint.load(ROOT / name), "input-major", "fp16-weights")
     test = load_split().test
     for pair in test[:: len(test) // 12][:12]:
         ids = tokenizer.encode(pair.fr)
@@ -69,6 +70,33 @@ def test_quality_follows_the_story():
     attending = [bleu["lstm-additive"], bleu["lstm-dot"]]
     assert bleu["transformer"] > max(attending)
     assert min(attending) > bleu["lstm"] > bleu["rnn"]
+    by_length = {name: {r["bucket"]: r["bleu"] for r in checkpoint.read_metrics(ROOT / name)["bleu_by_length"]}
+                 for name in MODEL_NAMES}
+    for bucket, bleu in by_length["transformer"].items():  # the README: it leads in every length group
+        assert bleu > max(by_length[name][bucket] for name in MODEL_NAMES if name != "transformer"), bucket
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_the_longest_group_is_the_smallest_and_the_least_certain(name):
+    """Chapter 4's caption: the longest group holds the fewest sentences, and for every model that
+    translates it at all (the rnn scores ~2 BLEU there, with a narrow bar near zero) its bar (the
+    95% bootstrap interval of its BLEU) is the widest; each bar brackets its BLEU."""
+    rows = checkpoint.read_metrics(ROOT / name)["bleu_by_length"]
+    longest = rows[-1]
+    assert longest["bucket"] == "16+" and longest["pairs"] == min(r["pairs"] for r in rows)
+    width = {r["bucket"]: r["bleu_high"] - r["bleu_low"] for r in rows}
+    if longest["bleu"] >= 10:
+        assert width["16+"] == max(width.values())
+    assert all(r["bleu_low"] <= r["bleu"] <= r["bleu_high"] for r in rows)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_the_fp16_copies_halve_the_bytes_a_step_reads(name):
+    """The line under the text box: with fp16-weights the decoding steps read half the bytes.
+    Every shipped weight matrix gets a copy: all but the norms' and biases' numbers (under 1%)."""
+    model = as_served(checkpoint.load(ROOT / name), "input-major", "fp16-weights")
+    copied = sum(p.numel() for p in model.parameters() if hasattr(p, "fp16_packed"))
+    assert copied / count_parameters(model) > 0.99
 
 
 # each French sentence -> the translations accepted as right ("gare" is the (train) station)
