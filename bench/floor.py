@@ -8,13 +8,16 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
 - decode / floor: the Transformer's greedy decode in process, divided by the time its fp32 weights
   take to read once from memory at that bandwidth (the encoder's and the source's cross-attention
   keys and values once, the rest of the decoder's and the tied output projection's once per output
-  piece). A memory-bound decoder reading fp32 weights cannot beat 1.0. Beside it, the same decode
+  piece). A memory-bound decoder reading fp32 weights cannot beat 1.0. The bandwidth is measured
+  again beside each sentence (other tenants of a shared machine take more or less of it from one
+  minute to the next), and each sentence's floor uses its own. Beside it, the same decode
   over the floor of the bytes it actually reads: the server reads fp16 copies of the weights
   (models/precision.py), half the bytes, so that floor is about half the fp32 one. Measured as the
   server runs it, and interleaved with four variants, each what one lever buys: the fp32 weights
   (ATTENTION_LAB_PRECISION=fp32), the fp32 weights in the checkpoint's own order (and the
   input-major layout, models/layout.py), the layers' general pass instead of the one-position
-  `DecoderLayer.step`, and one intra-op thread instead of the server's.
+  `DecoderLayer.step`, and one intra-op thread for the encoder too (the search runs each decoder step on one
+  already, models/decoding._step).
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
@@ -137,7 +140,7 @@ def timed_decode(model, ids: list[int], threads: int | None = None) -> tuple[flo
         torch.set_num_threads(before)
 
 
-def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
+def in_process(registry, sentences: list[str], threads: int) -> list[dict]:
     model = registry.get(MODEL).model  # input-major, fp16 copies: as the server runs it
     stored = registry.worker.run(checkpoint.load, ROOT / "checkpoints" / MODEL)  # the checkpoint's own order
     fp32 = registry.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), "input-major", "fp32")
@@ -151,7 +154,10 @@ def in_process(registry, sentences: list[str], gbs: float) -> list[dict]:
         variants = [(model, None, "decode_ms"), (fp32, None, "fp32_decode_ms"),
                     (stored, None, "stored_decode_ms"), (GeneralPass(model), None, "general_pass_decode_ms"),
                     (model, 1, "one_thread_decode_ms")]
-        row = {"text": text}
+        # the floor at this sentence's moment: on a shared machine the bandwidth other tenants leave
+        # moves within minutes, and the decode moves with it
+        gbs = bandwidth_gbs(threads, mib=256, repeats=5)
+        row = {"text": text, "bandwidth_gbs": gbs}
         turn = n % len(variants)
         for which, threads, key in variants[turn:] + variants[:turn]:  # interleaved: same conditions for all
             seconds, tokens = registry.worker.run(timed_decode, which, ids, threads)
@@ -216,7 +222,7 @@ def main() -> dict:
         registry.worker.run(torch.set_num_threads, args.threads)
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
-        rows = in_process(registry, sentences, gbs)
+        rows = in_process(registry, sentences, args.threads)
     env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
     with serve(env) as url:
         over_http(url, rows, read, gbs)
@@ -225,6 +231,8 @@ def main() -> dict:
     report = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "threads": args.threads, "bandwidth_gbs": round(gbs, 2),
+                    "bandwidth_per_sentence_gbs": [round(f(r["bandwidth_gbs"] for r in rows), 2)
+                                                   for f in (min, statistics.median, max)],
                     "op_overhead_us": round(overhead, 2), "torch": torch.__version__},
         "sentences": len(rows),
         "ratios": {
@@ -263,7 +271,8 @@ def table(report: dict) -> str:
     m, r, ms = report["machine"], report["ratios"], report["medians_ms"]
     return "\n".join([
         f"machine: {m['processor']}, {m['cores']} cores, {m['threads']} torch threads, "
-        f"read bandwidth {m['bandwidth_gbs']} GB/s, one tiny op {m['op_overhead_us']} us",
+        f"read bandwidth {m['bandwidth_gbs']} GB/s at the start and {m['bandwidth_per_sentence_gbs']} "
+        f"(min, median, max) beside the sentences, one tiny op {m['op_overhead_us']} us",
         f"{report['sentences']} test sentences, medians:",
         "| measure | ratio | example (ms, this machine) |",
         "|---|---|---|",
@@ -278,7 +287,7 @@ def table(report: dict) -> str:
         f"| the same, through the layers' general pass (no DecoderLayer.step) | "
         f"{round(r['general_pass_over_step'] * r['decode_over_floor'], 2)} | "
         f"{ms['general_pass_decode_ms']} / {ms['floor_ms']} |",
-        f"| the same, one intra-op thread | "
+        f"| the same, one intra-op thread for the encoder too | "
         f"{round(r['one_thread_over_server_threads'] * r['decode_over_floor'], 2)} | "
         f"{ms['one_thread_decode_ms']} / {ms['floor_ms']} |",
         f"| /api/attention over HTTP / in process | {r['http_over_in_process']} | "

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from models.precision import Linear, linear
+from models.precision import Linear
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -128,6 +128,10 @@ class MultiHeadAttention(nn.Module):
         self.W_v = Linear(d_model, d_model)
         self.W_o = Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
+        # served copies only (models.precision.half_weights): W_q, W_k and W_v stacked into one
+        # (3d, d) weight with its fp16 copy, and their biases, so that a decoding step projects its
+        # query, key and value in one product; None: three products
+        self.stacked_qkv: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -156,28 +160,3 @@ class MultiHeadAttention(nn.Module):
         B, _, T_q, _ = context.shape
         context = context.transpose(1, 2).reshape(B, T_q, -1)  # (B, T_q, d): heads side by side
         return self.W_o(context), weights
-
-    def one_query(
-        self, query: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-        head_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`forward` in eval mode for one query per sentence, the shape of a decoding step, in fewer
-        calls: a decoder step is a few dozen tiny products, so per-call overhead, not arithmetic,
-        is most of its time. The same formulas in the same order, so the same numbers
-        (tests/models/test_transformer.py). query: (B, d); k, v: (B, h, T_k, d_head) from
-        `keys_values`; mask broadcasts to (B, h, 1, T_k). Returns (B, d), (B, h, 1, T_k)."""
-        B, h, T_k, d_head = k.shape
-        q = linear(query, self.W_q.weight, self.W_q.bias).view(B * h, 1, d_head)
-        keys = k.reshape(B * h, T_k, d_head).transpose(1, 2)  # (B h, d_head, T_k)
-        scores = (torch.bmm(q, keys) / math.sqrt(d_head)).view(B, h, 1, T_k)
-        weights = masked_softmax(scores, mask)
-        context = torch.bmm(weights.view(B * h, 1, T_k), v.reshape(B * h, T_k, d_head))  # (B h, 1, d_head)
-        if head_mask is not None:
-            context = context.view(B, h, d_head) * head_mask.view(1, -1, 1).to(context.dtype)
-        return linear(context.reshape(B, h * d_head), self.W_o.weight, self.W_o.bias), weights
-
-    def one_key_value(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """`keys_values` of one new position per sentence: (B, d) -> two (B, h, 1, d_head)."""
-        B = x.size(0)
-        k = linear(x, self.W_k.weight, self.W_k.bias).view(B, self.n_heads, 1, self.d_head)
-        return k, linear(x, self.W_v.weight, self.W_v.bias).view(B, self.n_heads, 1, self.d_head)

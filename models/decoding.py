@@ -98,6 +98,21 @@ def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
     return _allowed(logits[:, -1])  # (B, V)
 
 
+def _step(model, memory, last: torch.Tensor, cache):
+    """model.decode of the last tokens (k, 1), the search's one-position step, on one intra-op
+    thread: its ops are rows of 256 to 1,024 numbers, too small to split, so a second thread only
+    adds a fork and a join to each (2-6 us, about a sixth of a step on the 2-core machines,
+    bench/floor.py). The encoder and the teacher-forced passes keep every thread."""
+    before = torch.get_num_threads()
+    if before == 1:
+        return model.decode(memory, last, cache)
+    torch.set_num_threads(1)
+    try:
+        return model.decode(memory, last, cache)
+    finally:
+        torch.set_num_threads(before)
+
+
 FIRST_ALLOWED = 2  # PAD_ID and BOS_ID are ids 0 and 1, never a valid next token
 assert {PAD_ID, BOS_ID} == set(range(FIRST_ALLOWED))
 
@@ -150,7 +165,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
     last, finished = BOS_ID, False
     while True:
         _check(stop)
-        logits, weights, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
+        logits, weights, cache = _step(model, memory, torch.tensor([[last]], device=src.device), cache)
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             break
@@ -184,10 +199,20 @@ def _stack_steps(steps: list[tuple[torch.Tensor, dict]], internals: dict) -> Mod
 
 def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: Stop = None,
                   **options) -> tuple[list[int], bool]:
-    """Only the greedy output ids and whether it ended with EOS: no internals kept."""
+    """Only the greedy output ids and whether it ended with EOS: no internals kept, and one
+    sentence's loop without the batch's bookkeeping (a step is a few milliseconds of tiny calls)."""
+    src = _source(model, src_ids)
     max_len = max_len or max_target_len(model, len(src_ids))
-    tokens = greedy_batch(model, _source(model, src_ids), max_len, stop, **options)[0]
-    return tokens, len(tokens) < max_len
+    memory = _encode(model, src, options)
+    tokens, cache, last = [], None, BOS_ID
+    while len(tokens) < max_len:
+        _check(stop)
+        logits, _, cache = _step(model, memory, torch.tensor([[last]], device=src.device), cache)
+        last = int(_greedy_choice(logits))
+        if last == EOS_ID:
+            return tokens, True
+        tokens.append(last)
+    return tokens, False
 
 
 def beam_search(
@@ -218,7 +243,7 @@ def beam_search(
         nonlocal cache
         _check(stop)
         last = torch.tensor([[seq[-1] if seq else BOS_ID] for seq, _ in alive], device=device)
-        logits, _, cache = model.decode(memory, last, cache)
+        logits, _, cache = _step(model, memory, last, cache)
         return torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)
 
     for token in prefix:

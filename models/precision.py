@@ -40,9 +40,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     packed = getattr(weight, "fp16_packed", None)
     if packed is None or _differentiated(x, weight):
         return F.linear(x, weight, bias)
-    rows = x.reshape(-1, x.size(-1))
     if bias is None:
         bias = weight.fp16_zero_bias
+    if x.dim() == 2:  # a decoding step's rows
+        return torch.fbgemm_linear_fp16_weight(x, packed, bias)
+    rows = x.reshape(-1, x.size(-1))
     return torch.fbgemm_linear_fp16_weight(rows, packed, bias).view(*x.shape[:-1], -1)
 
 
@@ -72,10 +74,30 @@ def half_weights(model: nn.Module) -> nn.Module:
         weights.append(model.embed.weight)
     for weight in weights:
         if weight.device.type == "cpu" and _holds_exactly(weight):
-            with torch.no_grad():
-                weight.fp16_packed = torch.fbgemm_pack_gemm_matrix_fp16(weight.detach().contiguous())
-                weight.fp16_zero_bias = torch.zeros(weight.size(0))
+            _copy(weight)
+    for module in model.modules():
+        _stack_qkv(module)
     return model
+
+
+def _copy(weight: torch.Tensor) -> None:
+    with torch.no_grad():
+        weight.fp16_packed = torch.fbgemm_pack_gemm_matrix_fp16(weight.detach().contiguous())
+        weight.fp16_zero_bias = torch.zeros(weight.size(0))
+
+
+def _stack_qkv(module: nn.Module) -> None:
+    """A multi-head attention whose W_q, W_k and W_v all have fp16 copies gets them stacked into one
+    (`stacked_qkv`): a decoding step's three products become one, the same sums of the same numbers
+    (each output is its own dot product), and a product's fixed cost is paid once."""
+    parts = [getattr(module, name, None) for name in ("W_q", "W_k", "W_v")]
+    if not hasattr(module, "stacked_qkv") or not all(hasattr(p.weight, "fp16_packed") for p in parts):
+        return
+    with torch.no_grad():
+        weight = torch.cat([p.weight.detach() for p in parts])  # (3d, d)
+        bias = torch.cat([p.bias.detach() for p in parts])
+    _copy(weight)
+    module.stacked_qkv = (weight, bias)
 
 
 def precision_of(model: nn.Module) -> str:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from models.attention import MultiHeadAttention, causal_mask, mask_if_needed
+from models.attention import MultiHeadAttention, causal_mask, mask_if_needed, scaled_dot_product_attention
 from models.config import TransformerConfig
 from models.outputs import ModelOutput
 from models.precision import Linear, linear
@@ -93,31 +93,76 @@ class DecoderLayer(nn.Module):
         x = x + self.drop(self.ff(self.norm3(x)))
         return x, self_w, cross_w, (k, v)
 
-    def step(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None,
-             cross_kv=None):
-        """`forward` in eval mode for one new position per sentence (a decoding step), in fewer
-        calls and with 2-D rows: the same formulas in the same order, so the same numbers
-        (tests/models/test_transformer.py). Same arguments and results as `forward`, with x
-        (B, 1, d) and `cross_kv` required (`memory` itself is not read again)."""
-        B, _, d = x.shape
-        x = x.view(B, d)
-        h = _norm(self.norm1, x)
-        k, v = self.self_attn.one_key_value(h)  # (B, h, 1, dh) each
+    def step_weights(self) -> StepWeights:
+        """This layer's parameters as `step` reads them, gathered once per sentence."""
+        sa, ca, ff = self.self_attn, self.cross_attn, self.ff
+
+        def pair(m: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+            return m.weight, m.bias
+
+        return StepWeights(
+            pair(self.norm1), pair(sa.W_q), pair(sa.W_k), pair(sa.W_v), pair(sa.W_o),
+            pair(self.norm2), pair(ca.W_q), pair(ca.W_o), pair(self.norm3), pair(ff.W_1), pair(ff.W_2),
+            sa.stacked_qkv, sa.n_heads, self.norm1.eps,
+        )
+
+    @staticmethod
+    def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_head_mask=None,
+             cross_head_mask=None):
+        """`forward` in eval mode for one new position per sentence (a decoding step): the same
+        formulas in the same order, so the same numbers (tests/models/test_transformer.py), in
+        about half the time. A step is ~60 tiny calls, so it reads the layer's weights from `w`
+        (gathered once per sentence) instead of looking each up through the modules, and keeps its
+        rows 2-D. x: (B, d); past: this layer's cached keys and values, each (B, h, t0, d_head);
+        cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
+        Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
+        and values up to now."""
+        B, d = x.shape
+        heads = (B, w.n_heads, 1, d // w.n_heads)
+        h = torch.layer_norm(x, (d,), *w.norm1, w.eps)
+        if w.stacked_qkv is None:
+            q, k, v = (linear(h, *W).view(heads) for W in (w.W_q, w.W_k, w.W_v))  # (B, h, 1, dh)
+        else:  # one product for the three: (B, 3 d) -> three (B, h, 1, dh)
+            q, k, v = linear(h, *w.stacked_qkv).view(B, 3, *heads[1:]).unbind(1)
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
-        a, self_w = self.self_attn.one_query(h, k, v, None, self_head_mask)  # every key is in the past
-        x = x + a
+        a, self_w = _heads(q, k, v, None, self_head_mask)  # every key is in the past: no mask
+        x = x + linear(a, *w.W_o)
+        q = linear(torch.layer_norm(x, (d,), *w.norm2, w.eps), *w.cross_W_q).view(heads)
         mask = None if memory_mask is None else memory_mask.unsqueeze(1)  # (B, 1, 1, S)
-        a, cross_w = self.cross_attn.one_query(_norm(self.norm2, x), *cross_kv, mask, cross_head_mask)
-        x = x + a
-        ff = self.ff
-        inner = torch.relu(linear(_norm(self.norm3, x), ff.W_1.weight, ff.W_1.bias))  # (B, d_ff)
-        x = x + linear(inner, ff.W_2.weight, ff.W_2.bias)
-        return x.view(B, 1, d), self_w, cross_w, (k, v)
+        a, cross_w = _heads(q, *cross_kv, mask, cross_head_mask)
+        x = x + linear(a, *w.cross_W_o)
+        inner = torch.relu(linear(torch.layer_norm(x, (d,), *w.norm3, w.eps), *w.W_1))  # (B, d_ff)
+        return x + linear(inner, *w.W_2), self_w, cross_w, (k, v)
 
 
-def _norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+class StepWeights(NamedTuple):
+    """A decoder layer's parameters, each (weight, bias), as `DecoderLayer.step` reads them: looked
+    up once per sentence (TransformerMemory.steps), not through the modules at every step."""
+
+    norm1: tuple[torch.Tensor, torch.Tensor]
+    W_q: tuple[torch.Tensor, torch.Tensor]
+    W_k: tuple[torch.Tensor, torch.Tensor]
+    W_v: tuple[torch.Tensor, torch.Tensor]
+    W_o: tuple[torch.Tensor, torch.Tensor]
+    norm2: tuple[torch.Tensor, torch.Tensor]
+    cross_W_q: tuple[torch.Tensor, torch.Tensor]
+    cross_W_o: tuple[torch.Tensor, torch.Tensor]
+    norm3: tuple[torch.Tensor, torch.Tensor]
+    W_1: tuple[torch.Tensor, torch.Tensor]
+    W_2: tuple[torch.Tensor, torch.Tensor]
+    stacked_qkv: tuple[torch.Tensor, torch.Tensor] | None  # MultiHeadAttention.stacked_qkv
+    n_heads: int
+    eps: float
+
+
+def _heads(q, k, v, mask, head_mask):
+    """Scaled dot-product attention of one query per sentence and head, q (B, h, 1, dh), with the
+    switched-off heads' contexts zeroed: the heads' contexts side by side (B, h dh), the weights."""
+    context, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, 1, dh), (B, h, 1, T_k)
+    if head_mask is not None:
+        context = context * head_mask.view(1, -1, 1, 1).to(context.dtype)
+    return context.view(q.size(0), -1), weights
 
 
 @dataclass
@@ -142,7 +187,8 @@ class TransformerMemory:
     mask: torch.Tensor | None  # (B, 1, S): True on real source tokens; None: no padding
     head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
     cross_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per decoder layer, projected once
-    SHARED = ("head_mask",)  # no batch axis (see outputs.select_batch)
+    steps: list[StepWeights] | None = None  # per decoder layer: what its one-position step reads
+    SHARED = ("head_mask", "steps")  # no batch axis (see outputs.select_batch)
 
 
 class Transformer(nn.Module):
@@ -204,7 +250,8 @@ class Transformer(nn.Module):
         # contiguous (B, h, S, dh): every decoding step reads them as (B h, S, dh) without a copy
         cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
                     for layer in self.decoder_layers]
-        memory = TransformerMemory(states, mask, head_mask, cross_kv)
+        steps = [layer.step_weights() for layer in self.decoder_layers]
+        memory = TransformerMemory(states, mask, head_mask, cross_kv, steps)
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
@@ -214,22 +261,44 @@ class Transformer(nn.Module):
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
         Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache."""
+        if not self.training and tgt_in.size(1) == 1 and memory.cross_kv is not None and memory.steps:
+            return self._decode_step(memory, tgt_in, cache)
         offset = 0 if cache is None else cache[0][0].size(2)
         x = self._embed(tgt_in, offset)
-        # one new token in eval mode (every greedy and beam search step): the layers' fewer-call step
-        one = not self.training and tgt_in.size(1) == 1 and memory.cross_kv is not None
         self_ws, cross_ws, new_cache = [], [], []
         for i, layer in enumerate(self.decoder_layers):
             past = None if cache is None else cache[i]
-            x, sw, cw, kv = (layer.step if one else layer)(
-                x, memory.states, memory.mask, past,
-                _row(memory.head_mask, "decoder", i), _row(memory.head_mask, "cross", i),
-                None if memory.cross_kv is None else memory.cross_kv[i],
-            )
+            x, sw, cw, kv = layer(x, memory.states, memory.mask, past, _row(memory.head_mask, "decoder", i),
+                                  _row(memory.head_mask, "cross", i),
+                                  None if memory.cross_kv is None else memory.cross_kv[i])
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
         logits = linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
+        weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
+        return logits, weights, new_cache
+
+    def _decode_step(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache):
+        """`decode` of one new token per sentence in eval mode (every greedy and beam search step),
+        through the layers' one-position `step`: the same formulas in the same order, so the same
+        numbers, with rows kept 2-D and no call that eval mode makes the identity (dropout)."""
+        B = tgt_in.size(0)
+        offset = 0 if cache is None else cache[0][0].size(2)
+        x = torch.embedding(self.embed.weight, tgt_in.view(B)) * math.sqrt(self.config.d_model)  # (B, d)
+        if self.config.positional:
+            x = x + self.positions(offset, 1)
+        heads = memory.head_mask or {}
+        self_ws, cross_ws, new_cache = [], [], []
+        for i, layer in enumerate(self.decoder_layers):
+            x, sw, cw, kv = layer.step(x, memory.steps[i], None if cache is None else cache[i],
+                                       memory.cross_kv[i], memory.mask, _row(heads, "decoder", i),
+                                       _row(heads, "cross", i))
+            self_ws.append(sw)
+            cross_ws.append(cw)
+            new_cache.append(kv)
+        norm = self.decoder_norm
+        x = torch.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        logits = linear(x, self.embed.weight, self.out_bias).view(B, 1, -1)  # x E^T + b: tied E
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
 

@@ -54,6 +54,27 @@ def test_every_product_weight_gets_an_fp16_copy_of_the_same_numbers(name):
     assert half.state_dict().keys() == fp32.state_dict().keys()
 
 
+@torch.inference_mode()
+def test_a_step_projects_query_key_and_value_in_one_product_with_the_same_numbers():
+    """half_weights stacks each attention's W_q, W_k, W_v (with copies) into one product for the
+    decoding step: every logit, map and cached key and value as with three products, bit for bit."""
+    _, half = _pair("transformer", seed=2)
+    stacked = {m: m.stacked_qkv for m in half.modules() if hasattr(m, "stacked_qkv")}
+    assert stacked and all(s is not None and s[0].shape == (3 * s[0].size(1), s[0].size(1))
+                           for s in stacked.values())
+    src = torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]])
+    runs = []
+    for use in (True, False):
+        for module, s in stacked.items():
+            module.stacked_qkv = s if use else None
+        memory, cache, outputs = half.encode(src), None, []
+        for token in ([1, 1], [7, 9], [8, 10]):
+            logits, weights, cache = half.decode(memory, torch.tensor(token).unsqueeze(1), cache)
+            outputs += [logits, *weights.values(), *(t for kv in cache for t in kv)]
+        runs.append(outputs)
+    assert all(torch.equal(a, b) for a, b in zip(*runs, strict=True))
+
+
 def test_weights_fp16_does_not_hold_get_no_copy():
     torch.manual_seed(0)
     model = half_weights(build(tiny_config("transformer", VOCAB)))  # fp32 initialization
