@@ -140,7 +140,7 @@ def timed_decode(model, ids: list[int], threads: int | None = None) -> tuple[flo
         torch.set_num_threads(before)
 
 
-def in_process(registry, sentences: list[str], threads: int) -> list[dict]:
+def in_process(registry, sentences: list[str], server_threads: int) -> list[dict]:
     model = registry.get(MODEL).model  # input-major, fp16 copies: as the server runs it
     stored = registry.worker.run(checkpoint.load, ROOT / "checkpoints" / MODEL)  # the checkpoint's own order
     fp32 = registry.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), "input-major", "fp32")
@@ -156,7 +156,7 @@ def in_process(registry, sentences: list[str], threads: int) -> list[dict]:
                     (model, 1, "one_thread_decode_ms")]
         # the floor at this sentence's moment: on a shared machine the bandwidth other tenants leave
         # moves within minutes, and the decode moves with it
-        gbs = bandwidth_gbs(threads, mib=256, repeats=5)
+        gbs = bandwidth_gbs(server_threads, mib=256, repeats=5)
         row = {"text": text, "bandwidth_gbs": gbs}
         turn = n % len(variants)
         for which, threads, key in variants[turn:] + variants[:turn]:  # interleaved: same conditions for all
