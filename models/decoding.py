@@ -12,6 +12,7 @@ its `history`, the tree of hypotheses it considered step by step.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -98,19 +99,24 @@ def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
     return _allowed(logits[:, -1])  # (B, V)
 
 
-def _step(model, memory, last: torch.Tensor, cache):
-    """model.decode of the last tokens (k, 1), the search's one-position step, on one intra-op
-    thread: its ops are rows of 256 to 1,024 numbers, too small to split, so a second thread only
-    adds a fork and a join to each (2-6 us, about a sixth of a step on the 2-core machines,
-    bench/floor.py). The encoder and the teacher-forced passes keep every thread."""
-    before = torch.get_num_threads()
-    if before == 1:
-        return model.decode(memory, last, cache)
-    torch.set_num_threads(1)
-    try:
-        return model.decode(memory, last, cache)
-    finally:
-        torch.set_num_threads(before)
+def _one_thread(search: Callable) -> Callable:
+    """Run a search on one intra-op thread. Its ops are rows of 256 to 1,024 numbers, too small to
+    split: a second thread only adds a fork and a join to each (2-6 us, about a sixth of a decoder
+    step on the 2-core machines) and wakes between them (bench/floor.py). The server's other work
+    (teacher-forced passes, gradients, evaluation batches) keeps every thread."""
+
+    @functools.wraps(search)
+    def run(*args, **kwargs):
+        before = torch.get_num_threads()
+        if before == 1:
+            return search(*args, **kwargs)
+        torch.set_num_threads(1)
+        try:
+            return search(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    return run
 
 
 FIRST_ALLOWED = 2  # PAD_ID and BOS_ID are ids 0 and 1, never a valid next token
@@ -151,6 +157,7 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
     return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
 
 
+@_one_thread
 def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, stop: Stop = None,
            prefix: Sequence[int] = (), **options) -> Decoded:
     """Greedy translation of one sentence, with its internals collected as the search runs (no
@@ -165,7 +172,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
     last, finished = BOS_ID, False
     while True:
         _check(stop)
-        logits, weights, cache = _step(model, memory, torch.tensor([[last]], device=src.device), cache)
+        logits, weights, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             break
@@ -197,6 +204,7 @@ def _stack_steps(steps: list[tuple[torch.Tensor, dict]], internals: dict) -> Mod
                        **{k: v for k, v in internals.items() if k != "attentions"})
 
 
+@_one_thread
 def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: Stop = None,
                   **options) -> tuple[list[int], bool]:
     """Only the greedy output ids and whether it ended with EOS: no internals kept, and one
@@ -207,7 +215,7 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     tokens, cache, last = [], None, BOS_ID
     while len(tokens) < max_len:
         _check(stop)
-        logits, _, cache = _step(model, memory, torch.tensor([[last]], device=src.device), cache)
+        logits, _, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
         last = int(_greedy_choice(logits))
         if last == EOS_ID:
             return tokens, True
@@ -215,6 +223,7 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     return tokens, False
 
 
+@_one_thread
 def beam_search(
     model, src_ids: list[int], beam_size: int = 4, max_len: int | None = None, top_k: int = 5,
     alpha: float = 0.6, stop: Stop = None, prefix: Sequence[int] = (), **options,
@@ -243,7 +252,7 @@ def beam_search(
         nonlocal cache
         _check(stop)
         last = torch.tensor([[seq[-1] if seq else BOS_ID] for seq, _ in alive], device=device)
-        logits, _, cache = _step(model, memory, last, cache)
+        logits, _, cache = model.decode(memory, last, cache)
         return torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)
 
     for token in prefix:
