@@ -3,6 +3,8 @@ page, static files and vendored Plotly served beside the API."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 
 import pytest
@@ -150,3 +152,20 @@ def test_page_static_and_vendored_plotly(client):
     css = client.get("/static/css/app.css", headers={"Accept-Encoding": "gzip"})
     assert css.status_code == 200 and css.headers.get("content-encoding") == "gzip"
     assert client.get("/static/nope.js").status_code == 404
+
+
+def test_computed_answers_are_compressed_fast_and_what_get_serves_harder(client):
+    """gzip's header says how hard it worked (XFL: 4 for the fastest level, 0 for the middle ones):
+    what POST computes for a request at level 1, what GET serves to every reader at level 5
+    (app/guard.py)."""
+
+    def raw(method, url, **kwargs):
+        with client.stream(method, url, headers={"Accept-Encoding": "gzip"}, **kwargs) as answer:
+            assert answer.status_code == 200 and answer.headers["content-encoding"] == "gzip"
+            return b"".join(answer.iter_raw())
+
+    computed = raw("POST", "/api/attention", json={"text": "le chat mange le pain et le chien dort"})
+    catalog, plotly = raw("GET", "/api/models"), raw("GET", "/vendor/plotly.min.js")
+    assert computed[:2] == catalog[:2] == plotly[:2] == b"\x1f\x8b"
+    assert computed[8] == 4 and catalog[8] == plotly[8] == 0
+    assert json.loads(gzip.decompress(computed))["maps"]  # readable
