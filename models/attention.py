@@ -128,10 +128,6 @@ class MultiHeadAttention(nn.Module):
         self.W_v = Linear(d_model, d_model)
         self.W_o = Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
-        # served copies only (models.precision.half_weights): W_q, W_k and W_v stacked into one
-        # (3d, d) weight with its fp16 copy, and their biases, so that a decoding step projects its
-        # query, key and value in one product; None: three products
-        self.stacked_qkv: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape

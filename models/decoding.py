@@ -101,9 +101,10 @@ def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
 
 def _one_thread(search: Callable) -> Callable:
     """Run a search on one intra-op thread. Its ops are rows of 256 to 1,024 numbers, too small to
-    split: a second thread only adds a fork and a join to each (2-6 us, about a sixth of a decoder
-    step on the 2-core machines) and wakes between them (bench/floor.py). The server's other work
-    (teacher-forced passes, gradients, evaluation batches) keeps every thread."""
+    split: a second thread only adds a fork and a join to each (2-6 us) and wakes between them, and
+    the Transformer's greedy decode took 1.24-1.26x as long on two threads of the 2-core machines
+    (bench/floor.py). The server's other work (teacher-forced passes, gradients, evaluation
+    batches) keeps every thread."""
 
     @functools.wraps(search)
     def run(*args, **kwargs):
@@ -207,20 +208,10 @@ def _stack_steps(steps: list[tuple[torch.Tensor, dict]], internals: dict) -> Mod
 @_one_thread
 def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: Stop = None,
                   **options) -> tuple[list[int], bool]:
-    """Only the greedy output ids and whether it ended with EOS: no internals kept, and one
-    sentence's loop without the batch's bookkeeping (a step is a few milliseconds of tiny calls)."""
-    src = _source(model, src_ids)
+    """Only the greedy output ids and whether it ended with EOS: no internals kept."""
     max_len = max_len or max_target_len(model, len(src_ids))
-    memory = _encode(model, src, options)
-    tokens, cache, last = [], None, BOS_ID
-    while len(tokens) < max_len:
-        _check(stop)
-        logits, _, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
-        last = int(_greedy_choice(logits))
-        if last == EOS_ID:
-            return tokens, True
-        tokens.append(last)
-    return tokens, False
+    tokens = greedy_batch(model, _source(model, src_ids), max_len, stop, **options)[0]
+    return tokens, len(tokens) < max_len
 
 
 @_one_thread

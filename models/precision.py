@@ -87,9 +87,10 @@ def _copy(weight: torch.Tensor) -> None:
 
 
 def _stack_qkv(module: nn.Module) -> None:
-    """A multi-head attention whose W_q, W_k and W_v all have fp16 copies gets them stacked into one
-    (`stacked_qkv`): a decoding step's three products become one, the same sums of the same numbers
-    (each output is its own dot product), and a product's fixed cost is paid once."""
+    """An attention that asks for it (a `stacked_qkv` slot: the Transformer decoder's
+    self-attention) and whose W_q, W_k and W_v all have fp16 copies gets them stacked into one: a
+    decoding step's three products become one, the same sums of the same numbers (each output is
+    its own dot product), and a product's fixed cost is paid once."""
     parts = [getattr(module, name, None) for name in ("W_q", "W_k", "W_v")]
     if not hasattr(module, "stacked_qkv") or not all(hasattr(p.weight, "fp16_packed") for p in parts):
         return

@@ -68,6 +68,10 @@ class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
+        # the one attention whose query, key and value a decoding step projects from the same row:
+        # models.precision.half_weights stacks W_q, W_k and W_v (with fp16 copies) into one
+        # product here, a (3d, d) weight and its bias; None: three products
+        self.self_attn.stacked_qkv = None
         self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
         self.ff = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(c.d_model) for _ in range(3))
@@ -281,12 +285,10 @@ class Transformer(nn.Module):
     def _decode_step(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache):
         """`decode` of one new token per sentence in eval mode (every greedy and beam search step),
         through the layers' one-position `step`: the same formulas in the same order, so the same
-        numbers, with rows kept 2-D and no call that eval mode makes the identity (dropout)."""
+        numbers, with rows kept 2-D."""
         B = tgt_in.size(0)
         offset = 0 if cache is None else cache[0][0].size(2)
-        x = torch.embedding(self.embed.weight, tgt_in.view(B)) * math.sqrt(self.config.d_model)  # (B, d)
-        if self.config.positional:
-            x = x + self.positions(offset, 1)
+        x = self._embed(tgt_in, offset).view(B, -1)  # (B, d)
         heads = memory.head_mask or {}
         self_ws, cross_ws, new_cache = [], [], []
         for i, layer in enumerate(self.decoder_layers):
@@ -296,9 +298,8 @@ class Transformer(nn.Module):
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
-        norm = self.decoder_norm
-        x = torch.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-        logits = linear(x, self.embed.weight, self.out_bias).view(B, 1, -1)  # x E^T + b: tied E
+        logits = linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
+        logits = logits.view(B, 1, -1)
         weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
         return logits, weights, new_cache
 
