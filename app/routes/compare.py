@@ -1,12 +1,12 @@
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.dependencies import ClientGone, Registry
 from app.schemas import Attention, CompareRequest, ErrorBody
-from app.services.comparison import comparison
+from app.services.comparison import as_ready, queue_comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])
 
@@ -20,14 +20,14 @@ NDJSON = "application/x-ndjson"
           # a reference to the components' Attention (its own $defs would not resolve inside a path)
           "content": {NDJSON: {"schema": {"$ref": f"#/components/schemas/{Attention.__name__}"}}}},
     404: {"model": ErrorBody}})
-def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
+async def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
     """Every model (or those named) on one text, in one request: the page's way of asking."""
-    answers = comparison(registry, body.text, tuple(body.models), gone)  # checks first: 404/422
+    answers = as_ready(queue_comparison(registry, body.text, tuple(body.models), gone))  # checks first: 404/422
     # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding
     # the answer until the last model is done
     return StreamingResponse(_lines(answers), media_type=NDJSON, headers={"X-Accel-Buffering": "no"})
 
 
-def _lines(answers: Iterator[dict]) -> Iterator[str]:
-    for answer in answers:
+async def _lines(answers: AsyncIterator[dict]) -> AsyncIterator[str]:
+    async for answer in answers:
         yield json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n"

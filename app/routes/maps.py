@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes.options import decode_options
 from app.schemas import Attention, AttentionRequest, ErrorBody
-from app.services.maps import attention_maps
+from app.services.maps import attention_maps_job
 from models.outputs import ATTENTION_KINDS
 
 router = APIRouter(prefix="/api", tags=["attention"])
@@ -11,7 +11,8 @@ router = APIRouter(prefix="/api", tags=["attention"])
 
 @router.post("/attention", response_model=Attention, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-def attention(body: AttentionRequest, registry: Registry, gone: ClientGone) -> dict:
+async def attention(body: AttentionRequest, registry: Registry, gone: ClientGone) -> dict:
     """The greedy translation and every attention map computed while producing it."""
     kinds = tuple(k for k in ATTENTION_KINDS if k in body.kinds)  # canonical order, no repeats
-    return attention_maps(registry, body.model, body.text, decode_options(body), kinds, gone)
+    job = attention_maps_job(registry, body.model, body.text, decode_options(body), kinds, gone)
+    return await registry.answer(*job, gone)

@@ -3,13 +3,14 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes.options import decode_options
 from app.schemas import ErrorBody, TranslateRequest, Translation
-from app.services.translation import translation
+from app.services.translation import translation_job
 
 router = APIRouter(prefix="/api", tags=["translate"])
 
 
 @router.post("/translate", response_model=Translation, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> dict:
+async def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> dict:
     """Translate French to English: greedy (beam_size 1) or beam search (2-8)."""
-    return translation(registry, body.model, body.text, decode_options(body), gone)
+    job = translation_job(registry, body.model, body.text, decode_options(body), gone)
+    return await registry.answer(*job, gone)

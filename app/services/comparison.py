@@ -13,9 +13,10 @@ translation).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future, as_completed
 
 from app.services.maps import attention_maps_job
@@ -34,10 +35,18 @@ def comparison(
     return the answers as they come, the first finished first: {"model", "translation", ..., "maps"}
     per model, or {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
+    return _as_ready(queue_comparison(registry, text, names, cancel))
+
+
+def queue_comparison(
+    registry: ModelRegistry, text: str, names: tuple[str, ...] = (), cancel: threading.Event | None = None,
+) -> list[tuple[str, Future]]:
+    """`comparison`'s checks and queued work: (model name, Future of its answer) per model, for
+    `comparison` or an event loop's `as_ready`."""
     registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)
     jobs = [(name, *_job(registry, name, text, cancel)) for name in names]  # every check before any work
-    return _as_ready(list(zip(names, registry.submit_together(jobs, cancel), strict=True)))
+    return list(zip(names, registry.submit_together(jobs, cancel), strict=True))
 
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):
@@ -49,12 +58,35 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
 def _as_ready(pending: list[tuple[str, Future]]) -> Iterator[dict]:
     names = {future: name for name, future in pending}
     for future in as_completed(names):  # the page draws each answer as it arrives
-        name = names[future]
-        try:
-            answer = future.result()
-            yield answer if "maps" in answer else {**answer, "maps": []}
-        except (Abandoned, Stopped):
+        answer = _settled(names[future], future)
+        if answer is None:
             return  # the client has gone: the rest is skipped on the model thread too
-        except Exception as error:  # one model failing leaves the others' answers standing
-            log.exception("compare: %s failed", name)
-            yield {"model": name, "error": f"{type(error).__name__}: {error}"}
+        yield answer
+
+
+async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[dict]:
+    """`comparison`'s answers for an event loop, which waits for them without holding a thread."""
+    waiting = {asyncio.wrap_future(future): (i, name) for i, (name, future) in enumerate(pending)}
+    try:
+        while waiting:
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: waiting[f]):
+                answer = _settled(waiting.pop(future)[1], future)
+                if answer is None:
+                    return
+                yield answer
+    finally:  # the client has gone: what has not started is not run
+        for future in waiting:
+            future.cancel()
+
+
+def _settled(name: str, future) -> dict | None:
+    """A finished job's line; None when its client has gone."""
+    try:
+        answer = future.result()
+    except (Abandoned, Stopped):
+        return None
+    except Exception as error:  # one model failing leaves the others' answers standing
+        log.exception("compare: %s failed", name)
+        return {"model": name, "error": f"{type(error).__name__}: {error}"}
+    return answer if "maps" in answer else {**answer, "maps": []}

@@ -6,6 +6,7 @@ server, so the other models keep serving and /api/health says what is wrong.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -100,6 +101,11 @@ class ModelRegistry:
         (live typing asks twice for the same text) gets the answer without computing it again.
         `cancel` set before its turn: nothing is computed (worker.Abandoned)."""
         return self.submit(key, compute, cancel).result()
+
+    async def answer(self, key, compute, cancel: threading.Event | None = None):
+        """`result` for a coroutine: the event loop waits for the model thread without holding a
+        thread of its own (a sync route costs two hand-overs to the thread pool and back)."""
+        return await asyncio.wrap_future(self.submit(key, compute, cancel))
 
     def submit(self, key, compute, cancel: threading.Event | None = None) -> Future:
         """Like `result`, without waiting: a Future, already done when the cache had the answer."""

@@ -71,9 +71,12 @@ def test_a_client_that_stays_is_not_flagged():
 
 @pytest.mark.parametrize("error", [Abandoned(), Stopped()])
 def test_work_dropped_for_a_client_that_left_is_not_a_server_error(client, monkeypatch, error):
-    def drop(*args, **kwargs):
+    def dropped():  # what the model thread raises for such work
         raise error
 
-    monkeypatch.setattr("app.routes.maps.attention_maps", drop)
+    def job(*args, **kwargs):
+        return ("dropped", type(error).__name__), dropped
+
+    monkeypatch.setattr("app.routes.maps.attention_maps_job", job)
     response = client.post("/api/attention", json={"text": "Je mange.", "model": "transformer"})
     assert response.status_code == 499  # nobody reads it: the client has gone

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from app.services.comparison import comparison
+from app.services.comparison import as_ready, comparison, queue_comparison
+from models.decoding import Stopped
 
 TEXT = "Je mange du pain."
 
@@ -77,3 +79,52 @@ def test_the_model_that_took_longest_last_time_starts_first(cached_registry, mon
     cached_registry.seconds.update(lstm=1.0, transformer=9.0)
     list(comparison(cached_registry, "Il pleut.", ("lstm", "transformer")))
     assert started[-1] == [1, 0]
+
+
+def _lines_of(pending, take=None):
+    """as_ready's lines, read on an event loop (all of them, or the first `take` and then leave)."""
+
+    async def read():
+        lines, stream = [], as_ready(pending)
+        async for line in stream:
+            lines.append(line)
+            if len(lines) == take:
+                await stream.aclose()
+                break
+        return lines
+
+    return asyncio.run(read())
+
+
+def test_the_event_loop_s_stream_hands_over_the_first_finished_first():
+    first, second, failed = Future(), Future(), Future()
+    timer = threading.Timer(0.05, lambda: (second.set_result({"model": "b", "maps": [1]}),
+                                           first.set_result({"model": "a"}),
+                                           failed.set_exception(RuntimeError("broke"))))
+    timer.start()
+    lines = _lines_of([("a", first), ("b", second), ("c", failed)])
+    timer.join()
+    assert [line["model"] for line in lines][0] in ("a", "b")  # whichever the loop saw done first
+    assert sorted(lines, key=lambda line: line["model"]) == [
+        {"model": "a", "maps": []},  # a model without attention: no maps, as /api/attention's shape
+        {"model": "b", "maps": [1]},
+        {"model": "c", "error": "RuntimeError: broke"},  # one failure leaves the others standing
+    ]
+
+
+def test_the_event_loop_s_stream_ends_when_the_client_has_gone_and_drops_what_has_not_started():
+    done, stopped, waiting = Future(), Future(), Future()
+    done.set_result({"model": "a", "maps": []})
+    assert _lines_of([("a", done), ("b", waiting)], take=1) == [{"model": "a", "maps": []}]
+    assert waiting.cancelled()  # the model thread skips a cancelled job (worker.run_together)
+    stopped.set_exception(Stopped())
+    later = Future()
+    assert _lines_of([("b", stopped), ("c", later)]) == []
+    assert later.cancelled()
+
+
+def test_the_event_loop_s_answers_are_comparison_s(cached_registry):
+    names = ("lstm", "transformer")
+    streamed = _lines_of(queue_comparison(cached_registry, TEXT, names))
+    assert sorted(streamed, key=lambda a: a["model"]) == sorted(comparison(cached_registry, TEXT, names),
+                                                                key=lambda a: a["model"])

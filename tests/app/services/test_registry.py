@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,6 +25,21 @@ def test_work_queued_for_a_client_that_left_is_skipped(cached_registry):
     assert computed == [] and len(cached_registry.cache) == 0
     blocker.result(timeout=10)
     assert cached_registry.result("key", lambda: {"computed": True}) == {"computed": True}  # nothing stuck
+
+
+def test_a_coroutine_gets_the_same_answer_without_holding_a_thread(cached_registry):
+    """`answer` (the async routes' way) computes on the model thread and caches, like `result`."""
+    ran_on = []
+
+    def compute():
+        ran_on.append(threading.current_thread().name)
+        return {"computed": True}
+
+    assert asyncio.run(cached_registry.answer("async-key", compute)) == {"computed": True}
+    assert ran_on[0].startswith("models")  # the model thread
+    assert asyncio.run(cached_registry.answer("async-key", compute)) == {"computed": True}
+    assert len(ran_on) == 1  # the second came from the cache
+    assert cached_registry.result("async-key", compute) == {"computed": True}
 
 
 def test_a_new_checkpoint_folder_is_loaded_after_the_story_s_models(tmp_path):
