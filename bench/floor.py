@@ -26,6 +26,7 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   / its own floor (every model's weights read for its own translation), and that floor over the
   Transformer's: what compare / alone tends to as both approach the memory limit.
 
+The in-process figures run under the server's OpenMP wait policy (app/__init__.py, imported first).
 Each ratio is the median over the sentences of per-sentence ratios, all measured in this run, so a
 slower or busier machine moves the milliseconds but much less the ratios. Issue 17's targets:
 decode / floor <= 2.0, HTTP / in process <= 1.2, compare / alone <= 1.6.
@@ -33,6 +34,7 @@ decode / floor <= 2.0, HTTP / in process <= 1.2, compare / alone <= 1.6.
 
 from __future__ import annotations
 
+import app  # noqa: F401  # isort: skip  (first: the server's OpenMP policy, app/__init__.py, also in process)
 import argparse
 import dataclasses
 import json

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from app.config import Settings
+from app.config import REPO_ROOT, Settings
 from app.dependencies import get_registry
 from app.main import create_app
 from app.services.registry import load_registry
@@ -169,3 +172,17 @@ def test_computed_answers_are_compressed_fast_and_what_get_serves_harder(client)
     assert computed[:2] == catalog[:2] == plotly[:2] == b"\x1f\x8b"
     assert computed[8] == 4 and catalog[8] == plotly[8] == 0
     assert json.loads(gzip.decompress(computed))["maps"]  # readable
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_sleep_at_once_in_the_server_unless_told_otherwise(preset, expected):
+    """app/__init__.py sets the policy before anything of the server loads torch (libgomp reads it
+    once, when it loads), and keeps a value from the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if preset:
+        env["OMP_WAIT_POLICY"] = preset
+    probe = ("import sys, os, app; before = 'torch' in sys.modules; import app.main; "
+             "print(before, 'torch' in sys.modules, os.environ['OMP_WAIT_POLICY'])")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True,
+                         cwd=REPO_ROOT, timeout=120)
+    assert out.stdout.split() == ["False", "True", expected]
