@@ -43,10 +43,10 @@ def queue_comparison(
 ) -> list[tuple[str, Future]]:
     """`comparison`'s checks and queued work: (model name, Future of its answer) per model, for
     `comparison` or an event loop's `as_ready`."""
-    registry.source(text)  # the text first, as elsewhere
+    source = registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)
     jobs = [(name, *_job(registry, name, text, cancel)) for name in names]  # every check before any work
-    return list(zip(names, registry.submit_together(jobs, cancel), strict=True))
+    return list(zip(names, registry.submit_together(jobs, cancel, len(source.pieces)), strict=True))
 
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):

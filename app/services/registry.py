@@ -93,7 +93,10 @@ class ModelRegistry:
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
     layout: str = "as-stored"  # how the served weights lie in memory, on this device (models/layout.py)
     precision: str = "fp32"  # whether they also have fp16 copies for their products (models/precision.py)
-    seconds: dict[str, float] = field(default_factory=dict)  # name -> recent time of one batch job
+    # name -> seconds per source piece that its batch jobs took lately (a running mean): what
+    # submit_together orders a batch by. Per piece, because a batch's models share one text, while
+    # the text of each model's last job was any length (live typing: every prefix, most aborted).
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def result(self, key, compute, cancel: threading.Event | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -117,17 +120,19 @@ class ModelRegistry:
         return done
 
     def submit_together(self, items: list[tuple[str, Any, Any]], cancel: threading.Event | None = None,
-                        ) -> list[Future]:
+                        pieces: int = 1) -> list[Future]:
         """Like `submit` for several (model name, key, compute) of independent work that only reads
-        the loaded models: the ones not cached run as one batch on every core
-        (worker.run_together), the model that took longest last time first."""
+        the loaded models, all on one text of `pieces` source pieces: the ones not cached run as one
+        batch on every core (worker.run_together), the slowest per piece lately first (longest
+        first keeps the lanes evenly busy)."""
         futures: list[Future | None] = []
         todo, names = [], []
         for name, key, compute in items:
             value = self.cache.get(key)
             if value is MISSING:
                 futures.append(None)
-                todo.append(partial(self._timed, name, partial(self.cache.get_or_compute, key, compute)))
+                timed = partial(self._timed, name, pieces, compute)
+                todo.append(partial(self.cache.get_or_compute, key, timed))
                 names.append(name)
             else:
                 futures.append(Future())
@@ -136,10 +141,13 @@ class ModelRegistry:
         queued = iter(self.worker.run_together(todo, cancel, start) if todo else [])
         return [future or next(queued) for future in futures]
 
-    def _timed(self, name: str, compute):
+    def _timed(self, name: str, pieces: int, compute):
+        """compute(), timed into `seconds` (only when it runs: an answer from the cache is no time)."""
         began = time.perf_counter()
         value = compute()
-        self.seconds[name] = time.perf_counter() - began
+        rate = (time.perf_counter() - began) / max(pieces, 1)
+        before = self.seconds.get(name)
+        self.seconds[name] = rate if before is None else (before + rate) / 2
         return value
 
     def initialized(self, name: str) -> nn.Module:

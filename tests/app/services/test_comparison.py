@@ -66,7 +66,7 @@ def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
         assert together[name] == alone, name
 
 
-def test_the_model_that_took_longest_last_time_starts_first(cached_registry, monkeypatch):
+def test_the_model_slowest_per_piece_lately_starts_first(cached_registry, monkeypatch):
     worker, started = cached_registry.worker, []
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
@@ -79,6 +79,25 @@ def test_the_model_that_took_longest_last_time_starts_first(cached_registry, mon
     cached_registry.seconds.update(lstm=1.0, transformer=9.0)
     list(comparison(cached_registry, "Il pleut.", ("lstm", "transformer")))
     assert started[-1] == [1, 0]
+
+
+def test_a_model_s_time_is_per_source_piece_a_running_mean_and_a_cached_answer_is_no_time(
+        cached_registry, monkeypatch):
+    """Live typing times each model on whatever prefix it last finished: per piece, a transformer
+    timed on a long text and an LSTM on a short one compare fairly."""
+    clock = iter([10.0, 10.5, 20.0, 20.25])
+    monkeypatch.setattr("app.services.registry.time.perf_counter", lambda: next(clock))
+    registry = cached_registry
+    registry.seconds.clear()
+    assert registry._timed("transformer", 8, lambda: "done") == "done"  # 0.5 s over 8 pieces
+    assert registry.seconds == {"transformer": 0.0625}
+    registry._timed("transformer", 1, lambda: "done")  # 0.25 s over 1 piece: the mean of the two rates
+    assert registry.seconds["transformer"] == (0.0625 + 0.25) / 2
+    monkeypatch.undo()
+    list(comparison(registry, TEXT, ("lstm",)))
+    timed = dict(registry.seconds)
+    list(comparison(registry, TEXT, ("lstm",)))  # cached: nothing ran, nothing timed
+    assert registry.seconds == timed
 
 
 def _lines_of(pending, take=None):
