@@ -62,8 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.registry = load_registry(
             settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
-            settings.limits, ModelThread(settings.torch_threads, settings.lanes), settings.layout,
-            settings.precision,
+            settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice),
+            settings.layout, settings.precision,
         )
         yield
         app.state.registry.close()

@@ -26,6 +26,9 @@ keystroke with the lanes kept, against 176 and 166 ms when a busy CPU sent the b
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -39,23 +42,42 @@ from app.services.cores import CoreShare
 T = TypeVar("T")
 
 
+def yield_cpu(nice: int) -> None:
+    """Set the calling thread's Linux nice value `nice` above the process's (up to 19), so that
+    when the cores are short the scheduler runs the server's event loop and other programs before
+    it. Models are compute that can wait a few milliseconds; the event loop is what notices a
+    client that hung up (whose work then stops) and what takes the next request. While the page
+    typed into a server whose compare lanes held both cores of a 2-core machine, the event loop
+    woke up to 9-11 ms late (99th percentile of 1 ms sleeps), 5-6 ms late with the lanes at nice
+    10 (docs/SERVER.md). Linux only: elsewhere a nice value belongs to the whole process, which is
+    left alone."""
+    if nice <= 0 or not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):  # above the main thread's value: a lane inherits its creator's
+        base = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, base + nice))
+
+
 class Abandoned(Exception):
     """Nobody wants this answer any more (its client hung up), so it was not computed."""
 
 
 class ModelThread:
-    def __init__(self, torch_threads: int | None = None, lanes: int | None = None):
+    def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0):
         """torch_threads: intra-op threads for the models; None: every core while the machine is
         otherwise quiet, one while other programs wait for the CPU (see cores.py). lanes: how many
-        jobs of a `run_together` batch run at once; None: one per core."""
+        jobs of a `run_together` batch run at once; None: one per core. nice: added to the Linux
+        nice value of the threads that run models (see `yield_cpu`)."""
         self.torch_threads = torch_threads
         self.cores = None if torch_threads else CoreShare(torch.get_num_threads())
         self.lanes = max(1, lanes or torch.get_num_threads())
+        self.nice = nice
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="models", initializer=self._setup)
-        self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane") if self.lanes > 1 \
-            else None
+        self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane",
+                                        initializer=yield_cpu, initargs=(nice,)) if self.lanes > 1 else None
 
     def _setup(self) -> None:
+        yield_cpu(self.nice)  # before torch starts its OpenMP threads, which inherit it
         if self.torch_threads:
             torch.set_num_threads(self.torch_threads)
 

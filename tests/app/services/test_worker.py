@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -167,3 +169,34 @@ def test_a_batch_keeps_its_lanes_while_other_programs_want_the_cpu():
         assert sorted(f.result(timeout=10) for f in futures) == [0, 1]
     finally:
         worker.close()
+
+
+def _nice() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_the_threads_that_run_models_step_back_and_no_other_thread_does():
+    """The model thread and every lane run at `nice` above the caller's value; the caller keeps its."""
+    mine = _nice()
+    worker = ModelThread(1, lanes=2, nice=3)
+    try:
+        started, release = threading.Barrier(2, timeout=10), threading.Event()
+
+        def both_lanes():  # each job waits for the other: one runs on each lane
+            started.wait()
+            return threading.current_thread().name, _nice()
+
+        lanes = [f.result(timeout=10) for f in worker.run_together([both_lanes, both_lanes])]
+        assert {name.split("_")[0] for name, _ in lanes} == {"models", "models-lane"}
+        assert [nice for _, nice in lanes] == [min(19, mine + 3)] * 2
+        assert worker.run(_nice) == min(19, mine + 3)
+        assert _nice() == mine
+        release.set()
+    finally:
+        worker.close()
+    plain = ModelThread(1)  # nice=0 by default: as the caller
+    try:
+        assert plain.run(_nice) == mine
+    finally:
+        plain.close()
