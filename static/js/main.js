@@ -42,7 +42,7 @@ function debounce(fn, ms) {
 /** One round for the text in the box: every model's answer, the gradient experiment, then the announcement. */
 function update(lab) {
   const { page, composer, requests, cards } = lab;
-  page.set({ text: composer.text });
+  page.setSoon({ text: composer.text });
   const round = requests.begin();
   const problem = composer.problem(page.text);
   if (problem) {
