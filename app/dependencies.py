@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 
-from app.disconnect import STATE_KEY
+from app.disconnect import MAX_KEY_BYTES, STATE_KEY
 from app.services.registry import ModelRegistry
 
 
@@ -24,3 +24,10 @@ async def client_gone(request: Request) -> threading.Event:
 
 Registry = Annotated[ModelRegistry, Depends(get_registry)]
 ClientGone = Annotated[threading.Event, Depends(client_gone)]
+
+# Read by app/disconnect.py before the route runs; declared here so the schema documents it and a
+# key too long to be honoured is refused (422) instead of silently ignored.
+SupersedeKey = Annotated[str | None, Header(
+    alias="X-Supersede-Key", min_length=1, max_length=MAX_KEY_BYTES,
+    description="Requests with the same key are one stream of asks: a newer one stops the older one's "
+                "work as if its client had hung up (the page sends one key per visit).")]

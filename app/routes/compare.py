@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from app.dependencies import ClientGone, Registry
+from app.dependencies import ClientGone, Registry, SupersedeKey
 from app.schemas import Attention, CompareRequest, ErrorBody
 from app.services.comparison import as_ready, queue_comparison
 
@@ -20,8 +20,10 @@ NDJSON = "application/x-ndjson"
           # a reference to the components' Attention (its own $defs would not resolve inside a path)
           "content": {NDJSON: {"schema": {"$ref": f"#/components/schemas/{Attention.__name__}"}}}},
     404: {"model": ErrorBody}})
-async def compare(body: CompareRequest, registry: Registry, gone: ClientGone) -> StreamingResponse:
-    """Every model (or those named) on one text, in one request: the page's way of asking."""
+async def compare(body: CompareRequest, registry: Registry, gone: ClientGone,
+                  supersede_key: SupersedeKey = None) -> StreamingResponse:
+    """Every model (or those named) on one text, in one request: the page's way of asking.
+    (`X-Supersede-Key` is acted on before this runs, by app/disconnect.py.)"""
     answers = as_ready(queue_comparison(registry, body.text, tuple(body.models), gone))  # checks first: 404/422
     # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding
     # the answer until the last model is done

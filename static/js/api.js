@@ -1,6 +1,10 @@
 // The JSON API (docs API.md), one function per endpoint. Every call takes an AbortSignal so the
 // caller can drop a request the moment a newer one makes it stale.
 
+// this page's X-Supersede-Key (see `compare`): 128 random bits (getRandomValues, unlike
+// randomUUID, also exists on a page served over plain http from another machine)
+const VISIT = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+
 export class ApiError extends Error {
   constructor(status, message, body = null) {
     super(message);
@@ -38,7 +42,9 @@ async function request(method, path, body, signal) {
 }
 
 /**
- * POST /api/compare: several models on one text in one request. The server sends one JSON line
+ * POST /api/compare: several models on one text in one request. Each carries this visit's
+ * X-Supersede-Key: the server stops an older compare's work as soon as a newer one arrives (the
+ * page only ever wants the newest text), without waiting for the aborted connection to close. The server sends one JSON line
  * per model as soon as that model is done; returns a Map model -> Promise of its answer (what
  * /api/attention answers), each settled as its line arrives. An abort rejects those still waiting.
  */
@@ -51,7 +57,7 @@ export function compare(text, models, signal) {
     if (answer.error) one.reject(new ApiError(500, answer.error));
     else one.resolve(answer);
   };
-  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)))
+  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)), { "X-Supersede-Key": VISIT })
     .then(() => new ApiError(502, "the server's answer ended early"), (error) => error)
     .then((error) => {
       for (const one of waiting.values()) one.reject(error);
@@ -67,10 +73,10 @@ function settler() {
 }
 
 /** POST `body` and hand each line of the streamed answer to `onLine` as it arrives. */
-async function readLines(path, body, signal, onLine) {
+async function readLines(path, body, signal, onLine, headers = {}) {
   const response = await fetch(path, {
     method: "POST", signal, body: JSON.stringify(body),
-    headers: { Accept: "application/x-ndjson", "Content-Type": "application/json" },
+    headers: { Accept: "application/x-ndjson", "Content-Type": "application/json", ...headers },
   });
   if (!response.ok) {
     const data = await response.json().catch(() => null);

@@ -80,3 +80,69 @@ def test_work_dropped_for_a_client_that_left_is_not_a_server_error(client, monke
     monkeypatch.setattr("app.routes.maps.attention_maps_job", job)
     response = client.post("/api/attention", json={"text": "Je mange.", "model": "transformer"})
     assert response.status_code == 499  # nobody reads it: the client has gone
+
+
+async def _ask(app, path: str, key: bytes | None, release: asyncio.Event | None = None) -> list[dict]:
+    """One request with an X-Supersede-Key (or none); the client stays until `release` is set."""
+    queue: asyncio.Queue = asyncio.Queue()
+    queue.put_nowait({"type": "http.request", "body": b"{}", "more_body": False})
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        if queue.empty() and release is not None:
+            await release.wait()
+            return {"type": "http.disconnect"}  # after the answer: the connection ends
+        return await queue.get()
+
+    headers = [(b"content-type", b"application/json"), (b"host", b"test")]
+    if key is not None:
+        headers.append((b"x-supersede-key", key))
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "root_path": ""}
+    await asyncio.wait_for(app(scope, receive, send), timeout=10)
+    return sent
+
+
+def test_a_newer_request_with_the_same_key_stops_the_older_one_at_once():
+    """The older request's flag is set as the newer one arrives, while the older client is still
+    connected; other keys and requests without one are left alone, and nothing is kept afterwards."""
+    seen: list = []
+    app = _app(seen)
+
+    async def scenario():
+        release = asyncio.Event()
+        older = asyncio.create_task(_ask(app, "/wait", b"visit-1", release))
+        other = asyncio.create_task(_ask(app, "/wait", b"visit-2", release))
+        plain = asyncio.create_task(_ask(app, "/wait", None, release))
+        await asyncio.sleep(0.2)  # all three wait for their flag
+        await _ask(app, "/quick", b"visit-1")  # replaces the older visit-1 request
+        await asyncio.wait_for(older, timeout=2)  # stopped at once, not after its 5 s
+        assert not other.done() and not plain.done()
+        release.set()  # the others' clients hang up: they stop too
+        await asyncio.gather(other, plain)
+
+    asyncio.run(scenario())
+    # /quick itself was not flagged; the older one (replaced) and the two that hung up were
+    assert sorted(seen) == [False, True, True, True]
+    middleware = [m for m in _middleware_stack(app) if isinstance(m, CancelOnDisconnect)]
+    assert len(middleware) == 1 and middleware[0].newest == {}  # no key outlives its requests
+
+
+def _middleware_stack(app):
+    layer = app.middleware_stack
+    while layer is not None:
+        yield layer
+        layer = getattr(layer, "app", None)
+
+
+def test_a_key_too_long_to_honour_is_refused_where_declared(client):
+    response = client.post("/api/compare", json={"text": "Je mange."}, headers={"X-Supersede-Key": "k" * 129})
+    assert response.status_code == 422
+    assert "X-Supersede-Key" in str(response.json()["detail"]) or "x-supersede-key" in str(response.json())
+    response = client.post("/api/compare", json={"text": "Je mange.", "models": ["rnn"]},
+                           headers={"X-Supersede-Key": "visit"})
+    assert response.status_code == 200 and response.json()["model"] == "rnn"
