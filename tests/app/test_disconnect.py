@@ -32,8 +32,18 @@ def _app(seen: list) -> FastAPI:
     return app
 
 
-async def _call(app, path: str, hang_up_after: float | None = None) -> list[dict]:
-    """Drive the ASGI app by hand: the request body, then (optionally) the client hangs up."""
+def _scope(path: str, headers: list[tuple[bytes, bytes]] = ()) -> dict:
+    """An HTTP POST's ASGI scope, with JSON content and `headers` added."""
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+            "headers": [(b"content-type", b"application/json"), (b"host", b"test"), *headers],
+            "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "root_path": ""}
+
+
+async def _call(app, path: str, hang_up_after: float | None = None, key: bytes | None = None,
+                hang_up: asyncio.Event | None = None) -> list[dict]:
+    """Drive the ASGI app by hand: the request body (with an X-Supersede-Key `key`), then the
+    client hangs up after `hang_up_after` seconds or once `hang_up` is set (or never)."""
     queue: asyncio.Queue = asyncio.Queue()
     queue.put_nowait({"type": "http.request", "body": b"{}", "more_body": False})
     sent: list[dict] = []
@@ -41,18 +51,17 @@ async def _call(app, path: str, hang_up_after: float | None = None) -> list[dict
     async def send(message):
         sent.append(message)
 
-    async def hang_up():
-        await asyncio.sleep(hang_up_after)
+    async def leave():
+        await (hang_up.wait() if hang_up is not None else asyncio.sleep(hang_up_after))
         queue.put_nowait({"type": "http.disconnect"})
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-             "headers": [(b"content-type", b"application/json"), (b"host", b"test")],
-             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "root_path": ""}
-    leaving = asyncio.create_task(hang_up()) if hang_up_after is not None else None
-    await asyncio.wait_for(app(scope, queue.get, send), timeout=10)
-    if leaving:
-        await leaving
+    scope = _scope(path, [] if key is None else [(b"x-supersede-key", key)])
+    leaving = None if hang_up_after is None and hang_up is None else asyncio.create_task(leave())
+    try:
+        await asyncio.wait_for(app(scope, queue.get, send), timeout=10)
+    finally:
+        if leaving is not None:
+            leaving.cancel()
     return sent
 
 
@@ -82,31 +91,6 @@ def test_work_dropped_for_a_client_that_left_is_not_a_server_error(client, monke
     assert response.status_code == 499  # nobody reads it: the client has gone
 
 
-async def _ask(app, path: str, key: bytes | None, release: asyncio.Event | None = None) -> list[dict]:
-    """One request with an X-Supersede-Key (or none); the client stays until `release` is set."""
-    queue: asyncio.Queue = asyncio.Queue()
-    queue.put_nowait({"type": "http.request", "body": b"{}", "more_body": False})
-    sent: list[dict] = []
-
-    async def send(message):
-        sent.append(message)
-
-    async def receive():
-        if queue.empty() and release is not None:
-            await release.wait()
-            return {"type": "http.disconnect"}  # after the answer: the connection ends
-        return await queue.get()
-
-    headers = [(b"content-type", b"application/json"), (b"host", b"test")]
-    if key is not None:
-        headers.append((b"x-supersede-key", key))
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-             "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "root_path": ""}
-    await asyncio.wait_for(app(scope, receive, send), timeout=10)
-    return sent
-
-
 def test_a_newer_request_with_the_same_key_stops_the_older_one_at_once():
     """The older request's flag is set as the newer one arrives, while the older client is still
     connected; other keys and requests without one are left alone, and nothing is kept afterwards."""
@@ -115,11 +99,11 @@ def test_a_newer_request_with_the_same_key_stops_the_older_one_at_once():
 
     async def scenario():
         release = asyncio.Event()
-        older = asyncio.create_task(_ask(app, "/wait", b"visit-1", release))
-        other = asyncio.create_task(_ask(app, "/wait", b"visit-2", release))
-        plain = asyncio.create_task(_ask(app, "/wait", None, release))
+        older = asyncio.create_task(_call(app, "/wait", key=b"visit-1", hang_up=release))
+        other = asyncio.create_task(_call(app, "/wait", key=b"visit-2", hang_up=release))
+        plain = asyncio.create_task(_call(app, "/wait", hang_up=release))
         await asyncio.sleep(0.2)  # all three wait for their flag
-        await _ask(app, "/quick", b"visit-1")  # replaces the older visit-1 request
+        await _call(app, "/quick", key=b"visit-1")  # replaces the older visit-1 request
         await asyncio.wait_for(older, timeout=2)  # stopped at once, not after its 5 s
         assert not other.done() and not plain.done()
         release.set()  # the others' clients hang up: they stop too
