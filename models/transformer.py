@@ -278,9 +278,7 @@ class Transformer(nn.Module):
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
-        logits = linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
-        weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
-        return logits, weights, new_cache
+        return *self._outputs(x, self_ws, cross_ws), new_cache
 
     def _decode_step(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache):
         """`decode` of one new token per sentence in eval mode (every greedy and beam search step),
@@ -298,10 +296,14 @@ class Transformer(nn.Module):
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
+        logits, weights = self._outputs(x, self_ws, cross_ws)
+        return logits.view(B, 1, -1), weights, new_cache
+
+    def _outputs(self, x, self_ws: list, cross_ws: list):
+        """The decoder's last states x (..., d) onto the vocabulary, and its layers' maps stacked:
+        logits (..., V), {"decoder": (B, L, h, t, t0 + t), "cross": (B, L, h, t, S)}."""
         logits = linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
-        logits = logits.view(B, 1, -1)
-        weights = {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
-        return logits, weights, new_cache
+        return logits, {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
 
     def attention_calls(self, src, tgt_in, head_mask=None, positional=None) -> list[AttentionCall]:
         """The pass `forward` makes (eval mode: dropout is the identity), sub-layer by sub-layer
