@@ -17,7 +17,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future
 
 from app.services.maps import attention_maps_job
 from app.services.registry import ModelRegistry
@@ -35,7 +35,7 @@ def comparison(
     return the answers as they come, the first finished first: {"model", "translation", ..., "maps"}
     per model, or {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
     (UnknownModelError) or the text is not valid (InvalidTextError)."""
-    return _as_ready(queue_comparison(registry, text, names, cancel))
+    return _blocking(as_ready(queue_comparison(registry, text, names, cancel)))
 
 
 def queue_comparison(
@@ -55,29 +55,36 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
     return job(registry, name, text, cancel=cancel)
 
 
-def _as_ready(pending: list[tuple[str, Future]]) -> Iterator[dict]:
-    names = {future: name for name, future in pending}
-    for future in as_completed(names):  # the page draws each answer as it arrives
-        answer = _settled(names[future], future)
-        if answer is None:
-            return  # the client has gone: the rest is skipped on the model thread too
-        yield answer
+def _blocking(stream: AsyncIterator[dict]) -> Iterator[dict]:
+    """`as_ready`'s lines for a caller without an event loop (tests, the CLI): one loop of its own
+    runs the stream a line at a time, so both ways of asking share one implementation."""
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(anext(stream))
+            except StopAsyncIteration:
+                return
+    finally:  # also when the caller stops reading: what has not started is not run
+        loop.run_until_complete(stream.aclose())
+        loop.close()
 
 
 async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[dict]:
-    """`comparison`'s answers for an event loop, which waits for them without holding a thread."""
-    waiting = {asyncio.wrap_future(future): (i, name) for i, (name, future) in enumerate(pending)}
+    """`comparison`'s answers for an event loop, which waits for them without holding a thread:
+    the first finished first (the page draws each as it arrives)."""
+    waiting = {asyncio.wrap_future(future): (i, name, future) for i, (name, future) in enumerate(pending)}
     try:
         while waiting:
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: waiting[f]):
+            for future in sorted(done, key=lambda f: waiting[f][0]):
                 answer = _settled(waiting.pop(future)[1], future)
                 if answer is None:
                     return
                 yield answer
-    finally:  # the client has gone: what has not started is not run
-        for future in waiting:
-            future.cancel()
+    finally:  # the client has gone: what has not started is not run (the model thread's own
+        for _, _, job in waiting.values():  # futures, cancelled at once, whether or not a loop runs on)
+            job.cancel()
 
 
 def _settled(name: str, future) -> dict | None:
