@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser.conftest import show
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, show
 from tests.browser.test_vanishing import number
 
 pytestmark = pytest.mark.browser
@@ -85,7 +85,7 @@ def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fre
     page.wait_for_function(  # everything within reach of the screen is drawn
         "() => [...document.querySelectorAll('.plot')].every(el => { const b = el.getBoundingClientRect();"
         " return el.dataset.stale || b.bottom < -400 || b.top > innerHeight + 400"
-        " || el.querySelector('.main-svg') || el.querySelector('.plot-empty'); })", timeout=15_000)
+        " || el.querySelector('.main-svg') || el.querySelector('.plot-empty'); })", timeout=UPDATE_TIMEOUT_MS)
     page.wait_for_timeout(500)
     assert abs(top_of(page, "10") - placed) <= 2
     assert page.locator("#chapter-nav a[data-chapter='10']").get_attribute("aria-current") == "true"

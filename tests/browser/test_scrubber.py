@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import show
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, show
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ def weights(page, name: str):
 def wait_for_step(page, name: str, step: int) -> None:
     page.wait_for_function(
         "([id, step]) => document.querySelector(`[data-testid='${id}']`).dataset.step === step",
-        arg=[f"scrub-map-{name}", str(step)], timeout=15_000)
+        arg=[f"scrub-map-{name}", str(step)], timeout=UPDATE_TIMEOUT_MS)
 
 
 @pytest.mark.parametrize("chapter", [0, 1])
