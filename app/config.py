@@ -44,8 +44,9 @@ class Settings(BaseSettings):
     lanes: int | None = Field(None, ge=1)
     # How far the threads that run the models step back for the server's own thread (the event loop
     # that takes requests, notices clients that hang up and hands answers over) and for other programs
-    # (the reader's browser): a Linux nice value added to theirs (app/services/worker.py); 0: none.
-    model_nice: int = Field(10, ge=0, le=19)
+    # (the reader's browser): a Linux nice value added to theirs (app/services/worker.py); 0: none,
+    # the default, because a browser busy drawing then starved the models (docs/SERVER.md).
+    model_nice: int = Field(0, ge=0, le=19)
     # How the served weights lie in memory (models/layout.py): input-major makes a CPU's one-row
     # decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's order.
     layout: Literal["input-major", "as-stored"] = "input-major"
