@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from app.config import REPO_ROOT, Settings
 from app.dependencies import get_registry
 from app.main import create_app
+from app.routes.pages import PLOTLY_JS
 from app.services.registry import load_registry
 from models.layout import layout_of
 from models.precision import precision_of
@@ -165,9 +166,9 @@ def test_page_static_and_vendored_plotly(client):
 
 
 def test_computed_answers_are_compressed_fast_and_what_get_serves_harder(client):
-    """gzip's header says how hard it worked (XFL: 4 for the fastest level, 0 for the middle ones):
-    what POST computes for a request at level 1, what GET serves to every reader at level 5
-    (app/guard.py)."""
+    """gzip's header says how hard it worked (XFL: 4 for the fastest level, 0 for the middle ones,
+    2 for the hardest): what POST computes for a request at level 1, what GET serves to every
+    reader at level 5, Plotly (compressed once per process) at level 9 (app/guard.py)."""
 
     def raw(method, url, **kwargs):
         with client.stream(method, url, headers={"Accept-Encoding": "gzip"}, **kwargs) as answer:
@@ -177,8 +178,17 @@ def test_computed_answers_are_compressed_fast_and_what_get_serves_harder(client)
     computed = raw("POST", "/api/attention", json={"text": "le chat mange le pain et le chien dort"})
     catalog, plotly = raw("GET", "/api/models"), raw("GET", "/vendor/plotly.min.js")
     assert computed[:2] == catalog[:2] == plotly[:2] == b"\x1f\x8b"
-    assert computed[8] == 4 and catalog[8] == plotly[8] == 0
+    assert computed[8] == 4 and catalog[8] == 0 and plotly[8] == 2
+    assert gzip.decompress(plotly) == PLOTLY_JS.read_bytes()
+    again = raw("GET", "/vendor/plotly.min.js")
+    assert again == plotly  # the same bytes for every reader
     assert json.loads(gzip.decompress(computed))["maps"]  # readable
+
+
+def test_plotly_uncompressed_for_a_client_without_gzip(client):
+    plain = client.get("/vendor/plotly.min.js", headers={"Accept-Encoding": "identity"})
+    assert plain.status_code == 200 and "content-encoding" not in plain.headers
+    assert plain.content == PLOTLY_JS.read_bytes() and "max-age=31536000" in plain.headers["cache-control"]
 
 
 @pytest.mark.parametrize("preset, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
