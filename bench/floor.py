@@ -170,9 +170,11 @@ def in_process(registry, sentences: list[str], server_threads: int) -> list[dict
     return rows
 
 
-def over_http(url: str, rows: list[dict], read: dict[str, tuple[int, int]], gbs: float) -> None:
+def over_http(url: str, rows: list[dict], read: dict[str, tuple[int, int]]) -> None:
     """/api/attention for the Transformer, then /api/compare for every model in `read` (name ->
-    weight_bytes), with the compare's own floor: every model's weights read for its translation."""
+    weight_bytes), with the compare's own floor: every model's weights read for its translation, at
+    the bandwidth measured beside that sentence (as the Transformer's floor), so that the floors'
+    ratio is the bytes' ratio."""
     with httpx.Client(base_url=url, timeout=120) as client:
         for row in rows:
             body = {"text": row["text"], "model": MODEL}
@@ -181,7 +183,8 @@ def over_http(url: str, rows: list[dict], read: dict[str, tuple[int, int]], gbs:
             client.post("/api/attention", json=body).raise_for_status()
             row["attention_http_ms"] = (time.perf_counter() - start) * 1e3
             row["compare_ms"], pieces = compare_ms(client, row["text"], list(read))
-            row["compare_floor_ms"] = sum(floor_seconds(read[m], n, gbs) for m, n in pieces.items()) * 1e3
+            row["compare_floor_ms"] = sum(floor_seconds(read[m], n, row["bandwidth_gbs"])
+                                          for m, n in pieces.items()) * 1e3
 
 
 def one_lane(url: str, rows: list[dict], models: list[str]) -> None:
@@ -223,7 +226,7 @@ def main() -> dict:
         rows = in_process(registry, sentences, args.threads)
     env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
     with serve(env) as url:
-        over_http(url, rows, read, gbs)
+        over_http(url, rows, read)
     with serve({**env, "ATTENTION_LAB_LANES": "1"}) as url:
         one_lane(url, rows, models)
     report = {
