@@ -12,6 +12,10 @@ Two figures:
   Target: <= 150 ms.
 - first-load bytes: everything the browser received (headers and gzip-compressed bodies, from the
   DevTools protocol) for a cold load of `/` until its first update. Target: <= 1.6 MB.
+
+Beside them, the machine at the start and at the end of the typing (bench/floor.py's measures:
+memory read bandwidth with the server's 2 threads, one tiny op): on a shared machine both move from
+one hour to the next, and the page's figure with them, so each figure says what it was measured on.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import statistics
 
 import httpx
+from floor import bandwidth_gbs, op_overhead_us  # bench/floor.py
 from playwright.sync_api import sync_playwright
 from serving import CHROMIUM, CHROMIUM_ARGS, serve  # bench/serving.py: this script's folder is on sys.path
 
@@ -93,6 +98,12 @@ def first_load_bytes(browser, url: str) -> tuple[int, int]:
     return sum(received.values()), len(received)
 
 
+def machine_now() -> dict:
+    """The machine as the page's figures found it (the server idle: between the typing runs)."""
+    return {"bandwidth_gbs": round(bandwidth_gbs(2, mib=256, repeats=5), 2),
+            "op_overhead_us": round(op_overhead_us(), 2)}
+
+
 def keystroke_to_update(browser, url: str, runs: int, verbose: bool = False) -> list[dict]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -129,7 +140,9 @@ def main() -> None:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             total, responses = first_load_bytes(browser, f"{url}/")
+            before = machine_now()
             times = keystroke_to_update(browser, f"{url}/", args.runs, args.verbose)
+            after = machine_now()
             browser.close()
     parts = {part: round(statistics.median(t[part] for t in times), 1)
              for part in ("total", "first_request", "last_answer", "drawing", "first_model_drawn",
@@ -137,6 +150,7 @@ def main() -> None:
     totals = [t["total"] for t in times]
     result = {
         "models": models,
+        "machine": {"cores": os.cpu_count(), "before": before, "after": after},
         "runs": len(times),
         "keystroke_to_update_ms": {"median": parts["total"], "min": round(min(totals), 1),
                                    "max": round(max(totals), 1), "target": TARGET_MS,
@@ -148,6 +162,9 @@ def main() -> None:
         return
     median = parts["total"]
     print(f"models loaded: {', '.join(models) or 'none'}; CPU load average {os.getloadavg()[0]:.1f}")
+    print(f"machine, before and after the typing: read bandwidth {before['bandwidth_gbs']:.1f} and "
+          f"{after['bandwidth_gbs']:.1f} GB/s, one tiny op {before['op_overhead_us']:.2f} and "
+          f"{after['op_overhead_us']:.2f} us")
     print(f"keystroke -> update: median {median:.0f} ms over {len(times)} runs (min {min(totals):.0f}, "
           f"max {max(totals):.0f}) target <= {TARGET_MS} ms: {'ok' if median <= TARGET_MS else 'MISSED'}")
     print(f"  medians after the keystroke: first request sent {parts['first_request']:.0f} ms, last answer "
