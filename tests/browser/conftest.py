@@ -95,12 +95,21 @@ class Problems:
         self.dialogs.clear()
 
 
+# How long a view may take to show a new text or to draw. Generous: with another program holding one
+# of the 2 cores, test_page.py overran 15 s in 1 of 2 runs (before and after the model threads were
+# given a higher nice value), while a quiet machine needs well under 2 s. It is also the page's default
+# for every wait and action that names none (Playwright's own is 30 s, the first update's was 20 s):
+# under the same load, one of four runs of test_page.py failed on one of those.
+UPDATE_TIMEOUT_MS = 45_000
+
+
 @pytest.fixture(scope="session")
 def browser_page(chromium, server):
     """One page for the whole session, loaded afresh by each test (`open_page`): a new page would
     start a new renderer, and its context's compiled-code cache makes reloading plotly.js cheap."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     page = context.new_page()
+    page.set_default_timeout(UPDATE_TIMEOUT_MS)
     yield page, Problems(page)
     context.close()
 
@@ -117,7 +126,7 @@ def open_page(browser_page, server):
         page.set_viewport_size({"width": width, "height": height})
         problems.clear()
         page.goto(f"{server}/{query}")
-        page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null", timeout=20_000)
+        page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
         return page, problems
 
     yield _open
@@ -128,12 +137,6 @@ def open_page(browser_page, server):
 def fresh_page(open_page):
     """(page, problems): the page at `/` with the default sentence, every view shown for it."""
     return open_page()
-
-
-# How long a view may take to show a new text or to draw. Generous: with another program holding one
-# of the 2 cores, test_page.py overran 15 s in 1 of 2 runs (before and after the model threads were
-# given a higher nice value), while a quiet machine needs well under 2 s.
-UPDATE_TIMEOUT_MS = 45_000
 
 
 def type_sentence(page, text: str) -> None:
