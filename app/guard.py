@@ -14,12 +14,13 @@ BaseHTTPMiddleware: it would buffer streamed answers and run in another task).
   gets here before the answer has started is answered here, as a JSON 500 with the headers, and
   raised on (the app's handler still logs it; its own answer is dropped, one having been sent).
 - `Compress`: gzip, at a level per kind of answer. What GET serves, the same for every reader (the
-  files and the catalog of the first load, Plotly's 3.5 MB above all, a budget the page keeps:
-  bench/bench_page.py), at level 5; the answers POST computes for a request's text while the reader
-  waits, at level 1: 0.7 ms instead of 1.9 for a 57 kB attention answer, for 19% more bytes (issue
-  17's HTTP / in-process ratio counts those milliseconds). Plotly itself is compressed once per
-  process at level 9 (`gzipped_once`; 0.26 s here, 14 kB less than level 5) and served as it is:
-  the middleware leaves an answer that already has a Content-Encoding alone.
+  page's files and the catalog of the first load, a budget the page keeps: bench/bench_page.py), at
+  level 5; the answers POST computes for a request's text while the reader waits, at level 1: 0.7 ms
+  instead of 1.9 for a 57 kB attention answer, for 19% more bytes (issue 17's HTTP / in-process
+  ratio counts those milliseconds). Plotly (4.8 MB, nine tenths of the first load) is the exception:
+  compressed once per process at level 9 (`gzipped_once`; 0.26 s here, 14 kB less than level 5)
+  and served as it is, since the middleware leaves an answer that already has a Content-Encoding
+  alone.
 """
 
 from __future__ import annotations
