@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     # products, which are still computed in fp32 (models/precision.py): a CPU's decoding steps read
     # half the bytes. fp32 multiplies the fp32 copies only.
     precision: Literal["fp16-weights", "fp32"] = "fp16-weights"
+    # How a Transformer runs its decoding steps on a CPU (models/step_graph.py): graph records the
+    # step once at start-up and replays its calls from C++ (the same numbers, bit for bit); python
+    # runs DecoderLayer.step itself.
+    step: Literal["graph", "python"] = "graph"
     # Longest request body, in bytes: a longer one is 413 before it is parsed (app/guard.py). The
     # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
     max_body_bytes: int = Field(64 * 1024, ge=1024)

@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.registry = load_registry(
             settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
             settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice),
-            settings.layout, settings.precision,
+            settings.layout, settings.precision, settings.step,
         )
         yield
         app.state.registry.close()

@@ -13,11 +13,12 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   minute to the next), and each sentence's floor uses its own. Beside it, the same decode
   over the floor of the bytes it actually reads: the server reads fp16 copies of the weights
   (models/precision.py), half the bytes, so that floor is about half the fp32 one. Measured as the
-  server runs it, and interleaved with four variants, each what one lever buys: the fp32 weights
+  server runs it, and interleaved with five variants, each what one lever buys: the fp32 weights
   (ATTENTION_LAB_PRECISION=fp32), the fp32 weights in the checkpoint's own order (and the
   input-major layout, models/layout.py), the layers' general pass instead of the one-position
-  `DecoderLayer.step`, and the search on the server's intra-op threads instead of one
-  (models/decoding._one_thread).
+  `DecoderLayer.step`, the search on the server's intra-op threads instead of one
+  (models/decoding._one_thread), and the step run in Python instead of replayed from its recorded
+  graph (ATTENTION_LAB_STEP=python, models/step_graph.py).
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
@@ -25,6 +26,9 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   second server one after another (ATTENTION_LAB_LANES=1): what that lever buys. Beside it, compare
   / its own floor (every model's weights read for its own translation), and that floor over the
   Transformer's: what compare / alone tends to as both approach the memory limit.
+- one step's weight products alone: the served decoding step's products (fp16 copies, one thread),
+  each time after 64 MiB read elsewhere, against that step's share of the floor: how much of the
+  decode / floor budget reading the weights takes on this machine before any other call of a step.
 
 The in-process figures run under the server's OpenMP wait policy (app/__init__.py, imported first).
 Each ratio is the median over the sentences of per-sentence ratios, all measured in this run, so a
@@ -53,7 +57,8 @@ from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens
 from models.layout import layout_of
-from models.precision import precision_of, served
+from models.precision import linear, precision_of, served
+from models.step_graph import step_of
 
 MODEL = "transformer"
 
@@ -104,6 +109,33 @@ def weight_bytes(model, copies: bool = False) -> tuple[int, int]:
     return once, per_step
 
 
+def step_products_ms(model, repeats: int = 40) -> float:
+    """Milliseconds of one decoding step's weight products alone, as the served step makes them (the
+    decoder layers' and the tied output projection's, from the fp16 copies, one intra-op thread),
+    each time right after reading 64 MiB elsewhere, so that no cache holds the weights: what this
+    machine takes to read one step's weights with none of the step's other calls around them.
+    Call it on the model thread."""
+    products = [(model.embed.weight, model.out_bias)]
+    for w in (layer.step_weights() for layer in model.decoder_layers):
+        qkv = [w.stacked_qkv] if w.stacked_qkv is not None else [w.W_q, w.W_k, w.W_v]
+        products += [*qkv, w.W_o, w.cross_W_q, w.cross_W_o, w.W_1, w.W_2]
+    rows = [torch.randn(1, weight.size(1)) for weight, _ in products]
+    elsewhere = torch.ones(64 * 2**20 // 4)
+    threads, times = torch.get_num_threads(), []
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            for _ in range(repeats):
+                elsewhere.sum()
+                start = time.perf_counter()
+                for x, (weight, bias) in zip(rows, products, strict=True):
+                    linear(x, weight, bias)
+                times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    return statistics.median(times) * 1e3
+
+
 def floor_seconds(bytes_read: tuple[int, int], pieces: int, gbs: float) -> float:
     """Seconds to read a model's weights for a translation of `pieces` pieces (and its <eos>)."""
     once, per_step = bytes_read
@@ -139,10 +171,15 @@ def timed_decode(model, ids: list[int], one_thread: bool = True) -> tuple[float,
 
 
 def in_process(registry, sentences: list[str], server_threads: int) -> list[dict]:
-    model = registry.get(MODEL).model  # input-major, fp16 copies: as the server runs it
-    stored = registry.worker.run(checkpoint.load, ROOT / "checkpoints" / MODEL)  # the checkpoint's own order
-    fp32 = registry.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), "input-major", "fp32")
-    assert (layout_of(model), precision_of(model)) == ("input-major", "fp16-weights")
+    model = registry.get(MODEL).model  # input-major, fp16 copies, the step's graph: as the server runs it
+
+    def load(*how):
+        return registry.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), *how)
+
+    python_step = load("input-major", "fp16-weights", "python")
+    fp32, stored = load("input-major", "fp32"), load("as-stored", "fp32")  # the latter: the checkpoint's order
+    assert (layout_of(model), precision_of(model), step_of(model)) == ("input-major", "fp16-weights", "graph")
+    assert step_of(python_step) == "python"
     assert (layout_of(fp32), precision_of(fp32), layout_of(stored)) == ("input-major", "fp32", "as-stored")
     tokenizer = registry.tokenizer
     read, read_served = weight_bytes(stored), weight_bytes(model, copies=True)  # the same for every sentence
@@ -151,7 +188,7 @@ def in_process(registry, sentences: list[str], server_threads: int) -> list[dict
         ids = tokenizer.encode(text)
         variants = [(model, True, "decode_ms"), (fp32, True, "fp32_decode_ms"),
                     (stored, True, "stored_decode_ms"), (GeneralPass(model), True, "general_pass_decode_ms"),
-                    (model, False, "server_threads_decode_ms")]
+                    (model, False, "server_threads_decode_ms"), (python_step, True, "python_step_decode_ms")]
         # the floor at this sentence's moment: on a shared machine the bandwidth other tenants leave
         # moves within minutes, and the decode moves with it
         gbs = bandwidth_gbs(server_threads, mib=256, repeats=5)
@@ -224,6 +261,9 @@ def main() -> dict:
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
         rows = in_process(registry, sentences, args.threads)
+        # one step's products alone against that step's floor, at the bandwidth measured beside them
+        products = [(bandwidth_gbs(args.threads, mib=256, repeats=5),
+                     registry.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
     env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
     with serve(env) as url:
         over_http(url, rows, read)
@@ -245,6 +285,7 @@ def main() -> dict:
             "stored_layout_over_input_major": round(
                 median_ratio(rows, "stored_decode_ms", "fp32_decode_ms"), 2),
             "general_pass_over_step": round(median_ratio(rows, "general_pass_decode_ms", "decode_ms"), 2),
+            "python_step_over_graph": round(median_ratio(rows, "python_step_decode_ms", "decode_ms"), 2),
             "server_threads_over_one_thread": round(
                 median_ratio(rows, "server_threads_decode_ms", "decode_ms"), 2),
             "http_over_in_process": round(
@@ -257,9 +298,15 @@ def main() -> dict:
             # against the Transformer's
             "compare_floor_over_transformer_floor": round(
                 median_ratio(rows, "compare_floor_ms", "floor_ms"), 2),
+            "step_products_over_step_floor": round(statistics.median(
+                ms / (read[MODEL][1] / (gbs * 1e9) * 1e3) for gbs, ms in products), 2),
         },
+        "step_products": {"bandwidth_gbs": [round(g, 2) for g, _ in products],
+                          "ms": [round(ms, 3) for _, ms in products],
+                          "step_floor_ms": [round(read[MODEL][1] / (g * 1e9) * 1e3, 3) for g, _ in products]},
         "medians_ms": {key: round(statistics.median(r[key] for r in rows), 2) for key in
                        ("decode_ms", "fp32_decode_ms", "stored_decode_ms", "general_pass_decode_ms",
+                        "python_step_decode_ms",
                         "server_threads_decode_ms", "floor_ms", "served_floor_ms", "attention_in_process_ms",
                         "attention_http_ms", "compare_ms", "compare_one_lane_ms", "compare_floor_ms")},
         "rows": rows,
@@ -289,6 +336,9 @@ def table(report: dict) -> str:
         f"| the same, through the layers' general pass (no DecoderLayer.step) | "
         f"{round(r['general_pass_over_step'] * r['decode_over_floor'], 2)} | "
         f"{ms['general_pass_decode_ms']} / {ms['floor_ms']} |",
+        f"| the same, the step in Python (ATTENTION_LAB_STEP=python, no recorded graph) | "
+        f"{round(r['python_step_over_graph'] * r['decode_over_floor'], 2)} | "
+        f"{ms['python_step_decode_ms']} / {ms['floor_ms']} |",
         f"| the same, the search on the server's {m['threads']} threads (not one) | "
         f"{round(r['server_threads_over_one_thread'] * r['decode_over_floor'], 2)} | "
         f"{ms['server_threads_decode_ms']} / {ms['floor_ms']} |",
@@ -302,6 +352,9 @@ def table(report: dict) -> str:
         f"{ms['compare_ms']} / {ms['compare_floor_ms']} |",
         f"| all models' floor / the transformer's (compare / alone at the memory limit) | "
         f"{r['compare_floor_over_transformer_floor']} | {ms['compare_floor_ms']} / {ms['floor_ms']} |",
+        f"| one decoding step's weight products alone, none cached / that step's fp32 floor | "
+        f"{r['step_products_over_step_floor']} | {statistics.median(report['step_products']['ms'])} / "
+        f"{statistics.median(report['step_products']['step_floor_ms'])} |",
     ])
 
 

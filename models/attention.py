@@ -104,14 +104,16 @@ class DotAttention(nn.Module):
 
 def scaled_dot_product_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-    scale: bool = True, dropout: nn.Module | None = None,
+    scale: bool = True, dropout: nn.Module | None = None, sqrt_d: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V. Dividing by sqrt(d_k) keeps the scores' spread near 1 so the
     softmax does not saturate as d_k grows (chapter 7). q: (..., T_q, d_k), k/v: (..., T_k, d_k).
-    Dropout, when given, applies to the weights that blend the values, not to those returned."""
+    Dropout, when given, applies to the weights that blend the values, not to those returned.
+    `sqrt_d`: sqrt(d_k) as a one-element tensor of the scores' dtype, made once by a caller that
+    attends at every decoding step (the same division, without converting a Python float each time)."""
     scores = q @ k.transpose(-2, -1)
     if scale:
-        scores = scores / math.sqrt(q.size(-1))
+        scores = scores / (math.sqrt(q.size(-1)) if sqrt_d is None else sqrt_d)
     weights = masked_softmax(scores, mask)
     blend = dropout(weights) if dropout is not None else weights
     return blend @ v, weights

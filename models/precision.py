@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.layout import with_layout
+from models.step_graph import with_step
 
 PRECISIONS = ("fp32", "fp16-weights")  # what the server can serve with (Settings.precision)
 
@@ -121,6 +122,7 @@ def with_precision(model: nn.Module, precision: str) -> nn.Module:
     return half_weights(model) if served_precision(precision, device) == "fp16-weights" else model
 
 
-def served(model: nn.Module, layout: str, precision: str) -> nn.Module:
-    """`model` as the server runs it: its weights in `layout`'s order, with `precision`'s copies."""
-    return with_precision(with_layout(model, layout), precision)
+def served(model: nn.Module, layout: str, precision: str, step: str = "graph") -> nn.Module:
+    """`model` as the server runs it: its weights in `layout`'s order, with `precision`'s copies,
+    and its decoding step run as `step` says (models/step_graph.py), recorded from those."""
+    return with_step(with_precision(with_layout(model, layout), precision), step)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -107,7 +107,8 @@ class DecoderLayer(nn.Module):
         return StepWeights(
             pair(self.norm1), pair(sa.W_q), pair(sa.W_k), pair(sa.W_v), pair(sa.W_o),
             pair(self.norm2), pair(ca.W_q), pair(ca.W_o), pair(self.norm3), pair(ff.W_1), pair(ff.W_2),
-            sa.stacked_qkv, sa.n_heads, self.norm1.eps,
+            sa.stacked_qkv, sa.n_heads, sa.d_head, self.norm1.eps,
+            torch.full((1,), math.sqrt(sa.d_head), dtype=sa.W_o.weight.dtype, device=sa.W_o.weight.device),
         )
 
     @staticmethod
@@ -121,8 +122,8 @@ class DecoderLayer(nn.Module):
         cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
         Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
         and values up to now."""
-        B, d = x.shape
-        heads = (B, w.n_heads, 1, d // w.n_heads)
+        B, d = x.size(0), w.n_heads * w.d_head  # sizes from ints, not from x: a recorded step
+        heads = (B, w.n_heads, 1, w.d_head)  # (models/step_graph.py) keeps them as constants
         h = torch.layer_norm(x, (d,), *w.norm1, w.eps)
         if w.stacked_qkv is None:
             q, k, v = (linear(h, *W).view(heads) for W in (w.W_q, w.W_k, w.W_v))  # (B, h, 1, dh)
@@ -130,11 +131,11 @@ class DecoderLayer(nn.Module):
             q, k, v = linear(h, *w.stacked_qkv).view(B, 3, *heads[1:]).unbind(1)
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
-        a, self_w = _heads(q, k, v, None, self_head_mask)  # every key is in the past: no mask
+        a, self_w = _heads(q, k, v, None, self_head_mask, w.sqrt_d)  # every key is in the past: no mask
         x = x + linear(a, *w.W_o)
         q = linear(torch.layer_norm(x, (d,), *w.norm2, w.eps), *w.cross_W_q).view(heads)
         mask = None if memory_mask is None else memory_mask.unsqueeze(1)  # (B, 1, 1, S)
-        a, cross_w = _heads(q, *cross_kv, mask, cross_head_mask)
+        a, cross_w = _heads(q, *cross_kv, mask, cross_head_mask, w.sqrt_d)
         x = x + linear(a, *w.cross_W_o)
         inner = torch.relu(linear(torch.layer_norm(x, (d,), *w.norm3, w.eps), *w.W_1))  # (B, d_ff)
         return x + linear(inner, *w.W_2), self_w, cross_w, (k, v)
@@ -157,13 +158,17 @@ class StepWeights(NamedTuple):
     W_2: tuple[torch.Tensor, torch.Tensor]
     stacked_qkv: tuple[torch.Tensor, torch.Tensor] | None  # MultiHeadAttention.stacked_qkv
     n_heads: int
+    d_head: int
     eps: float
+    # sqrt(d_head), what the attention scores are divided by, as a one-element tensor: a 0-dim one or
+    # a Python float is converted to a tensor again at every division in a recorded graph
+    sqrt_d: torch.Tensor
 
 
-def _heads(q, k, v, mask, head_mask):
+def _heads(q, k, v, mask, head_mask, sqrt_d):
     """Scaled dot-product attention of one query per sentence and head, q (B, h, 1, dh), with the
     switched-off heads' contexts zeroed: the heads' contexts side by side (B, h dh), the weights."""
-    context, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, 1, dh), (B, h, 1, T_k)
+    context, weights = scaled_dot_product_attention(q, k, v, mask, sqrt_d=sqrt_d)  # (B,h,1,dh), (B,h,1,T_k)
     if head_mask is not None:
         context = context * head_mask.view(1, -1, 1, 1).to(context.dtype)
     return context.view(q.size(0), -1), weights
@@ -192,7 +197,8 @@ class TransformerMemory:
     head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
     cross_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per decoder layer, projected once
     steps: list[StepWeights] | None = None  # per decoder layer: what its one-position step reads
-    SHARED = ("head_mask", "steps")  # no batch axis (see outputs.select_batch)
+    graph: Any = None  # the model's recorded step (models/step_graph.StepGraph) if it fits its weights
+    SHARED = ("head_mask", "steps", "graph")  # no batch axis (see outputs.select_batch)
 
 
 class Transformer(nn.Module):
@@ -207,6 +213,8 @@ class Transformer(nn.Module):
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
         self.drop = nn.Dropout(c.dropout)
         nn.init.normal_(self.embed.weight, std=c.d_model**-0.5)
+        # the decoding step recorded as a graph for serving (models/step_graph.py), or None
+        self.step_graph = None
 
     def head_mask(self, heads_off) -> dict[str, torch.Tensor]:
         """(kind, layer, head) triples of switched-off heads -> the `head_mask` that `encode` and
@@ -255,7 +263,8 @@ class Transformer(nn.Module):
         cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
                     for layer in self.decoder_layers]
         steps = [layer.step_weights() for layer in self.decoder_layers]
-        memory = TransformerMemory(states, mask, head_mask, cross_kv, steps)
+        graph = self.step_graph if self.step_graph is not None and self.step_graph.fits(self) else None
+        memory = TransformerMemory(states, mask, head_mask, cross_kv, steps, graph)
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
@@ -288,6 +297,10 @@ class Transformer(nn.Module):
         offset = 0 if cache is None else cache[0][0].size(2)
         x = self._embed(tgt_in, offset).view(B, -1)  # (B, d)
         heads = memory.head_mask or {}
+        if (memory.graph is not None and memory.mask is None and "decoder" not in heads and "cross" not in heads
+                and not torch.is_grad_enabled()):  # the path the graph recorded
+            logits, weights, new_cache = memory.graph(x, cache, memory.cross_kv)
+            return logits.view(B, 1, -1), weights, new_cache
         self_ws, cross_ws, new_cache = [], [], []
         for i, layer in enumerate(self.decoder_layers):
             x, sw, cw, kv = layer.step(x, memory.steps[i], None if cache is None else cache[i],

@@ -28,6 +28,7 @@ from models.architectures import MODEL_NAMES, Capabilities, count_parameters, de
 from models.device import choose_device
 from models.layout import served_layout
 from models.precision import served, served_precision
+from models.step_graph import served_step
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -93,6 +94,7 @@ class ModelRegistry:
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
     layout: str = "as-stored"  # how the served weights lie in memory, on this device (models/layout.py)
     precision: str = "fp32"  # whether they also have fp16 copies for their products (models/precision.py)
+    step: str = "python"  # how a Transformer runs its decoding steps (models/step_graph.py)
     # name -> seconds per source piece that its batch jobs took lately (a running mean): what
     # submit_together orders a batch by. Per piece, because a batch's models share one text, while
     # the text of each model's last job was any length (live typing: every prefix, most aborted).
@@ -157,7 +159,7 @@ class ModelRegistry:
         if name not in self.untrained:
             entry = self.get(name)
             model = initialized(entry.model.config, entry.seed).to(self.device).eval()
-            self.untrained[name] = served(model.requires_grad_(False), self.layout, self.precision)
+            self.untrained[name] = served(model.requires_grad_(False), self.layout, self.precision, self.step)
         return self.untrained[name]
 
     def snapshot_point(self, name: str, step: int) -> dict[str, Any]:
@@ -183,7 +185,8 @@ class ModelRegistry:
         key = (name, step)
         if key not in self.snapshot_models:
             model = snapshots.load_snapshot(self.get(name).folder, step).to(self.device)
-            self.snapshot_models[key] = served(model.requires_grad_(False), self.layout, self.precision)
+            self.snapshot_models[key] = served(model.requires_grad_(False), self.layout, self.precision,
+                                               self.step)
             while len(self.snapshot_models) > SNAPSHOTS_KEPT:
                 self.snapshot_models.popitem(last=False)
         self.snapshot_models.move_to_end(key)
@@ -217,13 +220,13 @@ class ModelRegistry:
 
 
 def load_model(folder: Path, name: str, device: torch.device, layout: str = "as-stored",
-               precision: str = "fp32") -> LoadedModel:
+               precision: str = "fp32", step: str = "python") -> LoadedModel:
     if not folder.is_dir():
         raise checkpoint.CheckpointError(f"no checkpoint: the folder {folder.name}/ is missing")
     model = checkpoint.load(folder, device)  # checks the weights' sha256 and that they are finite
     for p in model.parameters():
         p.requires_grad_(False)  # requests never train; /api/gradients differentiates inputs only
-    model = served(model, layout, precision)
+    model = served(model, layout, precision, step)
     metrics = _read_or(checkpoint.read_metrics, folder, {})
     curve = _read_or(checkpoint.read_curve, folder, [])
     meta = checkpoint.read_meta(folder)
@@ -265,14 +268,16 @@ def _read_or(read, folder: Path, default):
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] | None = None, device: str = "auto",
     cache_size: int = 256, cache_mb: int = 64, limits: Limits = Limits(), worker: ModelThread | None = None,
-    layout: str = "input-major", precision: str = "fp16-weights",
+    layout: str = "input-major", precision: str = "fp16-weights", step: str = "graph",
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
     `names` that loads, on the model thread that will run them. names None: the story's five,
     then every other folder of `checkpoints` that holds a model. `layout`: how the served weights lie
     in memory (models/layout.py: "input-major" decodes faster on a CPU, "as-stored" is the
     checkpoint's own order); `precision`: "fp16-weights" also gives the weights that the checkpoint
-    stores in fp16 an fp16 copy for their products (models/precision.py), "fp32" does not."""
+    stores in fp16 an fp16 copy for their products (models/precision.py), "fp32" does not; `step`:
+    "graph" records a Transformer's decoding step to replay it (models/step_graph.py), "python"
+    does not."""
     if not (checkpoints / TOKENIZER_FILE).exists():
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
@@ -280,11 +285,11 @@ def load_registry(
     worker = worker or ModelThread()
     names = model_folders(checkpoints) if names is None else names
     layout = served_layout(layout, dev)  # an unknown name stops start-up here, before any model loads
-    precision = served_precision(precision, dev)
-    loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout, precision)
+    precision, step = served_precision(precision, dev), served_step(step, dev)
+    loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout, precision, step)
     cache = ResultCache(cache_size, cache_mb * 2**20)
     return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints,
-                         layout=layout, precision=precision)
+                         layout=layout, precision=precision, step=step)
 
 
 def model_folders(checkpoints: Path) -> tuple[str, ...]:
@@ -295,12 +300,12 @@ def model_folders(checkpoints: Path) -> tuple[str, ...]:
 
 
 def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device, layout: str = "as-stored",
-                precision: str = "fp32"):
+                precision: str = "fp32", step: str = "python"):
     """(name -> LoadedModel, name -> why it did not load)."""
     loaded, unavailable = {}, {}
     for name in names:
         try:
-            loaded[name] = load_model(checkpoints / name, name, device, layout, precision)
+            loaded[name] = load_model(checkpoints / name, name, device, layout, precision, step)
         except Exception as error:  # any failure to read a checkpoint only disables that model
             unavailable[name] = f"{type(error).__name__}: {error}"
             log.warning("model %s not loaded: %s", name, unavailable[name])

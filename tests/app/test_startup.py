@@ -21,6 +21,7 @@ from app.routes.pages import PLOTLY_JS
 from app.services.registry import load_registry
 from models.layout import layout_of
 from models.precision import precision_of
+from models.step_graph import step_of
 from tests.app.conftest import tiny_settings
 from tests.tiny import write_tiny_checkpoints
 
@@ -80,6 +81,23 @@ def test_fp32_products_are_one_setting_away(tiny_checkpoints):
             assert precision_of(registry.at_step("transformer", 0)) == "fp32"
             response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
             assert response.status_code == 200
+
+
+def test_the_recorded_decoding_step_is_one_setting_away_and_answers_the_same(tiny_checkpoints):
+    """ATTENTION_LAB_STEP=graph (the default) records the Transformers' decoding step, the shipped
+    one and the timeline's; python runs the Python step. Every number of an answer is the same."""
+    answers = {}
+    for step in ("graph", "python"):
+        settings = Settings(checkpoints=tiny_checkpoints, device="cpu", step=step, cache_size=0)
+        with TestClient(create_app(settings)) as client:
+            registry = client.app.state.registry
+            assert step_of(registry.models["transformer"].model) == step
+            assert step_of(registry.at_step("transformer", 1)) == step
+            assert step_of(registry.models["lstm"].model) == "python"  # a recurrent step is a few calls
+            response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
+            assert response.status_code == 200
+            answers[step] = response.json()
+    assert answers["graph"] == answers["python"]
 
 
 def test_models_load_on_the_chosen_device(tiny_checkpoints):

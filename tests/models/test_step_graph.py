@@ -1,0 +1,170 @@
+"""The Transformer's decoding step recorded as a graph (models/step_graph.py): the Python step's
+calls on the same tensors in the same order, so every logit, map and cached key the same, bit for
+bit; taken only on the path it recorded, and never by a model whose weights changed since."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+
+from models import checkpoint
+from models.architectures import MODEL_NAMES, build
+from models.decoding import beam_search, greedy, greedy_tokens
+from models.precision import served
+from models.step_graph import STEPS, StepGraph, served_step, step_of, with_step
+from tests.models.test_precision import _fp16_numbers
+from tests.tiny import tiny_config
+
+VOCAB = 300
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "transformer"
+SOURCES = [[5, 9, 12, 7, 20], [40, 41, 42], [7] * 23, [250, 3, 99, 120]]
+
+
+def _pair(precision="fp16-weights", seed=0):
+    """The same tiny Transformer served twice: decoding through its recorded graph, and in Python."""
+    torch.manual_seed(seed)
+    model = _fp16_numbers(build(tiny_config("transformer", VOCAB, layers=3))).eval().requires_grad_(False)
+    graph = served(copy.deepcopy(model), "input-major", precision, "graph")
+    python = served(model, "input-major", precision, "python")
+    assert (step_of(graph), step_of(python)) == ("graph", "python")
+    return graph, python
+
+
+def _calls(graph_model) -> list[int]:
+    """Count the graph's runs (first position, later ones), to show that a decode went through it."""
+    count = [0, 0]
+    recorded = graph_model.step_graph
+    for i, name in enumerate(("first", "next")):
+        run = getattr(recorded, name)
+
+        def counted(*args, run=run, i=i):
+            count[i] += 1
+            return run(*args)
+        setattr(recorded, name, counted)
+    return count
+
+
+def _assert_same(a, b):
+    assert a.tokens == b.tokens and a.finished == b.finished
+    assert torch.equal(a.output.logits, b.output.logits)
+    assert a.output.attentions.keys() == b.output.attentions.keys()
+    for kind, weights in a.output.attentions.items():
+        assert torch.equal(weights, b.output.attentions[kind]), kind
+
+
+@pytest.mark.parametrize("precision", ["fp16-weights", "fp32"])
+@torch.inference_mode()
+def test_greedy_and_beam_search_through_the_graph_match_the_python_step_bit_for_bit(precision):
+    """Past and source lengths far from the one-position example it was recorded on, one sentence
+    and a beam of four rows (a batch the graph never saw)."""
+    graph, python = _pair(precision)
+    count = _calls(graph)
+    for src in SOURCES:
+        _assert_same(greedy(graph, src, max_len=30), greedy(python, src, max_len=30))
+        assert greedy_tokens(graph, src, max_len=30) == greedy_tokens(python, src, max_len=30)
+        a, b = beam_search(graph, src, 4, max_len=30), beam_search(python, src, 4, max_len=30)
+        _assert_same(a, b)
+        assert [(h.tokens, h.log_prob) for h in a.beam] == [(h.tokens, h.log_prob) for h in b.beam]
+    assert count[0] >= 3 * len(SOURCES) and count[1] > 30 * len(SOURCES)
+
+
+@torch.inference_mode()
+def test_each_step_returns_the_same_logits_maps_and_cache():
+    graph, python = _pair()
+    src = torch.tensor([[5, 9, 12, 7, 20, 4]])
+    memories = graph.encode(src), python.encode(src)
+    assert memories[0].graph is graph.step_graph and memories[1].graph is None
+    caches = [None, None]
+    for token in [1, 8, 30, 2, 2, 17, 9, 60]:
+        steps = [m.decode(mem, torch.tensor([[token]]), cache)
+                 for m, mem, cache in zip((graph, python), memories, caches, strict=True)]
+        (la, wa, ca), (lb, wb, cb) = steps
+        assert torch.equal(la, lb) and wa.keys() == wb.keys() == {"decoder", "cross"}
+        assert all(torch.equal(wa[k], wb[k]) for k in wa)
+        assert all(torch.equal(x, y) for kv_a, kv_b in zip(ca, cb, strict=True)
+                   for x, y in zip(kv_a, kv_b, strict=True))
+        caches = [ca, cb]
+    assert wa["decoder"].shape == (1, 3, 4, 1, 8) and wa["cross"].shape == (1, 3, 4, 1, 6)
+
+
+@torch.inference_mode()
+def test_the_shipped_transformer_translates_the_same_through_its_graph():
+    model, python = (served(checkpoint.load(SHIPPED).requires_grad_(False), "input-major", "fp16-weights", step)
+                     for step in STEPS)
+    assert (step_of(model), step_of(python)) == STEPS
+    count = _calls(model)
+    for src in ([112, 2040, 77, 981, 5, 14], [300, 301, 17, 45, 2000, 999, 12, 8, 1500, 14]):
+        _assert_same(greedy(model, src), greedy(python, src))
+    assert count[1] > 0
+
+
+@torch.inference_mode()
+def test_switched_off_heads_and_padding_take_the_python_step():
+    """Paths the graph did not record: the same numbers as a model without a graph, and the graph
+    never runs."""
+    graph, python = _pair()
+    count = _calls(graph)
+    heads_off = [("decoder", 1, 2), ("cross", 0, 1)]
+    a = greedy(graph, SOURCES[0], max_len=12, head_mask=graph.head_mask(heads_off))
+    b = greedy(python, SOURCES[0], max_len=12, head_mask=python.head_mask(heads_off))
+    _assert_same(a, b)
+    src = torch.tensor([[5, 9, 12, 7], [40, 41, 0, 0]])  # padding: a mask
+    memories = graph.encode(src), python.encode(src)
+    tgt = torch.tensor([[1], [1]])
+    (la, wa, _), (lb, wb, _) = (m.decode(mem, tgt) for m, mem in zip((graph, python), memories, strict=True))
+    assert torch.equal(la, lb) and torch.equal(wa["cross"], wb["cross"])
+    assert count == [0, 0]
+
+
+def test_with_gradients_on_the_step_runs_in_python_and_differentiates():
+    graph, python = _pair()
+    count = _calls(graph)
+    grads = []
+    for model in (graph, python):
+        model.requires_grad_(True)  # the same tensors: the graph still fits, but gradients are on
+        memory = model.encode(torch.tensor([[5, 9, 12]]))
+        _, _, cache = model.decode(memory, torch.tensor([[1]]))
+        logits, _, _ = model.decode(memory, torch.tensor([[4]]), cache)
+        logits.logsumexp(-1).sum().backward()
+        grads.append([p.grad for p in model.parameters()])
+    assert step_of(graph) == "graph" and count == [0, 0]
+    assert sum(g is not None for g in grads[0]) > len(grads[0]) // 2
+    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(*grads, strict=True))
+
+
+def test_a_model_whose_weights_changed_no_longer_fits_its_graph():
+    graph, python = _pair("fp32")
+    recorded = graph.step_graph
+    assert recorded.fits(graph) and not recorded.fits(python)
+    assert copy.deepcopy(graph).step_graph is None  # a copy holds other tensors
+    graph.double()  # every weight replaced by a float64 tensor
+    assert not recorded.fits(graph) and step_of(graph) == "python"
+    with torch.inference_mode():
+        out = greedy(graph, SOURCES[1], max_len=8)
+    assert out.output.logits.dtype == torch.float64
+
+
+def test_a_graph_is_recorded_for_transformers_on_a_cpu_only():
+    assert STEPS == ("graph", "python")
+    assert served_step("graph", "cpu") == "graph" and served_step("python", "cpu") == "python"
+    assert served_step("graph", "cuda") == "python"
+    with pytest.raises(ValueError, match="one of graph, python"):
+        served_step("compiled", "cpu")
+    for name in MODEL_NAMES:
+        model = build(tiny_config(name, VOCAB)).eval()
+        with_step(model, "graph")
+        assert step_of(model) == ("graph" if name == "transformer" else "python")
+    assert isinstance(model.step_graph, StepGraph)
+    with_step(model, "python")
+    assert model.step_graph is None
+
+
+def test_recording_leaves_the_parameters_as_they_were():
+    torch.manual_seed(1)
+    model = build(tiny_config("transformer", VOCAB)).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with_step(model, "graph")
+    assert all(p.requires_grad for p in model.parameters())  # a training model stays trainable
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert model.state_dict().keys() == before.keys()
