@@ -38,11 +38,12 @@ def packs_fp16() -> bool:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x W^T + b, (..., in) -> (..., out): with W's fp16 copy when it has one and nothing is being
     differentiated, else F.linear in fp32."""
-    packed = getattr(weight, "fp16_packed", None)
+    copies = weight.__dict__  # the tensor's own attributes: getattr on a tensor takes ~5 us, this ~0.1
+    packed = copies.get("fp16_packed")
     if packed is None or _differentiated(x, weight):
         return F.linear(x, weight, bias)
     if bias is None:
-        bias = weight.fp16_zero_bias
+        bias = copies["fp16_zero_bias"]
     if x.dim() == 2:  # a decoding step's rows
         return torch.fbgemm_linear_fp16_weight(x, packed, bias)
     rows = x.reshape(-1, x.size(-1))

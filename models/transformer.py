@@ -263,7 +263,7 @@ class Transformer(nn.Module):
         cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
                     for layer in self.decoder_layers]
         steps = [layer.step_weights() for layer in self.decoder_layers]
-        graph = self.step_graph if self.step_graph is not None and self.step_graph.fits(self) else None
+        graph = self.step_graph if self.step_graph is not None and self.step_graph.fits(self, steps) else None
         memory = TransformerMemory(states, mask, head_mask, cross_kv, steps, graph)
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 

@@ -11,7 +11,7 @@ import torch
 from models import checkpoint
 from models.architectures import MODEL_NAMES, build
 from models.decoding import beam_search, greedy, greedy_tokens
-from models.precision import served
+from models.precision import half_weights, served
 from models.step_graph import STEPS, StepGraph, served_step, step_of, with_step
 from tests.models.test_precision import _fp16_numbers
 from tests.tiny import tiny_config
@@ -138,6 +138,14 @@ def test_a_model_whose_weights_changed_no_longer_fits_its_graph():
     recorded = graph.step_graph
     assert recorded.fits(graph) and not recorded.fits(python)
     assert copy.deepcopy(graph).step_graph is None  # a copy holds other tensors
+    other, _ = _pair(seed=1)
+    assert other.step_graph.fits(other)
+    half_weights(other)  # new fp16 copies of the same weights
+    assert not other.step_graph.fits(other)
+    other, _ = _pair(seed=2)
+    ff = other.decoder_layers[1].ff.W_1
+    ff.weight = torch.nn.Parameter(ff.weight.detach().clone(), requires_grad=False)  # another tensor, equal
+    assert not other.step_graph.fits(other) and step_of(other) == "python"
     graph.double()  # every weight replaced by a float64 tensor
     assert not recorded.fits(graph) and step_of(graph) == "python"
     with torch.inference_mode():
