@@ -2,8 +2,8 @@
 
 A decoding step (`DecoderLayer.step` per layer, then the tied output projection) is ~90 small
 PyTorch calls on rows of 256-1,024 numbers. Made from Python, each call also pays the interpreter
-and PyTorch's parsing of its arguments, about a sixth of a step on the 2-core machines
-(bench/floor.py). `StepGraph` runs the step once per model under torch.jit.trace, which records the
+and PyTorch's parsing of its arguments: the graph's decode takes 0.84-0.92x the Python step's on
+the 2-core machines (bench/floor.py). `StepGraph` runs the step once per model under torch.jit.trace, which records the
 ATen calls it makes, then makes those calls itself: the same calls on the same tensors in the same
 order, so the same numbers, bit for bit (tests/models/test_step_graph.py).
 
@@ -31,12 +31,10 @@ class StepGraph:
     `step`, and `_outputs`), recorded for the first position (no cached keys) and for later ones."""
 
     def __init__(self, model: nn.Module):
-        self.layers = len(model.decoder_layers)
-        weights = model.decoder_layers[0].step_weights()
-        self.heads, self.d_head = weights.n_heads, weights.d_head
-        self.fingerprint = _fingerprint(_read(model))
+        steps = [layer.step_weights() for layer in model.decoder_layers]
+        self.fingerprint = _fingerprint(_read(model, steps))
         with _frozen(model), torch.no_grad():
-            self.first, self.next = _record(model, past=False), _record(model, past=True)
+            self.first, self.next = _record(model, steps, past=False), _record(model, steps, past=True)
 
     def fits(self, model: nn.Module, steps: list | None = None) -> bool:
         """`model` still holds the weight tensors this graph was recorded with, the same objects with
@@ -63,12 +61,11 @@ class StepGraph:
         return None  # a copy holds other tensors: it runs the Python step (or records its own graph)
 
 
-def _record(model: nn.Module, past: bool):
-    """torch.jit.trace of the step on a one-sentence example (sizes are read from the inputs at
-    every call, so any batch, source and past length runs through the same graph)."""
-    layers = model.decoder_layers
-    weights = [layer.step_weights() for layer in layers]
-    step = type(layers[0]).step
+def _record(model: nn.Module, weights: list, past: bool):
+    """torch.jit.trace of the step reading `weights` (its layers' `step_weights()`) on a
+    one-sentence example (sizes are read from the inputs at every call, so any batch, source and
+    past length runs through the same graph)."""
+    step = type(model.decoder_layers[0]).step
     per_layer = 4 if past else 2  # [past k, past v,] cross k, cross v
 
     def decode_step(x, *tensors):
@@ -85,7 +82,7 @@ def _record(model: nn.Module, past: bool):
     like = weights[0].sqrt_d
     heads, d_head = weights[0].n_heads, weights[0].d_head
     keys = like.new_zeros(1, heads, 1, d_head)  # one earlier position, and one source piece
-    example = (like.new_zeros(1, heads * d_head), *[keys] * (len(layers) * per_layer))
+    example = (like.new_zeros(1, heads * d_head), *[keys] * (len(weights) * per_layer))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
         return torch.jit.trace(decode_step, example, check_trace=False)
