@@ -3,9 +3,10 @@
 A decoding step (`DecoderLayer.step` per layer, then the tied output projection) is ~90 small
 PyTorch calls on rows of 256-1,024 numbers. Made from Python, each call also pays the interpreter
 and PyTorch's parsing of its arguments: the graph's decode takes 0.84-0.92x the Python step's on
-the 2-core machines (bench/floor.py). `StepGraph` runs the step once per model under torch.jit.trace, which records the
-ATen calls it makes, then makes those calls itself: the same calls on the same tensors in the same
-order, so the same numbers, bit for bit (tests/models/test_step_graph.py).
+the 2-core machines (bench/floor.py). `StepGraph` runs the step once per model under
+torch.jit.trace, which records the ATen calls it makes, then makes those calls itself: the same
+calls on the same tensors in the same order, so the same numbers, bit for bit
+(tests/models/test_step_graph.py).
 
 A recording is one path through the step: one new position per sentence, no padding mask, no
 switched-off heads, nothing differentiated, and the weights the model held when it was recorded.
