@@ -66,9 +66,12 @@ class Settings(BaseSettings):
     # has several in flight (every chapter near the screen, and typed texts whose aborted requests
     # are still winding down): 8 refused a fast typist in the browser tests.
     queue_limit: int = Field(32, ge=1)
-    # Serve /docs and /redoc: FastAPI's pages load Swagger UI and ReDoc from a CDN, so they are off
-    # on a public server unless asked for. /openapi.json is always served.
-    docs: bool = False
+    # Serve /docs (Swagger UI) and /redoc (ReDoc), offline: their files come from the installed
+    # fastapi-offline package, mounted at /docs-assets (app/routes/docs.py). False: all three 404.
+    # /openapi.json is always served.
+    docs: bool = True
+    # The app's log: one line per request at info (app/request_log.py); warning keeps only faults.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Seconds a client has to send a request's head (line and headers), from connecting or from the
     # previous answer: slow senders cannot hold connections open (app/serving.py, uvicorn's --http).
     header_timeout: float = Field(10.0, gt=0)

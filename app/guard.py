@@ -7,7 +7,8 @@ BaseHTTPMiddleware: it would buffer streamed answers and run in another task).
   is answered 408 and its connection closed, so slow senders cannot hold connections (app/serving.py
   bounds the head the same way). The body (at most the limit) is then handed to the app as one
   message.
-- `SecurityHeaders`: CSP, nosniff, Referrer-Policy and frame denial on every response, a charset on
+- `SecurityHeaders`: CSP, nosniff, Referrer-Policy and frame denial on every response (the API docs'
+  pages get DOCS_CSP: the same origin only, like every page, plus ReDoc's blob: worker), a charset on
   JSON, and a relative `Location` on Starlette's slash redirects (which otherwise copy the request's
   Host header into an absolute URL). Unhandled errors included: Starlette answers those from its
   outermost layer (ServerErrorMiddleware), outside every middleware the app adds, so an error that
@@ -38,13 +39,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 # loaded from anywhere but this server.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
-# /docs and /redoc (off unless ATTENTION_LAB_DOCS is set) are FastAPI's pages: an inline script that
-# loads Swagger UI / ReDoc from jsDelivr.
-DOCS_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-            "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
-            "font-src https://fonts.gstatic.com; img-src 'self' data: https://fastapi.tiangolo.com; "
+# /docs and /redoc (app/routes/docs.py: Swagger UI and ReDoc from the installed fastapi-offline
+# package, started by static/js/docs.js) load nothing from elsewhere either, and run no inline
+# script. ReDoc styles inline (styled-components' <style> elements), both draw icons from data: SVGs,
+# and ReDoc runs its search index in a worker made from a blob: URL.
+DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
             "worker-src blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
-DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc")
+DOCS_PATHS = ("/docs", "/redoc")
 COMMON = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
           (b"x-frame-options", b"DENY"), (b"cross-origin-opener-policy", b"same-origin")]
 WITH_CHARSET = {b"application/json", b"application/x-ndjson"}

@@ -20,8 +20,10 @@ from app.admission import Admission
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
 from app.guard import BodyLimit, Compress, SecurityHeaders
+from app.request_log import RequestLog, configure_logging
 from app.routes import (
     compare,
+    docs,
     gradients,
     heads,
     health,
@@ -57,6 +59,7 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no ch
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    configure_logging(settings.log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -73,19 +76,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Five translation models, from a plain RNN to a Transformer, and their internals.",
         version="1.0.0",
         lifespan=lifespan,
-        docs_url="/docs" if settings.docs else None,
-        redoc_url="/redoc" if settings.docs else None,
+        docs_url=None,  # ours, offline (app/routes/docs.py), not FastAPI's CDN pages
+        redoc_url=None,
     )
     app.state.registry = None
     app.add_middleware(Compress)
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
     app.add_middleware(Admission, limit=settings.queue_limit)  # before the body is read
-    app.add_middleware(SecurityHeaders)  # outermost of ours: 413s get the headers too
+    app.add_middleware(SecurityHeaders)  # 413s get the headers too
+    app.add_middleware(RequestLog)  # outermost of ours: every answer is timed and logged
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
                    scaling, order, heads, predict, snapshots, pages):
         document_errors(module.router)
         app.include_router(module.router)
+    if settings.docs:
+        app.include_router(docs.router)
+        app.mount(docs.ASSETS_URL, StaticFiles(directory=docs.ASSETS), name="docs-assets")
     app.mount("/static", StaticFiles(directory=REPO_ROOT / "static"), name="static")
     add_error_handlers(app)
     return app

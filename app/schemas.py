@@ -114,6 +114,13 @@ class Numerics(BaseModel):
                     "one-row decoding steps on a CPU; the same values) or the checkpoint's own order")
 
 
+class Dropped(BaseModel):
+    """Model work since start-up that nobody wanted any more: superseded by a newer text, or its
+    client gone. Expected while a reader types; counted here rather than logged."""
+    skipped: int = Field(description="jobs whose client had gone before their turn came")
+    stopped: int = Field(description="searches stopped between two decoder steps")
+
+
 class Health(BaseModel):
     status: Literal["ok", "degraded"]
     device: str
@@ -121,12 +128,14 @@ class Health(BaseModel):
     unavailable: dict[str, str] = Field({}, description="models that did not load, with the reason")
     limits: Limits
     numerics: Numerics
+    dropped: Dropped
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
          "unavailable": {"rnn": "CheckpointError: rnn/model.safetensors is missing"},
          "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
-         "numerics": {"precision": "fp16-weights", "layout": "input-major"}}]})
+         "numerics": {"precision": "fp16-weights", "layout": "input-major"},
+         "dropped": {"skipped": 3, "stopped": 5}}]})
 
 
 class LengthBucket(BaseModel):

@@ -82,9 +82,17 @@ async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[dict]:
                 if answer is None:
                     return
                 yield answer
-    finally:  # the client has gone: what has not started is not run (the model thread's own
-        for _, _, job in waiting.values():  # futures, cancelled at once, whether or not a loop runs on)
-            job.cancel()
+    finally:  # the client has gone: what has not started is not run
+        for waiter in waiting:
+            _drop(waiter)
+
+
+def _drop(waiter: asyncio.Future) -> None:
+    """Nobody will read `waiter`: cancel it (and so the model thread's job, at once), or, when it is
+    already settled, read its error, which asyncio would otherwise log as never retrieved. Work cut
+    short this way is counted by the model thread (worker.ModelThread.dropped), not logged."""
+    if not waiter.cancel() and not waiter.cancelled():
+        waiter.exception()
 
 
 def _settled(name: str, future) -> dict | None:

@@ -28,6 +28,7 @@ from models.architectures import MODEL_NAMES, Capabilities, count_parameters, de
 from models.device import choose_device
 from models.layout import served_layout
 from models.precision import served, served_precision
+from models.probes.gradients import load_forward_mode
 from models.step_graph import served_step
 from models.tokenizer import BPETokenizer
 
@@ -287,6 +288,8 @@ def load_registry(
     layout = served_layout(layout, dev)  # an unknown name stops start-up here, before any model loads
     precision, step = served_precision(precision, dev), served_step(step, dev)
     loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout, precision, step)
+    # torch's lazy first-use set-up, done before any request can race it
+    worker.run(load_forward_mode, [e.model for e in loaded.values() if e.capabilities.recurrent])
     cache = ResultCache(cache_size, cache_mb * 2**20)
     return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits, worker, root=checkpoints,
                          layout=layout, precision=precision, step=step)

@@ -38,6 +38,7 @@ from typing import TypeVar
 import torch
 
 from app.services.cores import CoreShare
+from models.decoding import Stopped
 
 T = TypeVar("T")
 
@@ -62,6 +63,29 @@ class Abandoned(Exception):
     """Nobody wants this answer any more (its client hung up), so it was not computed."""
 
 
+class Dropped:
+    """How much model work nobody wanted any more: `skipped` jobs whose client had gone before their
+    turn (Abandoned), `stopped` searches cut short between two decoder steps (Stopped). Typing makes
+    many (each keystroke supersedes the last text's work): the server doing its job, so counted and
+    shown by GET /api/health, never logged as errors. Updated from the model thread and the lanes."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.skipped = 0
+        self.stopped = 0
+
+    def count(self, error: BaseException) -> None:
+        with self._lock:
+            if isinstance(error, Abandoned):
+                self.skipped += 1
+            elif isinstance(error, Stopped):
+                self.stopped += 1
+
+    def as_dict(self) -> dict[str, int]:
+        with self._lock:
+            return {"skipped": self.skipped, "stopped": self.stopped}
+
+
 class ModelThread:
     def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0):
         """torch_threads: intra-op threads for the models; None: every core while the machine is
@@ -72,6 +96,7 @@ class ModelThread:
         self.cores = None if torch_threads else CoreShare(torch.get_num_threads())
         self.lanes = max(1, lanes or torch.get_num_threads())
         self.nice = nice
+        self.dropped = Dropped()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="models", initializer=self._setup)
         self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane",
                                         initializer=yield_cpu, initargs=(nice,)) if self.lanes > 1 else None
@@ -92,10 +117,14 @@ class ModelThread:
         time its turn comes, fn is not run and the Future raises Abandoned."""
 
         def job() -> T:
-            if cancel is not None and cancel.is_set():
-                raise Abandoned()
-            self._share_cores()
-            return fn(*args, **kwargs)
+            try:
+                if cancel is not None and cancel.is_set():
+                    raise Abandoned()
+                self._share_cores()
+                return fn(*args, **kwargs)
+            except (Abandoned, Stopped) as error:
+                self.dropped.count(error)
+                raise
 
         return self._pool.submit(job)
 
@@ -124,6 +153,7 @@ class ModelThread:
                         raise Abandoned()
                     future.set_result(job())
                 except BaseException as error:  # handed to whoever waits on the future
+                    self.dropped.count(error)
                     future.set_exception(error)
 
         def lane() -> None:

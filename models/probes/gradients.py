@@ -171,6 +171,17 @@ def _shift(states: torch.Tensor) -> torch.Tensor:
     return torch.cat([states.new_zeros(1, states.size(1)), states[:-1]])
 
 
+def load_forward_mode(models) -> None:
+    """Run the per-step measurement once on two pieces with each of `models` (those with a
+    recurrent encoder), so that torch's lazy first-use set-up of forward-mode differentiation
+    happens now: it compiles jvp rules with TorchScript and imports torch._dynamo, both of which
+    parse Python source, and CPython 3.11 can fail ("AST constructor recursion depth mismatch")
+    when another thread parses source at the same moment. A server calls this at start-up,
+    before it answers, so no request ever runs that set-up."""
+    for model in models:
+        step_factors(model, [1, 2], iterations=1)
+
+
 def top_singular_values(step, primals: tuple[torch.Tensor, ...], iterations: int) -> torch.Tensor:
     """sigma_max of the Jacobian of `step` at each of the T rows of `primals` (each (T, H)); rows
     are independent steps. Power iteration from a fixed start: (T,) float64."""

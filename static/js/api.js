@@ -6,12 +6,39 @@
 const VISIT = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 
 export class ApiError extends Error {
-  constructor(status, message, body = null) {
+  constructor(status, message, body = null, retryAfter = null) {
     super(message);
     this.name = "ApiError";
-    this.status = status;
+    this.status = status; // 0: no answer at all (the network or the server is gone)
     this.body = body; // the JSON the server sent with the error, if any
+    this.retryAfter = retryAfter; // seconds, from a 429's or 503's Retry-After
   }
+}
+
+/** What went wrong with a request, in words a reader can act on (for a panel's message). */
+export function explain(error) {
+  if (!(error instanceof ApiError)) return "the page could not use the server's answer";
+  const later = error.retryAfter ? `; try again in ${error.retryAfter} s` : "; try again shortly";
+  if (error.status === 0) return "the server could not be reached: check the connection, then edit the text to retry";
+  if (error.status === 429) return `the server has more requests from this page than it takes at once${later}`;
+  if (error.status === 503 && error.retryAfter) return `the server is busy with other readers${later}`;
+  if (error.status >= 500) return `the server failed on this request (error ${error.status}): ${error.message}`;
+  return error.message;
+}
+
+/** `fetch`, with a lost connection as ApiError(0) (an abort stays an AbortError). */
+async function reach(path, init) {
+  try {
+    return await fetch(path, init);
+  } catch (error) {
+    if (isAbort(error)) throw error;
+    throw new ApiError(0, "the server could not be reached");
+  }
+}
+
+function retryAfter(response) {
+  const seconds = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : null;
 }
 
 /** FastAPI puts its reason in `detail`: a string, or a list of validation errors. */
@@ -30,14 +57,15 @@ async function request(method, path, body, signal) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(path, init);
+  const response = await reach(path, init);
   let data = null;
   try {
     data = await response.json();
-  } catch {
+  } catch (error) {
+    if (isAbort(error)) throw error;
     if (response.ok) throw new ApiError(response.status, "the server sent something that is not JSON");
   }
-  if (!response.ok) throw new ApiError(response.status, reason(data, response.status), data);
+  if (!response.ok) throw new ApiError(response.status, reason(data, response.status), data, retryAfter(response));
   return data;
 }
 
@@ -50,6 +78,7 @@ async function request(method, path, body, signal) {
  */
 export function compare(text, models, signal) {
   const waiting = new Map(models.map((name) => [name, settler()]));
+  const promises = new Map([...waiting].map(([name, one]) => [name, one.promise])); // before any line settles one
   const settle = (answer) => {
     const one = waiting.get(answer.model);
     if (!one) return;
@@ -62,7 +91,7 @@ export function compare(text, models, signal) {
     .then((error) => {
       for (const one of waiting.values()) one.reject(error);
     });
-  return new Map(models.map((name) => [name, waiting.get(name).promise]));
+  return promises;
 }
 
 function settler() {
@@ -74,18 +103,20 @@ function settler() {
 
 /** POST `body` and hand each line of the streamed answer to `onLine` as it arrives. */
 async function readLines(path, body, signal, onLine, headers = {}) {
-  const response = await fetch(path, {
+  const response = await reach(path, {
     method: "POST", signal, body: JSON.stringify(body),
     headers: { Accept: "application/x-ndjson", "Content-Type": "application/json", ...headers },
   });
   if (!response.ok) {
     const data = await response.json().catch(() => null);
-    throw new ApiError(response.status, reason(data, response.status));
+    throw new ApiError(response.status, reason(data, response.status), data, retryAfter(response));
   }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
-    const { value, done } = await reader.read();
+    const { value, done } = await reader.read().catch((error) => {
+      throw isAbort(error) ? error : new ApiError(0, "the connection was lost during the answer");
+    });
     if (done) break;
     buffer += value;
     let end;

@@ -61,7 +61,4 @@ export function say(message, tone = "info") {
   status.textContent = message || "";
 }
 
-export function describeError(error) {
-  if (error instanceof api.ApiError) return error.status >= 500 ? `server error ${error.status}` : error.message;
-  return "the server could not be reached";
-}
+export const describeError = (error) => api.explain(error);

@@ -27,7 +27,7 @@ export class Experiment {
       return null;
     } catch (error) {
       if (api.isAbort(error) || controller.signal.aborted) return null;
-      const why = error instanceof api.ApiError && error.status === 404 ? "no model for it is loaded" : error.message;
+      const why = error instanceof api.ApiError && error.status === 404 ? "no model for it is loaded" : api.explain(error);
       for (const div of this.plots) showEmpty(div, `The ${this.what} could not be shown (${why}).`);
       return `${this.what}: ${why}`;
     }

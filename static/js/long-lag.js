@@ -58,7 +58,7 @@ export class LongLagView {
       const answer = await api.lagGradients(this.state.lag, this.state.filler, this.controller.signal);
       drawLagGradients($("lag-gradients"), answer, this.results);
     } catch (error) {
-      if (!api.isAbort(error)) showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${error.message}).`);
+      if (!api.isAbort(error)) showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${api.explain(error)}).`);
     }
   }
 }

@@ -66,7 +66,7 @@ function update(lab) {
     } catch (error) {
       if (api.isAbort(error) || !round.current) return;
       failures.push(`${name}: ${describeError(error)}`);
-      cards.setProblem(name, error instanceof api.ApiError && error.status === 404 ? UNAVAILABLE : "No answer this time.");
+      cards.setProblem(name, error instanceof api.ApiError && error.status === 404 ? UNAVAILABLE : `No answer this time (${describeError(error)}).`);
     }
   });
   // the gradient experiment is the heaviest request: it runs only once its plots are near the screen
@@ -91,7 +91,10 @@ async function updateGradients(lab, failures) {
     const answer = await api.gradients(page.text.trim(), page.length, round.signal);
     if (round.current) lab.gradients.show(answer);
   } catch (error) {
-    if (!api.isAbort(error) && round.current) failures.push(`gradients: ${describeError(error)}`);
+    if (api.isAbort(error) || !round.current) return failures;
+    const why = describeError(error);
+    for (const id of ["grad-plot", "factor-plot", "gates-plot"]) showEmpty($(id), `The gradient experiment could not be measured (${why}).`);
+    failures.push(`gradients: ${why}`);
   }
   return failures;
 }
@@ -109,7 +112,7 @@ async function updateRecurrence(lab, failures) {
   } catch (error) {
     if (api.isAbort(error)) return failures;
     const why = error instanceof api.ApiError && error.status === 404 ? "no plain recurrent model is loaded" : describeError(error);
-    showEmpty($("recurrence-plot"), `The recurrence could not be shown (${why}).`);
+    for (const id of ["recurrence-plot", "recurrence-change"]) showEmpty($(id), `The recurrence could not be shown (${why}).`);
     failures.push(`recurrence: ${why}`);
   }
   return failures;

@@ -38,7 +38,7 @@ export class PredictView {
   change(state) {
     this.onChange(state);
     this.ask(this.text).catch((error) => {
-      if (!api.isAbort(error)) showEmpty($("predict-tree"), `The prediction could not be shown (${error.message}).`);
+      if (!api.isAbort(error)) showEmpty($("predict-tree"), `The prediction could not be shown (${api.explain(error)}).`);
     });
   }
 

@@ -104,7 +104,8 @@ export class ScoresView {
           whenNear(blend, () => drawBlend(blend, answer));
           this.tell(name, answer);
         } catch (error) {
-          if (!api.isAbort(error)) showEmpty(plot, `The scores could not be computed (${error.message}).`);
+          if (api.isAbort(error)) return;
+          for (const div of [plot, blend]) showEmpty(div, `The scores could not be computed (${api.explain(error)}).`);
         }
       });
     }

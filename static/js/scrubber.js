@@ -107,9 +107,9 @@ export class Scrubber {
       return null;
     } catch (error) {
       if (api.isAbort(error) || controller.signal.aborted) return null;
-      showEmpty(this.mapPlot, `The training replay could not be shown (${error.message}).`);
+      for (const div of [this.mapPlot, this.curvePlot]) showEmpty(div, `The training replay could not be shown (${api.explain(error)}).`);
       this.stop();
-      return `training replay: ${error.message}`;
+      return `training replay: ${api.explain(error)}`;
     }
   }
 

@@ -26,13 +26,19 @@ export class Speculation {
   /** Map name -> Promise of its answer about `text`: those already asked for, the others in one new request. */
   ask(text, names) {
     const key = (name) => `${name}\n${text}`;
-    const missing = names.filter((name) => !this.answers.has(key(name)));
+    // taken before anything new is remembered: remembering may forget the oldest answers
+    const asked = new Map(names.filter((name) => this.answers.has(key(name)))
+      .map((name) => [name, this.answers.get(key(name)).promise]));
+    const missing = names.filter((name) => !asked.has(name));
     if (missing.length) {
       const controller = new AbortController();
       const promises = this.fetchRound(text, missing, controller.signal);
-      for (const name of missing) this.remember(key(name), promises.get(name), text, controller);
+      for (const name of missing) {
+        asked.set(name, promises.get(name));
+        this.remember(key(name), promises.get(name), text, controller);
+      }
     }
-    return new Map(names.map((name) => [name, this.answers.get(key(name)).promise]));
+    return new Map(names.map((name) => [name, asked.get(name)]));
   }
 
   remember(key, promise, text, controller) {

@@ -43,7 +43,8 @@ export class TimingView {
           this.answer = await api.timing(this.page.tlen, Boolean(this.answer));
           break;
         } catch (error) {
-          if (!(error instanceof api.ApiError) || error.status !== 429) throw error;
+          // a 429 while the server says a measurement runs: someone else's; any other refusal is ours
+          if (!(error instanceof api.ApiError) || error.status !== 429 || !(await this.othersRunning())) throw error;
           this.say("Someone else is measuring on this server right now: waiting for theirs to finish, then asking again.");
           await this.idle();
         }
@@ -53,7 +54,7 @@ export class TimingView {
       this.tell();
       whenNear($("timing-plot"), () => drawTiming($("timing-plot"), this.answer, this.catalog));
     } catch (error) {
-      this.say(`The measurement failed (${error.message}).`);
+      this.say(`The measurement failed (${api.explain(error)}).`);
     } finally {
       polling.on = false;
       progress.hidden = true;
@@ -82,6 +83,11 @@ export class TimingView {
       }
       await wait(POLL_MS);
     }
+  }
+
+  async othersRunning() {
+    const status = await api.timingStatus().catch(() => ({ running: false }));
+    return Boolean(status.running);
   }
 
   /** Resolve once no measurement runs on the server. */

@@ -36,7 +36,7 @@ export class TrainingView {
       this.tell();
       this.redraw();
     } catch (error) {
-      showEmpty($("curves-plot"), `The training logs could not be read (${error.message}).`);
+      showEmpty($("curves-plot"), `The training logs could not be read (${api.explain(error)}).`);
     }
   }
 

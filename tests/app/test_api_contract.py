@@ -13,6 +13,9 @@ TEXT = "Je mange du pain."
 
 def test_health_lists_every_loaded_model(client):
     body = client.get("/api/health").json()
+    dropped = body.pop("dropped")  # work superseded or abandoned so far: depends on the tests before
+    assert set(dropped) == {"skipped", "stopped"}
+    assert all(isinstance(n, int) and n >= 0 for n in dropped.values())
     assert body == {"status": "ok", "device": "cpu", "models": list(MODEL_NAMES), "unavailable": {},
                     "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
                     "numerics": {"precision": "fp16-weights", "layout": "input-major"}}
@@ -119,5 +122,5 @@ def test_openapi_documents_the_endpoints(client):
     for path in ("/api/health", "/api/models", "/api/translate", "/api/attention", "/api/compare",
                  "/api/gradients"):
         assert path in paths
-    assert client.get("/docs").status_code == 404  # off by default: FastAPI's pages load a CDN
-    assert client.get("/redoc").status_code == 404
+    assert client.get("/docs").status_code == 200  # on by default, served offline (tests/app/test_docs.py)
+    assert client.get("/redoc").status_code == 200

@@ -1,5 +1,5 @@
 """Limits and headers: body size before parsing, short 422 echoes, security headers on every
-response (500s included), HEAD on health, relative redirects, /docs behind a setting, slow request
+response (500s included), HEAD on health, relative redirects, /docs's own policy, slow request
 heads and bodies cut."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from app.guard import CSP, BodyLimit, SecurityHeaders
+from app.guard import CSP, DOCS_CSP, BodyLimit, SecurityHeaders
 from app.main import ECHO_CHARS, create_app
 from app.serving import H11
 from tests.app.conftest import tiny_settings
@@ -104,11 +104,13 @@ def test_redirects_do_not_copy_the_host_header(client):
     assert location.startswith("/") and not location.startswith("//") and "evil" not in location
 
 
-def test_docs_are_served_only_when_switched_on(tiny_checkpoints):
-    with TestClient(create_app(tiny_settings(tiny_checkpoints, models=("rnn",), docs=True))) as client:
+def test_docs_pages_get_their_own_policy_and_no_cdn(tiny_checkpoints):
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, models=("rnn",)))) as client:
         for path in ("/docs", "/redoc"):
             answer = client.get(path)
-            assert answer.status_code == 200 and "cdn.jsdelivr.net" in answer.headers["content-security-policy"]
+            policy = answer.headers["content-security-policy"]
+            assert answer.status_code == 200 and policy == DOCS_CSP
+            assert "http" not in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
 
 
 def _serve(app, header_timeout: float):

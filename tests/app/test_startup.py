@@ -22,6 +22,7 @@ from app.services.registry import load_registry
 from models.layout import layout_of
 from models.precision import precision_of
 from models.step_graph import step_of
+from tests.app import first_requests
 from tests.app.conftest import tiny_settings
 from tests.tiny import write_tiny_checkpoints
 
@@ -221,3 +222,20 @@ def test_openmp_threads_sleep_at_once_in_the_server_unless_told_otherwise(preset
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True,
                          cwd=REPO_ROOT, timeout=120)
     assert out.stdout.split() == ["False", "True", expected]
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_a_fresh_servers_first_requests_all_at_once(tmp_path, run):
+    """Every endpoint that differentiates, traces or records a graph, asked at once as a fresh
+    server's first requests (a new interpreter each run): no 5xx, and no request parses Python
+    source, so none runs torch's lazy first-use set-up (done at start-up instead: on CPython 3.11
+    two threads parsing at once can fail, and did, as a 500 from /api/gradients)."""
+    folder = write_tiny_checkpoints(tmp_path / "checkpoints")
+    shutil.copytree(REPO_ROOT / "checkpoints" / "long-lag", folder / "long-lag")
+    done = subprocess.run([sys.executable, "-m", "tests.app.first_requests", str(folder)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(report["statuses"]) == len(first_requests.REQUESTS)
+    assert [s for s in report["statuses"] if s[1] != 200] == []
+    assert report["parses"] == 0

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from app.services.worker import ModelThread
+from models.decoding import Stopped
 
 
 def test_models_load_and_run_on_the_model_thread(cached_registry, monkeypatch):
@@ -138,6 +139,18 @@ def test_a_failing_job_fails_alone_and_a_cancelled_batch_is_not_run():
             with pytest.raises(Abandoned):
                 future.result(timeout=10)
         assert ran == []
+        assert worker.dropped.as_dict() == {"skipped": 2, "stopped": 0}  # counted, not errors
+        flagged = threading.Event()
+        flagged.set()
+        with pytest.raises(Abandoned):
+            worker.run(lambda: ran.append(3), cancel=flagged)
+
+        def stopped():
+            raise Stopped()
+
+        with pytest.raises(Stopped):
+            worker.run(stopped)
+        assert worker.dropped.as_dict() == {"skipped": 3, "stopped": 1} and ran == []
     finally:
         worker.close()
 

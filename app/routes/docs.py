@@ -1,0 +1,34 @@
+"""The API's interactive docs, offline: /docs (Swagger UI) and /redoc (ReDoc), from the files the
+installed fastapi-offline package ships (never copied into the repository, never a CDN), mounted
+at ASSETS_URL by app/main.py. The pages have no inline script (app/guard.py's DOCS_CSP): our
+static/js/docs.js starts either viewer, reading the schema's URL from the page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fastapi_offline
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.routes.pages import TEMPLATES
+
+ASSETS = Path(fastapi_offline.__file__).resolve().parent / "static"  # Swagger UI's and ReDoc's files
+ASSETS_URL = "/docs-assets"
+
+router = APIRouter(include_in_schema=False)
+
+
+def _page(request: Request, template: str) -> HTMLResponse:
+    context = {"title": request.app.title, "openapi_url": request.app.openapi_url, "assets": ASSETS_URL}
+    return TEMPLATES.TemplateResponse(request, template, context)
+
+
+@router.get("/docs", response_class=HTMLResponse)
+def swagger_ui(request: Request):
+    return _page(request, "docs.html")
+
+
+@router.get("/redoc", response_class=HTMLResponse)
+def redoc(request: Request):
+    return _page(request, "redoc.html")

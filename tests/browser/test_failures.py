@@ -1,0 +1,126 @@
+"""Every way a request can fail, on every kind of request the page makes: the panel that asked says
+what went wrong in words, the page throws nothing, and every other panel works."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import show_everything
+
+pytestmark = pytest.mark.browser
+
+# how each failure is made (Playwright routing) and what the failed panel then says
+JSON = "application/json"
+
+
+def answer(status: int, detail: str, retry_after: str | None = None):
+    headers = {"Retry-After": retry_after} if retry_after else {}
+    return lambda route: route.fulfill(status=status, content_type=JSON, headers=headers,
+                                       body=f'{{"detail": "{detail}"}}')
+
+
+FAILURES = {
+    "500": (answer(500, "internal error (SystemError); please report it"),
+            "the server failed on this request (error 500)"),
+    "503": (answer(503, "too many model requests at once", "2"),
+            "the server is busy with other readers; try again in 2 s"),
+    "429": (answer(429, "too many requests", "3"), "more requests from this page than it takes at once; try again in 3 s"),
+    "abort": (lambda route: route.abort("aborted"), "the server could not be reached"),
+    "offline": (lambda route: route.abort("internetdisconnected"), "the server could not be reached"),
+}
+# each model request of the page -> where its failure is said
+PANELS = {
+    "**/api/gradients": "[data-testid=gradient-plot] .plot-empty",
+    "**/api/recurrence": "[data-testid=recurrence-plot] .plot-empty",
+    "**/api/long-lag": "[data-testid=lag-accuracy] .plot-empty",
+    "**/api/long-lag/gradients": "[data-testid=lag-gradients] .plot-empty",
+    "**/api/curves": "[data-testid=curves-plot] .plot-empty",
+    "**/api/scores": "[data-testid^=scores-] .plot-empty",
+    "**/api/scaling": "[data-testid=scaling-curves] .plot-empty",
+    "**/api/order": "[data-testid=order-maps] .plot-empty",
+    "**/api/heads": "[data-testid=heads-contrib] .plot-empty",
+    "**/api/predict": "[data-testid=predict-tree] .plot-empty",
+    "**/api/snapshots": "[data-testid^=scrub-map-] .plot-empty",
+    "**/api/timing": "[data-testid=timing-status]",
+}
+COMPARE = "#cards .card__text.is-missing"  # POST /api/compare: every model's card
+CATALOG = ("**/api/health", "**/api/models")  # without them the page cannot build itself
+NETWORK_NOISE = re.compile(r"Failed to load resource")  # Chromium's own line for each failed request
+
+
+def page_errors(problems) -> list[str]:
+    return [e for e in problems.errors if not NETWORK_NOISE.search(e)] + problems.dialogs
+
+
+def fail(page, pattern: str, failure: str) -> None:
+    make, _ = FAILURES[failure]
+    page.route(pattern, make)
+
+
+def visit(open_page, failing: dict[str, str]):
+    """The page loaded with each pattern of `failing` answered by its failure and every figure shown
+    (and chapter 6's measurement asked for, when it is to fail)."""
+    page, problems = open_page()
+    for pattern, failure in failing.items():
+        fail(page, pattern, failure)
+    page.reload()
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+    show_everything(page)
+    if "**/api/timing" in failing:  # measured only when the reader asks
+        page.get_by_test_id("timing-measure").click()
+        page.wait_for_function("() => !document.getElementById('timing-measure').disabled")
+    return page, problems
+
+
+def said(page, selector: str) -> list[str]:
+    return page.locator(selector).evaluate_all("els => els.map(e => e.textContent)")
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_every_model_request_failing_at_once_is_said_panel_by_panel(open_page, failure):
+    page, problems = visit(open_page, {pattern: failure for pattern in PANELS})
+    message = FAILURES[failure][1]
+    for pattern, selector in PANELS.items():
+        texts = said(page, selector)
+        assert texts and all(message in t for t in texts), (pattern, texts)
+    assert said(page, COMPARE) == []  # the translations themselves came
+    assert page_errors(problems) == []
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_the_translations_failing_are_said_on_every_card(open_page, catalog, failure):
+    page, problems = visit(open_page, {"**/api/compare": failure})
+    cards = said(page, COMPARE)
+    assert len(cards) == len(catalog) and all(FAILURES[failure][1] in t for t in cards), cards
+    status = page.get_by_test_id("status")
+    assert status.get_attribute("data-tone") == "error" and FAILURES[failure][1] in status.inner_text()
+    assert page_errors(problems) == []
+
+
+@pytest.mark.parametrize("pattern", list(PANELS))
+def test_one_request_failing_leaves_every_other_panel_working(open_page, pattern):
+    failure = list(FAILURES)[list(PANELS).index(pattern) % len(FAILURES)]
+    page, problems = visit(open_page, {pattern: failure})
+    message = FAILURES[failure][1]
+    assert all(message in t for t in said(page, PANELS[pattern])) and said(page, PANELS[pattern])
+    for other, selector in PANELS.items():
+        if other != pattern:
+            assert not [t for t in said(page, selector) if "could not" in t or "failed" in t], other
+    assert said(page, COMPARE) == []
+    assert page.locator(".plot .main-svg").count() >= 10  # the other figures are drawn
+    assert page_errors(problems) == []
+
+
+@pytest.mark.parametrize("pattern", CATALOG)
+@pytest.mark.parametrize("failure", FAILURES)
+def test_a_page_that_cannot_list_the_models_says_so(open_page, pattern, failure):
+    page, problems = open_page()
+    fail(page, pattern, failure)
+    page.reload()
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+    status = page.get_by_test_id("status")
+    assert "Could not list the models" in status.inner_text()
+    assert FAILURES[failure][1] in status.inner_text()
+    assert page_errors(problems) == []
