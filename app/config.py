@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     # fastapi-offline package, mounted at /docs-assets (app/routes/docs.py). False: all three 404.
     # /openapi.json is always served.
     docs: bool = True
+    # "Train it yourself" (POST /api/train, app/services/live.py): runs at once per replica, each in a
+    # process of its own; one more is 429 with Retry-After.
+    train_slots: int = Field(1, ge=1)
+    # A run's resident memory cap in MB: past it the process is killed and the reader told why.
+    train_memory_mb: int = Field(1024, ge=128)
     # The app's log: one line per request at info (app/request_log.py); warning keeps only faults.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Seconds a client has to send a request's head (line and headers), from connecting or from the

@@ -27,6 +27,7 @@ from app.routes import (
     gradients,
     heads,
     health,
+    live,
     long_lag,
     maps,
     models,
@@ -42,6 +43,7 @@ from app.routes import (
 )
 from app.schemas import ErrorBody
 from app.services.inference import InvalidOptionError
+from app.services.live import LiveRuns
 from app.services.long_lag import NoResultsError
 from app.services.registry import UnknownModelError, UnknownSnapshotError, load_registry
 from app.services.text import InvalidTextError
@@ -80,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.registry = None
+    app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb)
     app.add_middleware(Compress)
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
@@ -87,7 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
     app.add_middleware(RequestLog)  # outermost of ours: every answer is timed and logged
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, predict, snapshots, pages):
+                   scaling, order, heads, predict, snapshots, live, pages):
         document_errors(module.router)
         app.include_router(module.router)
     if settings.docs:

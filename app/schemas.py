@@ -7,7 +7,7 @@ told to clients by GET /api/health."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -715,3 +715,40 @@ class SnapshotRequest(TextRequest):
 
 class Snapshot(Attention):
     snapshot: SnapshotPoint
+
+
+class TrainRequest(Request):
+    """A "train it yourself" run: every field optional, the defaults (GET /api/train) filling in."""
+
+    task: Literal["reverse", "copy"] | None = Field(None, description="write the sequence back reversed, or copied")
+    length: int | None = Field(None, description="symbols per sequence (limits: GET /api/train)")
+    contestants: list[Literal["lstm", "lstm-additive", "lstm-dot", "rnn", "transformer"]] | None = Field(
+        None, min_length=1, description="the architectures trained, each at most once")
+    steps: int | None = Field(None, description="optimizer steps per contestant: the budget")
+    seconds: float | None = Field(None, description="per contestant: a guard for slow machines")
+    seed: int | None = Field(None, description="the same seed and settings give the same run, number for number")
+
+
+class TrainContestant(BaseModel):
+    name: str
+    attention: str | None = Field(description="null for the bottleneck, else how it looks back")
+
+
+class TrainLimits(BaseModel):
+    min_length: int
+    max_length: int
+    max_steps: int
+    max_seconds: float
+    max_contestants: int
+    max_seed: int
+
+
+class TrainInfo(BaseModel):
+    tasks: list[str]
+    contestants: list[TrainContestant]
+    defaults: dict[str, Any]
+    limits: TrainLimits
+    slots: int = Field(description="runs this replica takes at once")
+    running: int = Field(description="runs going on now")
+    reference: dict[str, Any] | None = Field(description="the shipped sweep: final accuracy against length "
+                                                         "for each contestant at the default budget")

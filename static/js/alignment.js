@@ -20,6 +20,12 @@ export class AlignmentView {
     const div = this.plots.get(name);
     if (div) whenNear(div, () => drawAlignment(div, name, answer, this.onRow));
   }
+
+  /** Model `name` gave no answer for the latest text: say why in its figure. */
+  showProblem(name, message) {
+    const div = this.plots.get(name);
+    if (div) whenNear(div, () => showEmpty(div, message));
+  }
 }
 
 /** A figure captioned with the model's summary and name; returns its plot. */

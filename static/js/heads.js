@@ -174,6 +174,14 @@ export class HeadsView {
     if (name === this.model) this.draw();
   }
 
+  /** Model `name` gave no answer for the latest text: if it is the one shown, say why. */
+  showProblem(name, message) {
+    if (!this.infos.has(name)) return;
+    this.answers.delete(name);
+    if (name !== this.model) return;
+    for (const id of ["heads-grid", "head-detail"]) whenNear($(id), () => showEmpty($(id), message));
+  }
+
   pick(changes) {
     Object.assign(this, changes);
     this.draw();

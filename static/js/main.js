@@ -66,7 +66,10 @@ function update(lab) {
     } catch (error) {
       if (api.isAbort(error) || !round.current) return;
       failures.push(`${name}: ${describeError(error)}`);
-      cards.setProblem(name, error instanceof api.ApiError && error.status === 404 ? UNAVAILABLE : `No answer this time (${describeError(error)}).`);
+      const missing = error instanceof api.ApiError && error.status === 404;
+      cards.setProblem(name, missing ? UNAVAILABLE : `No answer this time (${describeError(error)}).`);
+      const why = missing ? UNAVAILABLE : `${name} gave no answer for this text (${describeError(error)}).`;
+      for (const view of [lab.alignment, lab.heads, lab.scores]) view.showProblem(name, why);
     }
   });
   // the gradient experiment is the heaviest request: it runs only once its plots are near the screen

@@ -55,6 +55,15 @@ export class ScoresView {
     this.later();
   }
 
+  /** Model `name` gave no answer for the latest text, so it has no word to score: say why. */
+  showProblem(name, message) {
+    if (!this.panels.has(name)) return;
+    this.targets.delete(name);
+    this.controllers.get(name)?.abort();
+    const { plot, blend } = this.panels.get(name);
+    for (const div of [plot, blend]) whenNear(div, () => showEmpty(div, message));
+  }
+
   /** The reader picked output word `row` (the picker, or a click on an alignment grid's row). */
   pick(row) {
     this.onChange({ row });

@@ -12,6 +12,7 @@ import { fillStory, fmt } from "./vanishing-story.js";
 
 const POLL_MS = 400;
 const ROUGHLY = 1.5; // "in roughly the time": within this factor
+const MAX_REFUSALS = 3; // "busy" answers waited out before the page gives up and says so
 const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class TimingView {
@@ -37,14 +38,15 @@ export class TimingView {
     this.say("Measuring…");
     const polling = { on: true };
     this.poll(polling);
+    let refusals = 0;
     try {
       for (;;) {
         try {
           this.answer = await api.timing(this.page.tlen, Boolean(this.answer));
           break;
         } catch (error) {
-          // a 429 while the server says a measurement runs: someone else's; any other refusal is ours
-          if (!(error instanceof api.ApiError) || error.status !== 429 || !(await this.othersRunning())) throw error;
+          // 429: someone else's measurement runs; wait for it, a few times at most, then say so
+          if (!(error instanceof api.ApiError) || error.status !== 429 || ++refusals > MAX_REFUSALS) throw error;
           this.say("Someone else is measuring on this server right now: waiting for theirs to finish, then asking again.");
           await this.idle();
         }
@@ -83,11 +85,6 @@ export class TimingView {
       }
       await wait(POLL_MS);
     }
-  }
-
-  async othersRunning() {
-    const status = await api.timingStatus().catch(() => ({ running: false }));
-    return Boolean(status.running);
   }
 
   /** Resolve once no measurement runs on the server. */

@@ -57,10 +57,16 @@ def chromium():
 
 
 @pytest.fixture(scope="session")
-def server(chromium, tiny_checkpoints) -> str:
+def server_log(tmp_path_factory) -> Path:
+    """The file the browser tests' server writes its log to, at info: one line per request."""
+    return tmp_path_factory.mktemp("server") / "uvicorn.log"
+
+
+@pytest.fixture(scope="session")
+def server(chromium, tiny_checkpoints, server_log) -> str:
     """Base URL of a uvicorn serving the app on the tiny models; stopped at the end of the session."""
     env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
-    with serve(env, APP, timeout=60) as url:
+    with server_log.open("w+") as log, serve(env, APP, timeout=60, log_level="info", log=log) as url:
         yield url
 
 

@@ -26,7 +26,8 @@ FAILURES = {
             "the server failed on this request (error 500)"),
     "503": (answer(503, "too many model requests at once", "2"),
             "the server is busy with other readers; try again in 2 s"),
-    "429": (answer(429, "too many requests", "3"), "more requests from this page than it takes at once; try again in 3 s"),
+    "429": (answer(429, "too many requests", "3"),
+            "more requests from this page than it takes at once; try again in 3 s"),
     "abort": (lambda route: route.abort("aborted"), "the server could not be reached"),
     "offline": (lambda route: route.abort("internetdisconnected"), "the server could not be reached"),
 }
@@ -123,4 +124,29 @@ def test_a_page_that_cannot_list_the_models_says_so(open_page, pattern, failure)
     status = page.get_by_test_id("status")
     assert "Could not list the models" in status.inner_text()
     assert FAILURES[failure][1] in status.inner_text()
+    assert page_errors(problems) == []
+
+
+def test_a_reader_typing_leaves_no_traceback_in_the_log(open_page, server, server_log):
+    """Typing supersedes work all the time (each keystroke's requests replace the last): the log
+    has a line per request and no traceback (the dropped work is counted instead: test_request_log.py)."""
+    page, problems = open_page()
+    start = server_log.stat().st_size
+    box = page.get_by_test_id("source")
+    box.fill("")
+    box.press_sequentially("Je mange du pain.", delay=20)
+    for chapter in page.locator("section.chapter").all():
+        chapter.scroll_into_view_if_needed()
+        page.wait_for_timeout(150)
+    for sentence in (" Il fait froid.", " Où est la gare ?", " Le chat dort."):
+        box.press("End")
+        box.press_sequentially(sentence, delay=20)
+    typed = box.input_value()
+    page.wait_for_function("t => window.attentionLab.lastUpdate?.text === t", arg=typed)
+    with server_log.open() as log:
+        log.seek(start)
+        written = log.read()
+    assert "Traceback" not in written and "never retrieved" not in written
+    assert re.search(r"POST /api/compare 200 \d+\.\d ms id=[0-9a-f]{8}", written)
+    assert written.count("POST /api/") >= 10
     assert page_errors(problems) == []

@@ -1,0 +1,35 @@
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from app.schemas import ErrorBody, TrainInfo, TrainRequest
+from app.services.live import LiveRuns
+
+router = APIRouter(prefix="/api", tags=["train"])
+
+NDJSON = "application/x-ndjson"
+
+
+def runs(request: Request) -> LiveRuns:
+    return request.app.state.live
+
+
+@router.get("/train", response_model=TrainInfo)
+async def describe(request: Request) -> dict:
+    """The "train it yourself" experiment: tasks, contestants, defaults, limits and the reference
+    sweep (final accuracy against length at the default budget)."""
+    return runs(request).describe()
+
+
+@router.post("/train", response_class=StreamingResponse, responses={
+    200: {"description": "One JSON object per line as the run goes: the settings and the probe first, "
+                         "then progress lines {contestant, step, seconds, loss, accuracy, token_accuracy, "
+                         "map?}, each contestant's last line with done: true, a summary, and the process's "
+                         "own line (peak memory, and an error when it was stopped).",
+          "content": {NDJSON: {}}},
+    422: {"model": ErrorBody}, 429: {"model": ErrorBody}})
+async def train(body: TrainRequest, request: Request) -> StreamingResponse:
+    """Train the contestants live on the task, in a process of its own; the lines stream as they
+    come. Limits are checked before any work (422); one run at a time per replica (429)."""
+    live = runs(request)
+    lines = live.start(live.settings(body.model_dump(exclude_none=True)))
+    return StreamingResponse(lines, media_type=NDJSON, headers={"X-Accel-Buffering": "no"})

@@ -1,0 +1,184 @@
+"""GET and POST /api/train as plain objects: the "train it yourself" experiment (models/live.py),
+run in a process of its own beside the server, never on the model thread.
+
+A run is a child process (`python -m models.live run SETTINGS`) at one torch thread and a higher
+nice value, so translation keeps its cores; its progress lines are passed on to the client as
+they come. Each replica runs at most `slots` at once (another asks: BusyError, 429 with
+Retry-After); each run is capped in steps and seconds (checked before any work) and in resident
+memory (the process is killed past `memory_mb`); it ends, process and all, when its client leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from app.services.inference import InvalidOptionError
+from app.services.timing import BusyError
+from models import live
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SWEEP = Path("live") / "sweep.json"  # under the checkpoints folder: the reference table
+NICE = 10  # added to the run's nice value: translation requests come first
+POLL_S = 0.25  # how often the run's memory is read
+START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch, scoring, writing
+
+
+@dataclass(frozen=True)
+class LiveLimits:
+    """The bounds of one run, told to clients by GET /api/train."""
+
+    min_length: int = 4
+    max_length: int = 40
+    max_steps: int = 3000  # per contestant
+    max_seconds: float = 60.0  # per contestant
+    max_contestants: int = len(live.CONTESTANTS)
+    max_seed: int = 2**31 - 1
+
+
+class LiveRuns:
+    """The replica's training slots and how a run is started, watched and ended."""
+
+    def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 1024,
+                 limits: LiveLimits = LiveLimits()):
+        self.checkpoints = checkpoints
+        self.slots = slots
+        self.memory_mb = memory_mb
+        self.limits = limits
+        self.running = 0
+        self.last_started = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        """What GET /api/train answers: tasks, contestants, defaults, limits and the sweep."""
+        defaults = asdict(live.LiveConfig())
+        return {"tasks": list(live.TASKS),
+                "contestants": [{"name": n, "attention": live.attention_of(n)} for n in live.CONTESTANTS],
+                "defaults": {**defaults, "contestants": list(defaults["contestants"])},
+                "limits": asdict(self.limits), "slots": self.slots, "running": self.running,
+                "reference": self.reference()}
+
+    def reference(self) -> dict | None:
+        """The shipped sweep (final accuracy against length at the default budget), if any."""
+        if self.checkpoints is None:
+            return None
+        path = self.checkpoints / SWEEP
+        with contextlib.suppress(OSError, ValueError):
+            return json.loads(path.read_text())
+        return None
+
+    def settings(self, fields: dict[str, Any]) -> live.LiveConfig:
+        """The run asked for: the defaults with `fields` over them, every limit checked (422)."""
+        fields = {k: v for k, v in fields.items() if v is not None}
+        if "contestants" in fields:
+            fields["contestants"] = tuple(fields["contestants"])
+            if len(set(fields["contestants"])) != len(fields["contestants"]):
+                raise InvalidOptionError("contestants", "each contestant at most once")
+        config = live.LiveConfig(**fields)
+        lim = self.limits
+        if not lim.min_length <= config.length <= lim.max_length:
+            raise InvalidOptionError("length", f"must be {lim.min_length} to {lim.max_length}, got {config.length}")
+        if not 1 <= config.steps <= lim.max_steps:
+            raise InvalidOptionError("steps", f"must be 1 to {lim.max_steps}, got {config.steps}")
+        if not 0 < config.seconds <= lim.max_seconds:
+            raise InvalidOptionError("seconds", f"must be above 0 and at most {lim.max_seconds}, got {config.seconds}")
+        if len(config.contestants) > lim.max_contestants:
+            raise InvalidOptionError("contestants", f"at most {lim.max_contestants}, got {len(config.contestants)}")
+        if not 0 <= config.seed <= lim.max_seed:
+            raise InvalidOptionError("seed", f"must be 0 to {lim.max_seed}, got {config.seed}")
+        return config
+
+    def start(self, config: live.LiveConfig) -> AsyncIterator[str]:
+        """Take a slot (BusyError when none is free) and return the run's NDJSON lines; the slot is
+        given back when the lines end, or when nobody ever reads them."""
+        if self.running >= self.slots:
+            raise BusyError(self.retry_after())
+        self.running += 1
+        self.last_started = time.monotonic()
+        lease = Lease(self)
+        lines = self._lines(config, lease)
+        weakref.finalize(lines, lease.release)  # never iterated (the client left first): freed anyway
+        return lines
+
+    def retry_after(self) -> int:
+        """Seconds until the running run is likely done: a default run's length, at least 1."""
+        default = live.LiveConfig()
+        longest = len(default.contestants) * default.seconds
+        return max(1, int(longest - (time.monotonic() - self.last_started)))
+
+    async def _lines(self, config: live.LiveConfig, lease: Lease) -> AsyncIterator[str]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "models.live", "run", json.dumps(asdict(config)), "--nice", str(NICE),
+            cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        peak = [0.0]
+        deadline = len(config.contestants) * config.seconds + START_SLACK_S
+        watch = asyncio.create_task(self._watch(process, deadline, peak))
+        try:
+            while line := await process.stdout.readline():
+                yield line.decode()
+            await process.wait()
+            why = watch.result() if watch.done() else None
+            if why is None and process.returncode != 0:
+                why = f"the training process failed (exit {process.returncode})"
+            yield json.dumps({"process": {"peak_mb": round(peak[0], 1), "exit": process.returncode},
+                              **({"error": why} if why else {})}) + "\n"
+        finally:  # also when the client leaves: the process goes with it
+            watch.cancel()
+            await end(process)
+            lease.release()
+
+    async def _watch(self, process, deadline_s: float, peak: list[float]) -> str | None:
+        """Kill the run past its memory or time cap; the reason, or None while it keeps within both.
+        `peak[0]`: the largest resident memory seen, in MB."""
+        began = time.monotonic()
+        while process.returncode is None:
+            rss = resident_mb(process.pid)
+            peak[0] = max(peak[0], rss or 0.0)
+            if rss is not None and rss > self.memory_mb:
+                process.kill()
+                return f"stopped: the run used {rss:.0f} MB, above this server's {self.memory_mb} MB"
+            if time.monotonic() - began > deadline_s:
+                process.kill()
+                return f"stopped: the run took longer than {deadline_s:.0f} s"
+            await asyncio.sleep(POLL_S)
+        return None
+
+
+class Lease:
+    """One taken slot, given back once whatever happens."""
+
+    def __init__(self, runs: LiveRuns):
+        self.runs = runs
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.runs.running -= 1
+
+
+async def end(process) -> None:
+    """The process gone: killed if it still runs, and reaped."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+    with contextlib.suppress(ProcessLookupError):
+        await process.wait()
+
+
+def resident_mb(pid: int) -> float | None:
+    """The process's resident memory in MB (Linux /proc), None where it cannot be read."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return None
