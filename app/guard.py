@@ -16,12 +16,11 @@ BaseHTTPMiddleware: it would buffer streamed answers and run in another task).
   raised on (the app's handler still logs it; its own answer is dropped, one having been sent).
 - `Compress`: gzip, at a level per kind of answer. What GET serves, the same for every reader (the
   page's files and the catalog of the first load, a budget the page keeps: bench/bench_page.py), at
-  level 5; the answers POST computes for a request's text while the reader waits, at level 1: 0.7 ms
-  instead of 1.9 for a 57 kB attention answer, for 19% more bytes (issue 17's HTTP / in-process
-  ratio counts those milliseconds). Plotly (4.8 MB, nine tenths of the first load) is the exception:
-  compressed once per process at level 9 (`gzipped_once`; 0.26 s here, 14 kB less than level 5)
-  and served as it is, since the middleware leaves an answer that already has a Content-Encoding
-  alone.
+  level 5; the answers POST computes for a request's text while the reader waits, at level 1: a
+  fraction of level 5's time for somewhat more bytes (bench/floor.py's HTTP / in-process ratio
+  counts that time). Plotly (most of the first load) is the exception: compressed once per process
+  at level 9 (`gzipped_once`), a little smaller than level 5 for a one-off cost, and served as it
+  is, since the middleware leaves an answer that already has a Content-Encoding alone.
 """
 
 from __future__ import annotations
@@ -60,8 +59,8 @@ def gzipped_once(path: Path) -> bytes:
 
 class Compress:
     def __init__(self, app: ASGIApp, minimum_size: int = 1000, served_level: int = 5, computed_level: int = 1):
-        # level 5 for what GET serves, not the default 9: on a 4 MB attention payload 9 took ~20x
-        # longer for ~5% less
+        # level 5 for what GET serves, not the default 9: on a large attention payload 9 takes many
+        # times longer for a few percent fewer bytes
         self.served = GZipMiddleware(app, minimum_size=minimum_size, compresslevel=served_level)
         self.computed = GZipMiddleware(app, minimum_size=minimum_size, compresslevel=computed_level)
 

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from models.live_config import CONTESTANTS, LiveLimits
+
 EXAMPLE_TEXT = "Je mange du pain."
 # "3" is not a beam size: wrong types are 422, never coerced; a field the server does not know is
 # 422 too (a misspelt option would otherwise be ignored without a word)
@@ -717,16 +719,25 @@ class Snapshot(Attention):
     snapshot: SnapshotPoint
 
 
+TRAIN_LIMITS = LiveLimits()
+
+
 class TrainRequest(Request):
     """A "train it yourself" run: every field optional, the defaults (GET /api/train) filling in."""
 
-    task: Literal["reverse", "copy"] | None = Field(None, description="write the sequence back reversed, or copied")
-    length: int | None = Field(None, description="symbols per sequence (limits: GET /api/train)")
-    contestants: list[Literal["lstm", "lstm-additive", "lstm-dot", "rnn", "transformer"]] | None = Field(
-        None, min_length=1, description="the architectures trained, each at most once")
-    steps: int | None = Field(None, description="optimizer steps per contestant: the budget")
-    seconds: float | None = Field(None, description="per contestant: a guard for slow machines")
-    seed: int | None = Field(None, description="the same seed and settings give the same run, number for number")
+    task: Literal["reverse", "copy"] | None = Field(None, description="write the sequence back reversed, "
+                                                                     "or copied")
+    length: int | None = Field(None, ge=TRAIN_LIMITS.min_length, le=TRAIN_LIMITS.max_length,
+                               description="symbols per sequence")
+    contestants: list[Literal[CONTESTANTS]] | None = Field(
+        None, min_length=1, max_length=TRAIN_LIMITS.max_contestants, json_schema_extra={"uniqueItems": True},
+        description="the architectures trained, each at most once")
+    steps: int | None = Field(None, ge=1, le=TRAIN_LIMITS.max_steps,
+                              description="optimizer steps per contestant: the budget")
+    seconds: float | None = Field(None, gt=0, le=TRAIN_LIMITS.max_seconds,
+                                  description="per contestant: a guard for slow machines")
+    seed: int | None = Field(None, ge=0, le=TRAIN_LIMITS.max_seed,
+                             description="the same seed and settings give the same run, number for number")
 
 
 class TrainContestant(BaseModel):

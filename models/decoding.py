@@ -101,10 +101,9 @@ def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
 
 def _one_thread(search: Callable) -> Callable:
     """Run a search on one intra-op thread. Its ops are rows of 256 to 1,024 numbers, too small to
-    split: a second thread only adds a fork and a join to each (2-6 us) and wakes between them, and
-    the Transformer's greedy decode took 1.24-1.26x as long on two threads of the 2-core machines
-    (bench/floor.py). The server's other work (teacher-forced passes, gradients, evaluation
-    batches) keeps every thread."""
+    split: a second thread only adds a fork and a join to each and wakes between them, so the
+    search is slower on two threads than on one (bench/floor.py times it both ways). The server's
+    other work (teacher-forced passes, gradients, evaluation batches) keeps every thread."""
 
     @functools.wraps(search)
     def run(*args, **kwargs):

@@ -3,8 +3,8 @@
 `nn.Linear` keeps W as (out, in) in row-major order and computes x W^T. A decoding step multiplies
 one row x by every weight matrix of the decoder, and on a CPU that product is bound by reading W
 from memory. MKL streams W^T much faster when W^T is itself the contiguous, row-major operand,
-that is when W is stored column by column: on the 2-core machines the 8,000 x 256 output
-projection took 0.43 ms instead of 1.16 ms (bench/floor.py reports the whole decode both ways).
+that is when W is stored column by column, as for the 8,000 x 256 output projection
+(bench/floor.py reports the whole decode both ways).
 For matrices with fewer outputs than inputs (the feed-forward W_2: 256 x 1024) the row-major
 order is the faster one, so only wide matrices are reordered.
 

@@ -35,38 +35,13 @@ from torch import nn
 
 from models.architectures import build, default_config
 from models.config import ModelConfig, TransformerConfig
+from models.live_config import CONTESTANTS, TASKS, LiveConfig, LiveLimits  # noqa: F401 (re-exported)
 from models.tokenizer import BOS_ID, EOS_ID
 
-TASKS = ("reverse", "copy")
-CONTESTANTS = ("lstm", "lstm-additive", "lstm-dot", "rnn", "transformer")
 FIRST_SYMBOL = EOS_ID + 2  # symbols come after PAD, BOS, EOS and UNK
 TURN_S = 0.5  # seconds a contestant trains before the next one takes its turn
 EVAL_SEED = 10_000  # held-out sequences are drawn from their own stream, never trained on
 PROBE_SEED = 20_000
-
-
-@dataclass(frozen=True)
-class LiveConfig:
-    """One run's settings. The defaults are chosen from `sweep` (checkpoints/live/sweep.json)."""
-
-    task: str = "reverse"  # "reverse" or "copy"
-    length: int = 16  # symbols per sequence
-    contestants: tuple[str, ...] = ("lstm", "lstm-additive")
-    steps: int = 1200  # optimizer steps per contestant: the budget
-    seconds: float = 60.0  # per contestant: a guard for slow machines, not the budget
-    seed: int = 0
-    alphabet: int = 10  # distinct symbols
-    width: int = 64  # recurrent state (or d_model) width
-    batch: int = 64
-    learning_rate: float = 3e-3
-    held_out: int = 500  # sequences scored for accuracy
-
-    def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        unknown = [c for c in self.contestants if c not in CONTESTANTS]
-        if unknown or not self.contestants or len(set(self.contestants)) != len(self.contestants):
-            raise ValueError(f"contestants must be distinct names from {CONTESTANTS}, got {self.contestants}")
 
 
 def contestant_config(name: str, c: LiveConfig) -> ModelConfig:

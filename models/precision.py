@@ -38,7 +38,7 @@ def packs_fp16() -> bool:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """x W^T + b, (..., in) -> (..., out): with W's fp16 copy when it has one and nothing is being
     differentiated, else F.linear in fp32."""
-    copies = weight.__dict__  # the tensor's own attributes: getattr on a tensor takes ~5 us, this ~0.1
+    copies = weight.__dict__  # the tensor's own attributes: far cheaper than getattr on a tensor
     packed = copies.get("fp16_packed")
     if packed is None or _differentiated(x, weight):
         return F.linear(x, weight, bias)

@@ -1,12 +1,11 @@
 """A Transformer's decoding step recorded once as a TorchScript graph: the same calls, run from C++.
 
-A decoding step (`DecoderLayer.step` per layer, then the tied output projection) is ~90 small
-PyTorch calls on rows of 256-1,024 numbers. Made from Python, each call also pays the interpreter
-and PyTorch's parsing of its arguments: the graph's decode takes 0.84-0.92x the Python step's on
-the 2-core machines (bench/floor.py). `StepGraph` runs the step once per model under
-torch.jit.trace, which records the ATen calls it makes, then makes those calls itself: the same
-calls on the same tensors in the same order, so the same numbers, bit for bit
-(tests/models/test_step_graph.py).
+A decoding step (`DecoderLayer.step` per layer, then the tied output projection) is many small
+PyTorch calls on rows of 256 to 1,024 numbers. Made from Python, each call also pays the interpreter
+and PyTorch's parsing of its arguments; made from the graph, it does not (bench/floor.py times the
+decode both ways). `StepGraph` runs the step once per model under torch.jit.trace, which records
+the ATen calls it makes, then makes those calls itself: the same calls on the same tensors in the
+same order, so the same numbers, bit for bit (tests/models/test_step_graph.py).
 
 A recording is one path through the step: one new position per sentence, no padding mask, no
 switched-off heads, nothing differentiated, and the weights the model held when it was recorded.
@@ -92,7 +91,7 @@ def _record(model: nn.Module, weights: list, past: bool):
 def _read(model: nn.Module, steps: list | None = None) -> list[torch.Tensor]:
     """The weight tensors a decoding step reads: each layer's `step_weights()` (every (weight, bias)
     pair and the stacked W_q, W_k, W_v), the final norm's, the tied embedding and the output bias.
-    (Not model.parameters(), which walks every module: 0.2 ms, for every sentence.)"""
+    (Not model.parameters(), which walks every module, for every sentence.)"""
     steps = steps if steps is not None else [layer.step_weights() for layer in model.decoder_layers]
     tensors = [model.decoder_norm.weight, model.decoder_norm.bias, model.embed.weight, model.out_bias]
     for weights in steps:

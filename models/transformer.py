@@ -115,10 +115,11 @@ class DecoderLayer(nn.Module):
     def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_head_mask=None,
              cross_head_mask=None):
         """`forward` in eval mode for one new position per sentence (a decoding step): the same
-        formulas in the same order, so the same numbers (tests/models/test_transformer.py), in
-        ~0.6 of the time (bench/floor.py). A step is ~60 tiny calls, so it reads the layer's weights from `w`
-        (gathered once per sentence) instead of looking each up through the modules, and keeps its
-        rows 2-D. x: (B, d); past: this layer's cached keys and values, each (B, h, t0, d_head);
+        formulas in the same order, so the same numbers (tests/models/test_transformer.py), in less
+        time (bench/floor.py's general-pass variant measures how much). A step is many tiny calls,
+        each with a fixed cost, so it reads the layer's weights from `w` (gathered once per sentence)
+        instead of looking each up through the modules, and keeps its rows 2-D.
+        x: (B, d); past: this layer's cached keys and values, each (B, h, t0, d_head);
         cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
         Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
         and values up to now."""

@@ -26,7 +26,7 @@ async def describe(request: Request) -> dict:
                          "map?}, each contestant's last line with done: true, a summary, and the process's "
                          "own line (peak memory, and an error when it was stopped).",
           "content": {NDJSON: {}}},
-    422: {"model": ErrorBody}, 429: {"model": ErrorBody}})
+    429: {"model": ErrorBody}})
 async def train(body: TrainRequest, request: Request) -> StreamingResponse:
     """Train the contestants live on the task, in a process of its own; the lines stream as they
     come. Limits are checked before any work (422); one run at a time per replica (429)."""

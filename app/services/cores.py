@@ -1,12 +1,13 @@
 """How many cores the next model call may use: all of them while nothing else wants the CPU, one
 while other programs are kept waiting for it.
 
-Splitting a request over both cores of a 2-core machine makes it ~25% faster when the machine is
+Splitting a request over both cores of a 2-core machine makes it faster when the machine is
 otherwise quiet (the big output projections are memory-bound, and each core brings its own
 bandwidth). But the threads of a split operation wait for each other at its end, so when another
 program holds one of the cores (the reader's own browser drawing the page, on a laptop running
-`make serve`), every split operation waits for a thread that is not running: measured with
-bench/bench_page.py, keystroke -> update took ~270 ms with two threads and ~205 ms with one.
+`make serve`), every split operation waits for a thread that is not running, and the page's
+keystroke -> update (bench/bench_page.py) is slower with two threads than with one
+(docs/SERVER.md).
 
 The signal is Linux's CPU pressure (/proc/pressure/cpu, "some"): the share of wall time during
 which some runnable task was waiting for a core. Without it (other systems, old kernels), every

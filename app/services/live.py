@@ -18,13 +18,14 @@ import sys
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from app.services.inference import InvalidOptionError
 from app.services.timing import BusyError
 from models import live
+from models.live_config import LiveLimits
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SWEEP = Path("live") / "sweep.json"  # under the checkpoints folder: the reference table
@@ -33,27 +34,15 @@ POLL_S = 0.25  # how often the run's memory is read
 START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch, scoring, writing
 
 
-@dataclass(frozen=True)
-class LiveLimits:
-    """The bounds of one run, told to clients by GET /api/train."""
-
-    min_length: int = 4
-    max_length: int = 40
-    max_steps: int = 3000  # per contestant
-    max_seconds: float = 60.0  # per contestant
-    max_contestants: int = len(live.CONTESTANTS)
-    max_seed: int = 2**31 - 1
-
-
 class LiveRuns:
     """The replica's training slots and how a run is started, watched and ended."""
 
     def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 1024,
-                 limits: LiveLimits = LiveLimits()):
+                 limits: LiveLimits | None = None):
         self.checkpoints = checkpoints
         self.slots = slots
         self.memory_mb = memory_mb
-        self.limits = limits
+        self.limits = limits or LiveLimits()
         self.running = 0
         self.last_started = 0.0
 
@@ -83,15 +72,15 @@ class LiveRuns:
             if len(set(fields["contestants"])) != len(fields["contestants"]):
                 raise InvalidOptionError("contestants", "each contestant at most once")
         config = live.LiveConfig(**fields)
-        lim = self.limits
-        if not lim.min_length <= config.length <= lim.max_length:
-            raise InvalidOptionError("length", f"must be {lim.min_length} to {lim.max_length}, got {config.length}")
-        if not 1 <= config.steps <= lim.max_steps:
-            raise InvalidOptionError("steps", f"must be 1 to {lim.max_steps}, got {config.steps}")
-        if not 0 < config.seconds <= lim.max_seconds:
-            raise InvalidOptionError("seconds", f"must be above 0 and at most {lim.max_seconds}, got {config.seconds}")
-        if len(config.contestants) > lim.max_contestants:
-            raise InvalidOptionError("contestants", f"at most {lim.max_contestants}, got {len(config.contestants)}")
+        lim, c = self.limits, config
+        if not lim.min_length <= c.length <= lim.max_length:
+            raise InvalidOptionError("length", f"must be {lim.min_length} to {lim.max_length}, got {c.length}")
+        if not 1 <= c.steps <= lim.max_steps:
+            raise InvalidOptionError("steps", f"must be 1 to {lim.max_steps}, got {c.steps}")
+        if not 0 < c.seconds <= lim.max_seconds:
+            raise InvalidOptionError("seconds", f"must be over 0, at most {lim.max_seconds}; got {c.seconds}")
+        if len(c.contestants) > lim.max_contestants:
+            raise InvalidOptionError("contestants", f"at most {lim.max_contestants}, got {len(c.contestants)}")
         if not 0 <= config.seed <= lim.max_seed:
             raise InvalidOptionError("seed", f"must be 0 to {lim.max_seed}, got {config.seed}")
         return config

@@ -2,26 +2,24 @@
 
 Why not the request threads themselves: PyTorch's CPU kernels parallelise through OpenMP, and
 every thread that runs a parallel op gets a team of helper threads of its own. Once a second
-thread has a team, the idle helpers of one fight the busy ones of the other for the cores: on
-the 2-core machines a Transformer request took ~80 ms from a request thread against ~20 ms
-from a thread that alone owns a team (measured in-process, two intra-op threads). With a single
-model thread a request can use every core (cores.py decides how many), requests never share
-model state, and the answers are the serial ones by construction. Requests queue for it, so
-cached answers are served before they reach it (see ModelRegistry.result), and work whose client
-has hung up is skipped (`cancel`).
+thread has a team, the idle helpers of one fight the busy ones of the other for the cores, and a
+request from a request thread takes several times as long as from a thread that alone owns a team
+(docs/SERVER.md, "One model thread"). With a single model thread a request can use every core
+(cores.py decides how many), requests never share model state, and the answers are the serial
+ones by construction. Requests queue for it, so cached answers are served before they reach it
+(see ModelRegistry.result), and work whose client has hung up is skipped (`cancel`).
 
 One exception, `run_together`: a batch of independent read-only jobs (POST /api/compare's five
 models) runs on every core at once, one job per core with one intra-op thread each, the lanes
 taking the next job as they free. A decoder step is mostly one-row products and small ops that one
-thread runs almost as fast as two (5.7 against 6.0 ms per Transformer step on the 2-core machines),
-so two models side by side finish the batch sooner than each split over both cores in turn. The
+thread runs almost as fast as two, so two models side by side finish the batch sooner than each
+split over both cores in turn (bench/floor.py's compare / alone, with and without lanes). The
 other lanes start only once the model thread has taken the batch, so no other work is ever running
 beside them, and the batch gives the model thread back only when every lane is done. Unlike a job
 split over both cores (cores.py), a batch keeps its lanes while other programs want the CPU: a lane
 has one thread, so when the browser preempts it only that lane's model waits, not every thread of
-a split operation. The page typing sentences into the same 2 cores (bench/bench_page.py, two
-interleaved pairs of runs over 16 sentences) updated a median 152 and 161 ms after the last
-keystroke with the lanes kept, against 176 and 166 ms when a busy CPU sent the batch to one lane.
+a split operation: the page typing into the same cores (bench/bench_page.py) updates sooner with
+the lanes kept than with the batch sent to one lane.
 """
 
 from __future__ import annotations
@@ -47,11 +45,9 @@ def yield_cpu(nice: int) -> None:
     """Set the calling thread's Linux nice value `nice` above the process's (up to 19), so that
     when the cores are short the scheduler runs the server's event loop and other programs before
     it. Models are compute that can wait a few milliseconds; the event loop is what notices a
-    client that hung up (whose work then stops) and what takes the next request. While the page
-    typed into a server whose compare lanes held both cores of a 2-core machine, the event loop
-    woke up to 9-11 ms late (99th percentile of 1 ms sleeps), 5-6 ms late with the lanes at nice
-    10 (docs/SERVER.md). Linux only: elsewhere a nice value belongs to the whole process, which is
-    left alone."""
+    client that hung up (whose work then stops) and what takes the next request: with compare's
+    lanes on every core, niced lanes let the event loop wake up closer to time (docs/SERVER.md).
+    Linux only: elsewhere a nice value belongs to the whole process, which is left alone."""
     if nice <= 0 or not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(OSError):  # above the main thread's value: a lane inherits its creator's

@@ -128,6 +128,11 @@ async function readLines(path, body, signal, onLine, headers = {}) {
   }
 }
 
+/** GET /api/train: the "train it yourself" experiment's tasks, contestants, defaults, limits, sweep. */
+export const trainInfo = (signal) => request("GET", "/api/train", undefined, signal);
+/** POST /api/train: one live run; each streamed line (JSON text) goes to `onLine` as it arrives. */
+export const train = (settings, signal, onLine) => readLines("/api/train", settings, signal, onLine);
+
 export const isAbort = (error) => error && error.name === "AbortError";
 
 /** GET /api/health. A server with no model loaded answers 503 with the same body: it is returned too. */

@@ -13,6 +13,7 @@ import { GradientsView } from "./gradients.js";
 import { HeadsView } from "./heads.js";
 import { HeadsLab } from "./heads-lab.js";
 import { whenNear } from "./lazy.js";
+import { LiveTraining } from "./live.js";
 import { LongLagView } from "./long-lag.js";
 import { OrderView, askOrder } from "./order.js";
 import { showEmpty } from "./plots.js";
@@ -186,7 +187,21 @@ async function start() {
   if (heads) headline(9, `${heads.name} asks ${heads.layers * heads.heads} questions at once per attention kind: ${heads.layers} layers × ${heads.heads} heads.`);
   lab.chapters = new Chapters(page);
   showLongLag(lab);
+  showLiveTraining(lab);
   update(lab);
+}
+
+/** Chapter 4's live experiment: built from GET /api/train, run when the reader asks. */
+async function showLiveTraining(lab) {
+  const { page } = lab;
+  try {
+    const info = await api.trainInfo();
+    lab.live = new LiveTraining(info, page, (state) => page.set(state));
+  } catch (error) {
+    const why = describeError(error);
+    for (const id of ["live-loss", "live-accuracy", "live-reference"]) showEmpty($(id), `The live experiment is not available (${why}).`);
+    $("live-start").disabled = true;
+  }
 }
 
 /** Chapters 7 to 10's experiments on the text in the box (POST /api/scaling, /api/order, /api/heads, /api/predict). */

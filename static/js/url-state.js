@@ -8,7 +8,8 @@
 // off (chapter 9's heads switched off, "kind.L.H;..." counted from 1), rollout (1: shown) and sel
 // (the source pieces whose attention is summed, from 0, comma-separated); pmodel, beam and prefix
 // (chapter 10's model, beam size 1-8, forced pieces separated by spaces); astep and hstep (the
-// training step replayed in chapters 5 and 9; absent: the shipped weights). A value the server's limits or catalogue do not allow
+// training step replayed in chapters 5 and 9; absent: the shipped weights); tt, tl, tc, tseed and
+// tsteps (chapter 4's live run: task, length, contestants comma-separated, seed, steps). A value the server's limits or catalogue do not allow
 // is ignored.
 import { KINDS } from "./heads.js";
 import { offKey, parseOff } from "./heads-lab.js";
@@ -64,6 +65,12 @@ export class UrlState {
     this.prefix = (q.get("prefix") || "").split(" ").filter(Boolean);
     this.astep = q.has("astep") ? count(q.get("astep")) : null; // checked against the timeline (scrubber.js)
     this.hstep = q.has("hstep") ? count(q.get("hstep")) : null;
+    // chapter 4's live run: checked against GET /api/train's limits by live.js
+    this.tt = q.get("tt");
+    this.tl = q.has("tl") ? count(q.get("tl")) : null;
+    this.tc = (q.get("tc") || "").split(",").filter(Boolean);
+    this.tseed = q.has("tseed") ? count(q.get("tseed")) : null;
+    this.tsteps = q.has("tsteps") ? count(q.get("tsteps")) : null;
     this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
   }
 
@@ -97,6 +104,9 @@ export class UrlState {
     });
     if (this.tlen) q.set("tlen", this.tlen.join(","));
     for (const key of ["astep", "hstep"]) if (this[key] !== null) q.set(key, String(this[key]));
+    if (this.tt) q.set("tt", this.tt);
+    for (const key of ["tl", "tseed", "tsteps"]) if (this[key] !== null) q.set(key, String(this[key]));
+    if (this.tc.length) q.set("tc", this.tc.join(","));
     history.replaceState(null, "", `${location.pathname}?${q}`);
   }
 }

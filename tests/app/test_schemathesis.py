@@ -24,7 +24,7 @@ SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "heads_off", "mod
 # POST /api/scaling: its schema bounds the work (12 widths up to 1,024, 32 keys: seconds at worst), but
 # 20 such cases would take a minute of the suite; its bounds and bad input are tested in
 # tests/app/services/test_scaling.py.
-SLOW = {"POST /api/scaling"}
+SLOW = {"POST /api/scaling", "POST /api/train"}  # a default run trains a minute: tests/app/test_live.py
 EXAMPLES = 20  # per operation, all checks: about 20 operations in well under a minute on the tiny models
 
 

@@ -1,0 +1,116 @@
+"""POST /api/train and GET /api/train: the contract, the limits (422 before any work), one run per
+replica (429), and a run's process ending with its client."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.services.live import LiveLimits
+from bench.serving import serve
+from models import live
+
+QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
+
+
+def test_the_experiment_describes_itself(client):
+    info = client.get("/api/train").json()
+    assert info["tasks"] == ["reverse", "copy"]
+    assert [c["name"] for c in info["contestants"]] == list(live.CONTESTANTS)
+    kinds = {c["name"]: c["attention"] for c in info["contestants"]}
+    assert kinds["lstm"] is None and kinds["rnn"] is None and kinds["lstm-additive"] == "additive"
+    assert info["defaults"]["contestants"] == list(live.LiveConfig.contestants)
+    assert info["limits"]["max_length"] == LiveLimits.max_length and info["slots"] == 1
+
+
+@pytest.mark.parametrize(("body", "field", "words"), [
+    ({"length": 3}, "length", "greater than or equal to 4"),
+    ({"length": 41}, "length", "less than or equal to 40"),
+    ({"steps": 0}, "steps", "greater than or equal to 1"),
+    ({"steps": 3001}, "steps", "less than or equal to 3000"),
+    ({"seconds": 61}, "seconds", "less than or equal to 60"),
+    ({"seed": -1}, "seed", "greater than or equal to 0"),
+    ({"contestants": ["lstm", "lstm"]}, "contestants", "at most once"),
+    ({"contestants": []}, "contestants", "at least 1"),
+    ({"contestants": ["gru"]}, "contestants", "lstm"),
+    ({"task": "sort"}, "task", "reverse"),
+    ({"length": "long"}, "length", "integer"),
+    ({"alphabet": 3}, "alphabet", "Extra inputs"),
+])
+def test_out_of_range_settings_are_refused_naming_the_limit(client, body, field, words):
+    response = client.post("/api/train", json=body)
+    assert response.status_code == 422, response.text
+    [error] = [e for e in response.json()["detail"] if field in e["loc"]]
+    assert words in error["msg"]
+    assert client.get("/api/train").json()["running"] == 0  # nothing was started
+
+
+def test_a_run_streams_progress_then_each_final_and_frees_its_slot(client):
+    with client.stream("POST", "/api/train", json=QUICK) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("application/x-ndjson")
+        lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert lines[0]["settings"]["length"] == 5
+    finals = [line for line in lines if line.get("done")]
+    assert [f["contestant"] for f in finals] == QUICK["contestants"]
+    assert all(f["step"] == 12 and 0 <= f["accuracy"] <= 1 for f in finals)
+    assert lines[-2]["finished"] and lines[-1]["process"]["exit"] == 0 and "error" not in lines[-1]
+    assert client.get("/api/train").json()["running"] == 0
+
+
+def test_the_same_settings_give_the_same_run(client):
+    def firsts():
+        with client.stream("POST", "/api/train", json={**QUICK, "seed": 7}) as response:
+            return [json.loads(line)["first_losses"] for line in response.iter_lines() if '"done"' in line]
+    assert firsts() == firsts()
+
+
+def test_a_second_run_while_one_runs_is_told_when_to_retry(client):
+    runs = client.app.state.live
+    taken = runs.start(runs.settings({}))  # holds the replica's one slot until dropped
+    response = client.post("/api/train", json=QUICK)
+    assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
+    del taken  # never read: its slot is given back all the same
+    assert client.get("/api/train").json()["running"] == 0
+    with client.stream("POST", "/api/train", json=QUICK) as response:
+        assert response.status_code == 200
+
+
+def live_processes() -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"models.live" in command and b"run" in command:
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_the_run_ends_when_its_client_hangs_up(tiny_checkpoints):
+    before = live_processes()
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
+    with serve(env, timeout=60) as url:
+        with httpx.Client(timeout=60) as http, http.stream(
+                "POST", f"{url}/api/train", json={**QUICK, "steps": 3000}) as response:
+            assert response.status_code == 200
+            lines = response.iter_lines()  # held: dropping it would close the stream at once
+            next(lines)  # the settings: the process is running
+            running = live_processes() - before
+            assert len(running) == 1
+        hung_up = time.monotonic()
+        while live_processes() & running and time.monotonic() - hung_up < 5:
+            time.sleep(0.05)
+        gone_after = time.monotonic() - hung_up
+        assert not live_processes() & running, "the training process outlived its client"
+        assert gone_after < 1.0
+        assert httpx.get(f"{url}/api/train").json()["running"] == 0
+    assert os.getpid() not in running

@@ -1,0 +1,46 @@
+"""Chapter 4's "train it yourself": a reader starts a run, sees the curves and the probe's map grow,
+stops it, and the page reports what was measured, without a page error."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_reader_trains_watches_and_stops(open_page):
+    page, problems = open_page("?ch=4&tl=5&tsteps=3000&tc=lstm,lstm-additive")
+    page.get_by_test_id("live-start").scroll_into_view_if_needed()
+    assert page.get_by_test_id("live-length").input_value() == "5"  # the URL's settings
+    assert page.get_by_test_id("live-pick-lstm-additive").is_checked()
+    assert not page.get_by_test_id("live-pick-transformer").is_checked()
+    page.get_by_test_id("live-start").click()
+    # the curves and the map grow: several turns drawn, the map redrawn at a later step
+    page.wait_for_selector("[data-testid=live-loss] .main-svg")
+    page.wait_for_selector("[data-testid=live-map-lstm-additive] .main-svg")
+    first = page.get_by_test_id("live-map-lstm-additive").locator(".gtitle").text_content()
+    page.wait_for_function(
+        "t => document.querySelector('[data-testid=live-map-lstm-additive] .gtitle')?.textContent !== t",
+        arg=first)
+    points = page.get_by_test_id("live-accuracy").evaluate("el => el.data.map(t => t.x.length)")
+    assert len(points) == 2 and all(n >= 1 for n in points)
+    assert page.get_by_test_id("live-stop").is_enabled()
+    page.get_by_test_id("live-stop").click()
+    page.wait_for_function("() => document.getElementById('live-start').disabled === false")
+    assert page.get_by_test_id("live-status").inner_text().startswith("Stopped.")
+    assert "tl=5" in page.url and "tc=lstm%2Clstm-additive" in page.url
+    assert problems.errors == [] and problems.dialogs == []
+
+
+def test_a_finished_run_says_what_it_measured_and_stays_beside_the_next(open_page):
+    page, problems = open_page("?tl=4&tsteps=40&tc=lstm,lstm-additive")
+    page.get_by_test_id("live-start").scroll_into_view_if_needed()
+    for _ in range(2):
+        page.get_by_test_id("live-start").click()
+        page.wait_for_function("() => document.documentElement.dataset.liveRunning === 'true'")
+        page.wait_for_function("() => document.documentElement.dataset.liveRunning === ''", timeout=120_000)
+    status = page.get_by_test_id("live-status").inner_text()
+    assert status.startswith("Reversing 4 symbols") and "after 40 steps" in status
+    names = page.get_by_test_id("live-loss").evaluate("el => el.data.map(t => t.name)")
+    assert names == ["lstm (previous run)", "lstm-additive (previous run)", "lstm", "lstm-additive"]
+    assert problems.errors == []
