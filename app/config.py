@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     # process of its own; one more is 429 with Retry-After.
     train_slots: int = Field(1, ge=1)
     # A run's resident memory cap in MB: past it the process is killed and the reader told why.
-    train_memory_mb: int = Field(1024, ge=128)
+    train_memory_mb: int = Field(768, ge=128)
     # The app's log: one line per request at info (app/request_log.py); warning keeps only faults.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Seconds a client has to send a request's head (line and headers), from connecting or from the

@@ -56,8 +56,9 @@ class HeadSwitch(Request):
 
 
 class TranslateRequest(TextRequest):
-    model: str = Field("transformer", description="one of the loaded models (GET /api/models)",
-                       examples=["transformer"])
+    model: str | None = Field(None, description="one of the loaded models (GET /api/models); default: the "
+                              "first whose heads can be switched (the Transformer), else the last loaded",
+                              examples=["transformer"])
     beam_size: int = Field(1, ge=1, le=8, description="1: greedy search; 2-8: beam search")
     top_k: int = Field(0, ge=0, le=10, description="report the k likeliest next pieces at each step (0: off)")
     positional: bool | None = Field(None, description="Transformer only: switch the positional encoding")
@@ -410,12 +411,19 @@ class TimingRequest(Request):
                                       "316, 562, 1000)", examples=[[10, 100, 1000]])
     refresh: bool = Field(False, description="measure again even when a result for this device and these "
                                              "lengths is kept")
+    recurrent: str | None = Field(None, description="a model with an LSTM encoder (default: the first loaded)")
+    parallel: str | None = Field(None, description="a model without recurrence (default: the first loaded)")
 
 
 class LengthTiming(BaseModel):
     length: int = Field(description="input pieces")
     median_ms: float = Field(description="median wall time of one encoder call, in milliseconds")
     repeats: int = Field(description="calls timed")
+
+
+class TimingRoles(BaseModel):
+    recurrent: str = Field(description="the model whose LSTM encoder was timed")
+    parallel: str = Field(description="the model whose encoder attends without recurrence")
 
 
 class Timings(BaseModel):
@@ -432,9 +440,11 @@ class Timings(BaseModel):
     encoders: dict[str, str] = Field(description="per model, its encoder's size")
     timings: dict[str, list[LengthTiming]] = Field(description="per model, one entry per length")
     growth: dict[str, float] = Field(description="per model, time at the longest length / time at the shortest")
-    transformer_longest_over_lstm_shortest: float = Field(
-        description="time(transformer, longest) / time(lstm, shortest)")
-    lstm_over_transformer_longest: float = Field(description="time(lstm, longest) / time(transformer, longest)")
+    roles: TimingRoles
+    parallel_longest_over_recurrent_shortest: float = Field(
+        description="time(parallel, longest) / time(recurrent, shortest)")
+    recurrent_over_parallel_longest: float = Field(
+        description="time(recurrent, longest) / time(parallel, longest)")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"device": "cpu", "device_name": "x86_64 CPU, 2 cores", "torch_threads": 1,
@@ -450,7 +460,8 @@ class Timings(BaseModel):
                                      {"length": 100, "median_ms": 9.2, "repeats": 7},
                                      {"length": 1000, "median_ms": 201.7, "repeats": 6}]},
          "growth": {"lstm": 106.1, "transformer": 29.66},
-         "transformer_longest_over_lstm_shortest": 69.55, "lstm_over_transformer_longest": 1.525}]})
+         "roles": {"recurrent": "lstm", "parallel": "transformer"},
+         "parallel_longest_over_recurrent_shortest": 69.55, "recurrent_over_parallel_longest": 1.525}]})
 
 
 class TimingStatus(BaseModel):

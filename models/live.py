@@ -88,7 +88,7 @@ def accuracy(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> tuple[fl
     model.train()
     right = predicted[:, :-1] == tgt  # (B, L)
     exact = right.all(1) & (predicted[:, -1] == EOS_ID)
-    return exact.float().mean().item(), right.float().mean().item()
+    return round(exact.float().mean().item(), 4), round(right.float().mean().item(), 4)
 
 
 @torch.no_grad()

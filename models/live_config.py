@@ -14,9 +14,9 @@ class LiveConfig:
     """One run's settings. The defaults are chosen from `sweep` (checkpoints/live/sweep.json)."""
 
     task: str = "reverse"  # "reverse" or "copy"
-    length: int = 16  # symbols per sequence
+    length: int = 12  # symbols per sequence
     contestants: tuple[str, ...] = ("lstm", "lstm-additive")
-    steps: int = 1200  # optimizer steps per contestant: the budget
+    steps: int = 800  # optimizer steps per contestant: the budget
     seconds: float = 60.0  # per contestant: a guard for slow machines, not the budget
     seed: int = 0
     alphabet: int = 10  # distinct symbols

@@ -14,11 +14,12 @@ router = APIRouter(prefix="/api", tags=["timing"])
     429: {"model": ErrorBody, "description": "a measurement is running; the Retry-After header says when to "
                                              "ask again, GET /api/timing/status how far it is"}})
 def timing(registry: Registry, body: Annotated[TimingRequest | None, Body()] = None) -> dict:
-    """Chapter 6: wall time of the lstm's encoder against the transformer's, by input length, on
-    this server's device. Takes up to ~20 s the first time; the result is kept and answered at once
-    after (`measured_at` says when it was measured; `refresh` measures again)."""
+    """Chapter 6: wall time of a recurrent (LSTM) encoder against one without recurrence (the
+    Transformer's), by input length, on this server's device. Takes up to ~20 s the first time;
+    the result is kept and answered at once after (`measured_at` says when it was measured;
+    `refresh` measures again)."""
     body = body or TimingRequest()
-    return bench(registry).timing(registry, body.lengths, body.refresh)
+    return bench(registry).timing(registry, body.lengths, body.refresh, body.recurrent, body.parallel)
 
 
 @router.get("/timing/status", response_model=TimingStatus)

@@ -25,7 +25,7 @@ from models.decoding import sequence_log_prob
 from models.probes.heads import head_calls, overlap, reference_alignment, rollout
 from models.tokenizer import BOS_ID
 
-REFERENCE = "lstm-additive"  # the issue's reference alignment: Bahdanau's additive attention
+REFERENCE_SCORING = "additive"  # the reference alignment is Bahdanau's: a recurrent model scoring additively
 DEFINITION = {
     "contribution": "head h's context c_h = sum_j a_ij v_hj times its slice of the output projection, "
                     "c_h W_o[:, h]^T: what the head adds to the residual stream; `norms` per query row "
@@ -96,19 +96,20 @@ def _effect(entry: LoadedModel, source, ids: list[int], done: bool, mask, tokeni
 
 
 def _reference(registry: ModelRegistry, name: str | None) -> LoadedModel | None:
-    """The reference alignment's model: `name` (a recurrent model with attention), else lstm-additive
-    (named by the issue) when loaded, else the first recurrent model with attention, else None."""
+    """The reference alignment's model: `name` (a recurrent model with attention), else the first
+    loaded recurrent model that scores additively (Bahdanau's), else the first recurrent model with
+    attention, else None. Chosen by what the models have inside, never by their names."""
     def fits(entry: LoadedModel) -> bool:
         return entry.capabilities.recurrent and entry.capabilities.cross_attention
 
-    if name is None and REFERENCE in registry.models:
-        name = REFERENCE
     if name is not None:
         try:
             return pick_model(registry, name, fits, "a recurrent model with attention over the source")
         except InvalidOptionError as error:
             raise InvalidOptionError("reference", str(error)) from error
-    return next((e for e in registry.models.values() if fits(e)), None)
+    candidates = [e for e in registry.models.values() if fits(e)]
+    additive = [e for e in candidates if e.capabilities.attention == REFERENCE_SCORING]
+    return (additive or candidates or [None])[0]
 
 
 def _alignment(ref: LoadedModel | None, source, tokens: list[int], calls, tokenizer, limit,

@@ -102,6 +102,18 @@ def pick_model(registry: ModelRegistry, name: str | None, fits: Callable[[Loaded
     raise UnknownModelError(f"no {what} is loaded; loaded: {', '.join(registry.names) or 'none'}")
 
 
+def chosen_model(registry: ModelRegistry, name: str | None) -> LoadedModel:
+    """Model `name` (UnknownModelError when not loaded), or when none is named the catalogue's
+    default: the first loaded model whose heads and positions can be switched (where the story
+    ends), else the last loaded one. Chosen by what the models have inside, never by name."""
+    if name is not None:
+        return registry.get(name)
+    entries = list(registry.models.values())
+    if not entries:
+        raise UnknownModelError("no model is loaded")
+    return next((e for e in entries if e.capabilities.switches), entries[-1])
+
+
 def with_switches(entry: LoadedModel) -> bool:
     """A model whose positional encoding and heads can be switched (the Transformer's chapters)."""
     return entry.capabilities.switches

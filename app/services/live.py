@@ -37,7 +37,7 @@ START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch
 class LiveRuns:
     """The replica's training slots and how a run is started, watched and ended."""
 
-    def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 1024,
+    def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 768,
                  limits: LiveLimits | None = None):
         self.checkpoints = checkpoints
         self.slots = slots

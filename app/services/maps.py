@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from app.services.inference import GREEDY, DecodeOptions, decode, stop_when
+from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source
@@ -21,7 +21,7 @@ from models.tokenizer import BOS_ID, BPETokenizer
 
 
 def attention_maps(
-    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
 ) -> dict:
     """`kinds` picks among cross, encoder and decoder maps (all by default). `cancel` set (the
@@ -30,13 +30,14 @@ def attention_maps(
 
 
 def attention_maps_job(
-    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
 ) -> tuple[tuple, Callable[[], dict]]:
     """(cache key, computation) of `attention_maps`, for registry.result or registry.submit. The
     text and the model name are checked here, before anything runs."""
     source = registry.source(text)
-    entry = registry.get(name)
+    entry = chosen_model(registry, name)  # None: the catalogue's default
+    name = entry.name
 
     def compute() -> dict:
         decoded = decode(entry, source, options, registry.limits.max_target_tokens, stop_when(cancel))

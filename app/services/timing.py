@@ -1,5 +1,7 @@
 """POST /api/timing and GET /api/timing/status as functions: chapter 6's timing probe
-(models/probes/timing.py) on the shipped `lstm`'s encoder against the `transformer`'s.
+(models/probes/timing.py) on a recurrent (LSTM) encoder against one that attends over every position
+(the Transformer's), each chosen by what it has inside: the request may name them, else the first
+loaded model of each kind in the catalogue's order.
 
 A measurement takes seconds, so it is bounded: one at a time per server (a second is refused with
 BusyError, HTTP 429), at most LIMIT_S seconds (no repeat starts after that), and each result is
@@ -18,12 +20,11 @@ from datetime import UTC, datetime
 
 import torch
 
-from app.services.inference import InvalidOptionError
-from app.services.registry import ModelRegistry
+from app.services.inference import InvalidOptionError, pick_model
+from app.services.registry import LoadedModel, ModelRegistry
 from app.services.rounding import round_sig
 from models.probes.timing import LENGTHS, describe_encoder, device_name, measure, random_ids, time_encode
 
-RECURRENT, ATTENTION = "lstm", "transformer"  # the shipped models the chapter compares, by name
 LIMIT_S = 20.0  # no repeat starts after this many seconds
 REPEATS = 7  # at most, per model and length
 MAX_LENGTH = 2000  # longest input, in pieces
@@ -64,12 +65,13 @@ class TimingBench:
         return {"running": running, "done": self._done, "total": self._total, "limit_s": self.limit_s,
                 "elapsed_s": round(time.monotonic() - started, 1) if running else None}
 
-    def timing(self, registry: ModelRegistry, lengths: list[int] | None = None, refresh: bool = False) -> dict:
-        """The kept result for the server's device and these lengths (default LENGTHS), else (or
-        with `refresh`) a new measurement; BusyError while another one runs."""
+    def timing(self, registry: ModelRegistry, lengths: list[int] | None = None, refresh: bool = False,
+               recurrent: str | None = None, parallel: str | None = None) -> dict:
+        """The kept result for the server's device, these lengths (default LENGTHS) and models, else
+        (or with `refresh`) a new measurement; BusyError while another one runs."""
         chosen = check_lengths(lengths)
-        entries = {name: registry.get(name) for name in (RECURRENT, ATTENTION)}  # 404 when not loaded
-        key = (str(registry.device), chosen)
+        entries = compared(registry, recurrent, parallel)
+        key = (str(registry.device), chosen, tuple(entries))
         if not refresh and key in self._results:
             return self._results[key]
         if not self._lock.acquire(blocking=False):
@@ -88,6 +90,7 @@ class TimingBench:
             self._lock.release()
 
     def _measure(self, registry: ModelRegistry, models: dict, lengths: tuple[int, ...]) -> dict:
+        """`models`: {recurrent name: model, parallel name: model}, in that order."""
         vocab = min(m.config.vocab_size for m in models.values())
         worker = registry.worker
         ids = worker.run(lambda: {n: random_ids(n, vocab, registry.device) for n in lengths})
@@ -101,7 +104,8 @@ class TimingBench:
         seconds = time.monotonic() - start
         median = {name: {t.length: t.median_ms for t in rows} for name, rows in timings.items()}
         short, long = lengths[0], lengths[-1]
-        lstm, transformer = median[RECURRENT], median[ATTENTION]
+        recurrent, parallel = list(models)
+        slow, fast = median[recurrent], median[parallel]
         return {
             "device": registry.device.type, "device_name": device_name(registry.device),
             "torch_threads": threads,
@@ -109,12 +113,13 @@ class TimingBench:
             "limit_s": self.limit_s, "max_repeats": self.repeats,
             "complete": all(t.repeats == self.repeats for rows in timings.values() for t in rows),
             "definition": DEFINITION, "lengths": list(lengths),
+            "roles": {"recurrent": recurrent, "parallel": parallel},
             "encoders": {name: describe_encoder(model) for name, model in models.items()},
             "timings": {name: [{"length": t.length, "median_ms": round_sig(t.median_ms), "repeats": t.repeats}
                                for t in rows] for name, rows in timings.items()},
             "growth": {name: round_sig(m[long] / m[short]) for name, m in median.items()},
-            "transformer_longest_over_lstm_shortest": round_sig(transformer[long] / lstm[short]),
-            "lstm_over_transformer_longest": round_sig(lstm[long] / transformer[long]),
+            "parallel_longest_over_recurrent_shortest": round_sig(fast[long] / slow[short]),
+            "recurrent_over_parallel_longest": round_sig(slow[long] / fast[long]),
         }
 
     def _progress(self, done: int, total: int) -> None:
@@ -124,6 +129,23 @@ class TimingBench:
         started = self._started
         left = self.limit_s if started is None else self.limit_s - (time.monotonic() - started)
         return max(1, math.ceil(left))
+
+
+def compared(registry: ModelRegistry, recurrent: str | None, parallel: str | None) -> dict[str, LoadedModel]:
+    """The two encoders the chapter times, {name: entry}, recurrent first: `recurrent` must read
+    through an LSTM (gated recurrence), `parallel` attend without recurrence; None: the first loaded
+    of each kind (none loaded: 404)."""
+    chosen = {}
+    for field, name, fits, what in (
+            ("recurrent", recurrent, lambda e: e.capabilities.recurrent and e.capabilities.gates,
+             "a model with an LSTM encoder"),
+            ("parallel", parallel, lambda e: not e.capabilities.recurrent, "a model without recurrence")):
+        try:
+            entry = pick_model(registry, name, fits, what)
+        except InvalidOptionError as error:
+            raise InvalidOptionError(field, str(error)) from error
+        chosen[entry.name] = entry
+    return chosen
 
 
 def check_lengths(lengths: list[int] | None) -> tuple[int, ...]:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from app.services.inference import GREEDY, DecodeOptions, decode, decode_tokens, stop_when
+from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, decode_tokens, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.text import Source
@@ -16,7 +16,7 @@ from models.tokenizer import EOS_ID, BPETokenizer
 
 
 def translation(
-    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     cancel: threading.Event | None = None,
 ) -> dict:
     """`cancel` set (the client hung up): the work is skipped, or stopped between decoder steps."""
@@ -24,12 +24,13 @@ def translation(
 
 
 def translation_job(
-    registry: ModelRegistry, name: str, text: str, options: DecodeOptions = GREEDY,
+    registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     cancel: threading.Event | None = None,
 ) -> tuple[tuple, Callable[[], dict]]:
     """(cache key, computation) of `translation`; the text and the model name are checked here."""
     source = registry.source(text)
-    entry = registry.get(name)
+    entry = chosen_model(registry, name)  # None: the catalogue's default
+    name = entry.name
     tokenizer, limit, stop = registry.tokenizer, registry.limits.max_target_tokens, stop_when(cancel)
     key = ("translate", name, source.text, options)
     return key, lambda: _translate(entry, tokenizer, source, options, limit, stop)

@@ -124,3 +124,10 @@ def test_openapi_documents_the_endpoints(client):
         assert path in paths
     assert client.get("/docs").status_code == 200  # on by default, served offline (tests/app/test_docs.py)
     assert client.get("/redoc").status_code == 200
+
+
+def test_a_request_naming_no_model_gets_the_catalogues_default(client):
+    """Chosen by capability: the first model whose heads can be switched (the Transformer here)."""
+    for path in ("/api/translate", "/api/attention"):
+        answer = client.post(path, json={"text": TEXT})
+        assert answer.status_code == 200 and answer.json()["model"] == "transformer"

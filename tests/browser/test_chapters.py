@@ -222,7 +222,7 @@ def test_chapter_6_measures_when_asked(open_page, server):
     said = facts(page, "timing-story")
     assert (said["device"], said["threads"]) == (answer["device"], str(answer["torch_threads"]))
     assert (said["shortest"], said["longest"]) == ("4", "8")
-    ratio = answer["lstm_over_transformer_longest"]
+    ratio = answer["recurrent_over_parallel_longest"]
     assert number(said["lstm-over-transformer"]) == pytest.approx(ratio, rel=0.06)
     assert ("Transformer was the faster" in said["verdict"]) == (ratio > 1)
     assert "×" in page.locator("[data-recap='6']").inner_text()

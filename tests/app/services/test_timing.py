@@ -23,10 +23,23 @@ def test_the_answer_gives_each_model_s_time_by_length(registry):
     assert answer["complete"]
     ms = {name: {r["length"]: r["median_ms"] for r in rows} for name, rows in answer["timings"].items()}
     assert answer["growth"]["lstm"] == pytest.approx(ms["lstm"][600] / ms["lstm"][5], rel=1e-3)
-    assert answer["transformer_longest_over_lstm_shortest"] == pytest.approx(
+    assert answer["roles"] == {"recurrent": "lstm", "parallel": "transformer"}  # the first of each kind
+    assert answer["parallel_longest_over_recurrent_shortest"] == pytest.approx(
         ms["transformer"][600] / ms["lstm"][5], rel=1e-3)
-    assert answer["lstm_over_transformer_longest"] == pytest.approx(ms["lstm"][600] / ms["transformer"][600],
-                                                                    rel=1e-3)
+    assert answer["recurrent_over_parallel_longest"] == pytest.approx(
+        ms["lstm"][600] / ms["transformer"][600], rel=1e-3)
+
+
+def test_the_encoders_are_chosen_by_what_they_have_inside(registry):
+    timings = TimingBench(limit_s=2, repeats=1)
+    answer = timings.timing(registry, [3, 6], recurrent="lstm-dot")  # any model with an LSTM encoder
+    assert answer["roles"] == {"recurrent": "lstm-dot", "parallel": "transformer"}
+    assert set(answer["timings"]) == {"lstm-dot", "transformer"}
+    for field, ask in (("recurrent", {"recurrent": "rnn"}), ("recurrent", {"recurrent": "transformer"}),
+                       ("parallel", {"parallel": "lstm"})):
+        with pytest.raises(InvalidOptionError) as error:
+            timings.timing(registry, [3, 6], **ask)
+        assert error.value.field == field
 
 
 def test_a_kept_result_is_answered_again_until_refreshed(registry):
