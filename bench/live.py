@@ -21,10 +21,9 @@ import json
 import statistics
 import threading
 import time
-from pathlib import Path
 
 import httpx
-from serving import serve, write_report  # bench/serving.py
+from serving import live_processes, serve, write_report  # bench/serving.py
 
 SENTENCES = [
     "Je voudrais un café.", "Il fait froid ce matin.", "Où est la bibliothèque ?", "Nous partons demain.",
@@ -40,19 +39,6 @@ def translate_ms(http: httpx.Client, url: str, text: str) -> float:
     response = http.post(f"{url}/api/translate", json={"text": text, "model": "transformer"})
     response.raise_for_status()
     return (time.perf_counter() - began) * 1000
-
-
-def live_processes() -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"models.live" in command and b"run" in command:
-                found.add(int(entry.name))
-    return found
 
 
 def main() -> None:

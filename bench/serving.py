@@ -68,6 +68,21 @@ def serve(env: dict[str, str] | None = None, app: str = "app.main:app", timeout:
                 process.kill()
 
 
+def live_processes() -> set[int]:
+    """The ids of the live training processes running on this machine (`python -m models.live run`,
+    started by a server for POST /api/train), read from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"models.live" in command and b"run" in command:
+                found.add(int(entry.name))
+    return found
+
+
 def wait_for_health(url: str, process: subprocess.Popen, log, timeout: float) -> None:
     """Poll GET /api/health until it answers 200 (a server without any model answers 503)."""
     deadline = time.monotonic() + timeout

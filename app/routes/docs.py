@@ -19,16 +19,28 @@ ASSETS_URL = "/docs-assets"
 router = APIRouter(include_in_schema=False)
 
 
-def _page(request: Request, template: str) -> HTMLResponse:
-    context = {"title": request.app.title, "openapi_url": request.app.openapi_url, "assets": ASSETS_URL}
-    return TEMPLATES.TemplateResponse(request, template, context)
+# What differs between the two pages (templates/api-docs.html): the viewer's files and its element
+VIEWERS = {
+    "swagger": {"title": "API docs (Swagger UI)", "element": "swagger-ui", "script": "swagger-ui-bundle.js",
+                "stylesheet": "swagger-ui.css",
+                "description": "The Attention Lab JSON API, interactive: try any endpoint from the browser."},
+    "redoc": {"title": "API reference (ReDoc)", "element": "redoc", "script": "redoc.standalone.js",
+              "stylesheet": None,
+              "description": "The Attention Lab JSON API: every endpoint, its request and its answers."},
+}
+
+
+def _page(request: Request, viewer: str) -> HTMLResponse:
+    context = {"title": request.app.title, "openapi_url": request.app.openapi_url, "assets": ASSETS_URL,
+               "viewer": VIEWERS[viewer]}
+    return TEMPLATES.TemplateResponse(request, "api-docs.html", context)
 
 
 @router.get("/docs", response_class=HTMLResponse)
 def swagger_ui(request: Request):
-    return _page(request, "docs.html")
+    return _page(request, "swagger")
 
 
 @router.get("/redoc", response_class=HTMLResponse)
 def redoc(request: Request):
-    return _page(request, "redoc.html")
+    return _page(request, "redoc")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.services.live import LiveLimits
-from bench.serving import serve
+from bench.serving import live_processes, serve
 from models import live
 
 QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
@@ -79,19 +79,6 @@ def test_a_second_run_while_one_runs_is_told_when_to_retry(client):
     assert client.get("/api/train").json()["running"] == 0
     with client.stream("POST", "/api/train", json=QUICK) as response:
         assert response.status_code == 200
-
-
-def live_processes() -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"models.live" in command and b"run" in command:
-                found.add(int(entry.name))
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
