@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.services.registry import Limits
+from models.serving.options import LAYOUT, LAYOUTS, PRECISION, PRECISIONS, STEP, STEPS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -47,17 +48,17 @@ class Settings(BaseSettings):
     # (the reader's browser): a Linux nice value added to theirs (app/services/worker.py); 0: none,
     # the default, because a browser busy drawing then starved the models (docs/SERVER.md).
     model_nice: int = Field(0, ge=0, le=19)
-    # How the served weights lie in memory (models/layout.py): input-major makes a CPU's one-row
-    # decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's order.
-    layout: Literal["input-major", "as-stored"] = "input-major"
-    # Whether the weights the checkpoints store in fp16 also stay in memory as fp16 for their
-    # products, which are still computed in fp32 (models/precision.py): a CPU's decoding steps read
-    # half the bytes. fp32 multiplies the fp32 copies only.
-    precision: Literal["fp16-weights", "fp32"] = "fp16-weights"
-    # How a Transformer runs its decoding steps on a CPU (models/step_graph.py): graph records the
-    # step once at start-up and replays its calls from C++ (the same numbers, bit for bit); python
-    # runs DecoderLayer.step itself.
-    step: Literal["graph", "python"] = "graph"
+    # How the models are served (models/serving; the allowed values and defaults are declared in
+    # models/serving/options.py). layout: how the served weights lie in memory (input-major makes a
+    # CPU's one-row decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's
+    # order). precision: whether the weights the checkpoints store in fp16 also stay in memory as
+    # fp16 for their products, which are still computed in fp32 (a CPU's decoding steps read half the
+    # bytes; fp32 multiplies the fp32 copies only). step: how a Transformer runs its decoding steps on
+    # a CPU (graph records the step once at start-up and replays its calls from C++, the same numbers
+    # bit for bit; python runs the one-position step from Python).
+    layout: Literal[LAYOUTS] = LAYOUT
+    precision: Literal[PRECISIONS] = PRECISION
+    step: Literal[STEPS] = STEP
     # Longest request body, in bytes: a longer one is 413 before it is parsed (app/guard.py). The
     # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
     max_body_bytes: int = Field(64 * 1024, ge=1024)

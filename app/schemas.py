@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from models.live_config import CONTESTANTS, LiveLimits
+from models.serving.options import LAYOUTS, PRECISIONS
 
 EXAMPLE_TEXT = "Je mange du pain."
 # "3" is not a beam size: wrong types are 422, never coerced; a field the server does not know is
@@ -108,11 +109,11 @@ class Limits(BaseModel):
 
 
 class Numerics(BaseModel):
-    precision: Literal["fp32", "fp16-weights"] = Field(
+    precision: Literal[PRECISIONS] = Field(
         description="fp32: every product multiplies the weights' fp32 copies; fp16-weights: the weights the "
                     "checkpoints store in fp16 are read from an fp16 copy (the same numbers), and multiplied "
                     "and summed in fp32 all the same (products that are differentiated use the fp32 copies)")
-    layout: Literal["input-major", "as-stored"] = Field(
+    layout: Literal[LAYOUTS] = Field(
         description="how the weights lie in memory: input-major (wide matrices column by column, faster "
                     "one-row decoding steps on a CPU; the same values) or the checkpoint's own order")
 

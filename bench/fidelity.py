@@ -4,8 +4,8 @@ writes JSON; not a test)
     .venv/bin/python bench/fidelity.py [--models transformer,lstm-dot] [--pairs 0]
                                        [--layout input-major] [--precision fp16-weights] [--json FILE]
 
-The server keeps its wide weight matrices column by column (models/layout.py) and reads the weights
-from fp16 copies (models/precision.py): the same numbers, but dot products summed in another order,
+The server keeps its wide weight matrices column by column (models/serving/layout.py) and reads the weights
+from fp16 copies (models/serving/precision.py): the same numbers, but dot products summed in another order,
 so not bit-identical to the reference, the checkpoint in its own order multiplied from fp32 weights.
 Per model, on the test split (all of it by default), both translate every sentence greedily, as
 /api/attention does, and the report gives: the share of identical translations, test BLEU with
@@ -25,8 +25,7 @@ from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy
 from models.evaluate import score
-from models.layout import LAYOUTS
-from models.precision import PRECISIONS, served
+from models.serving import LAYOUTS, PRECISIONS, served
 from models.tokenizer import BPETokenizer
 
 

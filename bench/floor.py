@@ -12,13 +12,13 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   again beside each sentence (other tenants of a shared machine take more or less of it from one
   minute to the next), and each sentence's floor uses its own. Beside it, the same decode
   over the floor of the bytes it actually reads: the server reads fp16 copies of the weights
-  (models/precision.py), half the bytes, so that floor is about half the fp32 one. Measured as the
+  (models/serving/precision.py), half the bytes, so that floor is about half the fp32 one. Measured as the
   server runs it, and interleaved with five variants, each what one lever buys: the fp32 weights
   (ATTENTION_LAB_PRECISION=fp32), the fp32 weights in the checkpoint's own order (and the
-  input-major layout, models/layout.py), the layers' general pass instead of the one-position
-  `DecoderLayer.step`, the search on the server's intra-op threads instead of one
+  input-major layout, models/serving/layout.py), the layers' general pass instead of the
+  one-position step (models/serving/step.py), the search on the server's intra-op threads instead of one
   (models/decoding._one_thread), and the step run in Python instead of replayed from its recorded
-  graph (ATTENTION_LAB_STEP=python, models/step_graph.py).
+  graph (ATTENTION_LAB_STEP=python, models/serving/graph.py).
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
@@ -56,9 +56,10 @@ from app.services.registry import load_registry
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens
-from models.layout import layout_of
-from models.precision import linear, precision_of, served
-from models.step_graph import step_of
+from models.serving import served, step_of
+from models.serving.layout import layout_of
+from models.serving.precision import HalfLinear, HalfTiedEmbedding, precision_of
+from models.serving.step import linear
 
 MODEL = "transformer"
 
@@ -100,8 +101,9 @@ def weight_bytes(model, copies: bool = False) -> tuple[int, int]:
     the tied embedding it projects onto the vocabulary with), for any of the five models: of its
     fp32 weights, or with `copies` of what it reads, 2 bytes a number where it has fp16 copies."""
     once = per_step = 0
+    halved = {id(m.weight) for m in model.modules() if isinstance(m, HalfLinear | HalfTiedEmbedding)}
     for name, p in model.named_parameters():
-        size = p.numel() * (2 if copies and hasattr(p, "fp16_packed") else p.element_size())
+        size = p.numel() * (2 if copies and id(p) in halved else p.element_size())
         if read_once(name):
             once += size
         else:
@@ -115,11 +117,10 @@ def step_products_ms(model, repeats: int = 40) -> float:
     each time right after reading 64 MiB elsewhere, so that no cache holds the weights: what this
     machine takes to read one step's weights with none of the step's other calls around them.
     Call it on the model thread."""
-    products = [(model.embed.weight, model.out_bias)]
-    for w in (layer.step_weights() for layer in model.decoder_layers):
-        qkv = [w.stacked_qkv] if w.stacked_qkv is not None else [w.W_q, w.W_k, w.W_v]
-        products += [*qkv, w.W_o, w.cross_W_q, w.cross_W_o, w.W_1, w.W_2]
-    rows = [torch.randn(1, weight.size(1)) for weight, _ in products]
+    products = [(model.embed.weight, model.out_bias, getattr(model.embed, "half", None))]
+    for w in model.steps:  # a ServedTransformer's (models/serving/step.py)
+        products += [*w.qkv, w.W_o, w.cross_W_q, w.cross_W_o, w.W_1, w.W_2]
+    rows = [torch.randn(1, weight.size(1)) for weight, _, _ in products]
     elsewhere = torch.ones(64 * 2**20 // 4)
     threads, times = torch.get_num_threads(), []
     torch.set_num_threads(1)
@@ -128,8 +129,8 @@ def step_products_ms(model, repeats: int = 40) -> float:
             for _ in range(repeats):
                 elsewhere.sum()
                 start = time.perf_counter()
-                for x, (weight, bias) in zip(rows, products, strict=True):
-                    linear(x, weight, bias)
+                for x, product in zip(rows, products, strict=True):
+                    linear(x, product)
                 times.append(time.perf_counter() - start)
     finally:
         torch.set_num_threads(threads)
@@ -144,7 +145,8 @@ def floor_seconds(bytes_read: tuple[int, int], pieces: int, gbs: float) -> float
 
 class GeneralPass:
     """The Transformer decoding through its layers' general `forward` instead of the one-position
-    `DecoderLayer.step` (a memory without the projected source takes that path): what the step buys."""
+    step (models/serving/step.py; a memory without the projected source takes that path): what the
+    step buys."""
 
     def __init__(self, model):
         self.model, self.config = model, model.config
@@ -333,7 +335,7 @@ def table(report: dict) -> str:
         f"{ms['fp32_decode_ms']} / {ms['floor_ms']} |",
         f"| the same, fp32 weights in the checkpoint's order (and ATTENTION_LAB_LAYOUT=as-stored) | "
         f"{r['stored_layout_decode_over_floor']} | {ms['stored_decode_ms']} / {ms['floor_ms']} |",
-        f"| the same, through the layers' general pass (no DecoderLayer.step) | "
+        f"| the same, through the layers' general pass (no one-position step) | "
         f"{round(r['general_pass_over_step'] * r['decode_over_floor'], 2)} | "
         f"{ms['general_pass_decode_ms']} / {ms['floor_ms']} |",
         f"| the same, the step in Python (ATTENTION_LAB_STEP=python, no recorded graph) | "

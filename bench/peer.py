@@ -8,7 +8,7 @@ embedding as both embeddings and the output projection, our sinusoidal table as 
 encodings, q/k/v fused as CTranslate2 stores them), in fp32, in a temporary folder. Then, on
 test-split sentences, interleaved in one run (the first runner rotating from sentence to sentence):
 the time of one plain greedy translation (no maps kept) by ours as the server keeps the weights
-(fp16 copies of the same numbers, models/precision.py; input-major, models/layout.py), by ours with
+(fp16 copies of the same numbers and input-major, models/serving/precision.py and layout.py), by ours with
 fp32 weights only (ATTENTION_LAB_PRECISION=fp32), and by the peer, one intra-op pool of the same
 threads each, and whether ours and the peer produce the same pieces. The peer computes in fp32 from
 fp32 weights: a CPU build has no fp16 mode, and its int8 ones change the numbers. CTranslate2 returns
@@ -32,7 +32,7 @@ from serving import ROOT, write_report  # bench/serving.py: this script's folder
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens, max_target_len
-from models.precision import served
+from models.serving import served
 from models.tokenizer import BOS, EOS, UNK, BPETokenizer
 
 

@@ -11,8 +11,6 @@ import math
 import torch
 from torch import nn
 
-from models.precision import Linear
-
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Softmax over the last axis where hidden keys get exactly zero weight.
@@ -65,9 +63,9 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_attn: int):
         super().__init__()
-        self.W = Linear(d_query, d_attn, bias=False)
-        self.U = Linear(d_key, d_attn)
-        self.v = Linear(d_attn, 1, bias=False)
+        self.W = nn.Linear(d_query, d_attn, bias=False)
+        self.U = nn.Linear(d_key, d_attn)
+        self.v = nn.Linear(d_attn, 1, bias=False)
 
     def project(self, keys: torch.Tensor) -> torch.Tensor:
         """(B, T_k, d_k) -> U h_j: (B, T_k, a)."""
@@ -104,16 +102,14 @@ class DotAttention(nn.Module):
 
 def scaled_dot_product_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-    scale: bool = True, dropout: nn.Module | None = None, sqrt_d: torch.Tensor | None = None,
+    scale: bool = True, dropout: nn.Module | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V. Dividing by sqrt(d_k) keeps the scores' spread near 1 so the
     softmax does not saturate as d_k grows (chapter 7). q: (..., T_q, d_k), k/v: (..., T_k, d_k).
-    Dropout, when given, applies to the weights that blend the values, not to those returned.
-    `sqrt_d`: sqrt(d_k) as a one-element tensor of the scores' dtype, made once by a caller that
-    attends at every decoding step (the same division, without converting a Python float each time)."""
+    Dropout, when given, applies to the weights that blend the values, not to those returned."""
     scores = q @ k.transpose(-2, -1)
     if scale:
-        scores = scores / (math.sqrt(q.size(-1)) if sqrt_d is None else sqrt_d)
+        scores = scores / math.sqrt(q.size(-1))
     weights = masked_softmax(scores, mask)
     blend = dropout(weights) if dropout is not None else weights
     return blend @ v, weights
@@ -125,10 +121,10 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
-        self.W_q = Linear(d_model, d_model)
-        self.W_k = Linear(d_model, d_model)
-        self.W_v = Linear(d_model, d_model)
-        self.W_o = Linear(d_model, d_model)
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, d_model)
+        self.W_v = nn.Linear(d_model, d_model)
+        self.W_o = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:

@@ -233,20 +233,26 @@ def summary(finals: list[dict]) -> dict:
     return out
 
 
-def sweep(lengths: list[int], contestants: tuple[str, ...], base: LiveConfig) -> dict:
-    """Final accuracy at the default budget for every length and contestant (run in turn)."""
+def sweep(lengths: list[int], contestants: tuple[str, ...], base: LiveConfig) -> list[dict]:
+    """Final accuracy at `base`'s budget for every length and contestant (run in turn): one row
+    each, printed to stderr as it comes."""
     rows = []
     for length in lengths:
         c = dataclasses.replace(base, length=length, contestants=contestants)
-        finals = [line for line in run(c) if line.get("done")]
-        for f in finals:
-            rows.append({"length": length, "contestant": f["contestant"], "accuracy": f["accuracy"],
-                         "token_accuracy": f["token_accuracy"], "steps": f["step"], "seconds": f["seconds"],
-                         "stopped_by": f["stopped_by"]})
+        for f in (line for line in run(c) if line.get("done")):
+            rows.append({"task": c.task, "length": length, "contestant": f["contestant"],
+                         "accuracy": f["accuracy"], "token_accuracy": f["token_accuracy"], "steps": f["step"],
+                         "seconds": f["seconds"], "stopped_by": f["stopped_by"]})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def sweep_table(rows: list[dict], base: LiveConfig) -> dict:
+    """The shipped reference (checkpoints/live/sweep.json): the settings every row shares and the rows."""
     settings = dataclasses.asdict(base)
-    settings.pop("length"), settings.pop("contestants")
-    return {"settings": settings, "rows": rows}
+    for varied in ("task", "length", "contestants", "seconds"):
+        settings.pop(varied)
+    return {"settings": settings, "rows": sorted(rows, key=lambda r: (r["task"], r["length"]))}
 
 
 def main() -> None:
@@ -256,10 +262,10 @@ def main() -> None:
     one.add_argument("settings", nargs="?", default="{}", help="LiveConfig fields as JSON")
     one.add_argument("--nice", type=int, default=0, help="added to this process's nice value")
     many = sub.add_parser("sweep", help="final accuracy against length, for the defaults' budget")
-    many.add_argument("--lengths", default="8,12,16,20,24")
+    many.add_argument("--lengths", default="4,8,12,16,20,24")
     many.add_argument("--task", default=LiveConfig.task)
     many.add_argument("--contestants", default=",".join(CONTESTANTS))
-    many.add_argument("--json", help="write the table here")
+    many.add_argument("--json", help="write the table here (rows of other tasks and lengths there are kept)")
     args = parser.parse_args()
     if args.command == "run":
         if args.nice:
@@ -269,10 +275,15 @@ def main() -> None:
         for line in run(LiveConfig(**settings)):
             print(json.dumps(line, separators=(",", ":")), flush=True)
         return
-    base = LiveConfig(task=args.task)
-    table = sweep([int(n) for n in args.lengths.split(",")], tuple(args.contestants.split(",")), base)
-    table["task"] = args.task
-    text = json.dumps(table, indent=1)
+    # the budget is the steps; the seconds guard is lifted so a busy machine cannot cut a row short
+    base = LiveConfig(task=args.task, seconds=float("inf"))
+    lengths = [int(n) for n in args.lengths.split(",")]
+    rows = sweep(lengths, tuple(args.contestants.split(",")), base)
+    if args.json and os.path.exists(args.json):
+        with open(args.json) as kept:
+            old = json.load(kept)["rows"]
+        rows += [r for r in old if (r["task"], r["length"]) not in {(x["task"], x["length"]) for x in rows}]
+    text = json.dumps(sweep_table(rows, base), indent=1)
     if args.json:
         os.makedirs(os.path.dirname(args.json), exist_ok=True)
         with open(args.json, "w") as out:

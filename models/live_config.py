@@ -13,7 +13,7 @@ CONTESTANTS = ("lstm", "lstm-additive", "lstm-dot", "rnn", "transformer")
 class LiveConfig:
     """One run's settings. The defaults are chosen from `sweep` (checkpoints/live/sweep.json)."""
 
-    task: str = "reverse"  # "reverse" or "copy"
+    task: str = "copy"  # "copy" or "reverse"
     length: int = 12  # symbols per sequence
     contestants: tuple[str, ...] = ("lstm", "lstm-additive")
     steps: int = 800  # optimizer steps per contestant: the budget

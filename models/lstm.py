@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from models.precision import Linear
 from models.rnn import run_cell
 
 
@@ -34,8 +33,8 @@ class LSTMCell(nn.Module):
     def __init__(self, d_input: int, d_hidden: int, forget_bias: float = 1.0):
         super().__init__()
         self.d_hidden = d_hidden
-        self.W = Linear(d_input, 4 * d_hidden)  # W_i, W_f, W_g, W_o stacked
-        self.U = Linear(d_hidden, 4 * d_hidden)  # U_i, U_f, U_g, U_o stacked
+        self.W = nn.Linear(d_input, 4 * d_hidden)  # W_i, W_f, W_g, W_o stacked
+        self.U = nn.Linear(d_hidden, 4 * d_hidden)  # U_i, U_f, U_g, U_o stacked
         with torch.no_grad():  # start by remembering: a common trick (Jozefowicz et al. 2015)
             self.W.bias[d_hidden : 2 * d_hidden].fill_(forget_bias)
             self.U.bias[d_hidden : 2 * d_hidden].zero_()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 ATTENTION_KINDS = ("cross", "encoder", "decoder")
 
@@ -17,6 +19,15 @@ class ModelOutput:
     attentions: dict[str, torch.Tensor] = field(default_factory=dict)
     encoder_hidden: torch.Tensor | None = None  # (B, S, H) recurrent states or last-layer outputs
     encoder_gates: torch.Tensor | None = None  # (B, S, 3, H): LSTM input, forget, output gates
+
+
+class TiedEmbedding(nn.Embedding):
+    """Token embeddings E that are also the output projection (Press & Wolf 2017): a token goes in
+    as its row of E, and a state x comes out as its score against every row, logits = x E^T + b."""
+
+    def logits(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """(..., d) -> (..., V)."""
+        return F.linear(x, self.weight, bias)
 
 
 def select_batch(obj, index: torch.Tensor):

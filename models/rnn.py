@@ -10,14 +10,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from models.precision import Linear
-
 
 class ElmanCell(nn.Module):
     def __init__(self, d_input: int, d_hidden: int):
         super().__init__()
         self.d_hidden = d_hidden
-        self.W = Linear(d_input + d_hidden, d_hidden)  # acts on the concatenation [x_t ; h_{t-1}]
+        self.W = nn.Linear(d_input + d_hidden, d_hidden)  # acts on the concatenation [x_t ; h_{t-1}]
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         # x: (B, d_input), h: (B, d_hidden) -> (B, d_hidden)

@@ -19,8 +19,7 @@ from torch import nn
 from models.attention import AdditiveAttention, DotAttention, mask_if_needed
 from models.config import Seq2SeqConfig
 from models.lstm import LSTMEncoder
-from models.outputs import ModelOutput
-from models.precision import Linear, linear
+from models.outputs import ModelOutput, TiedEmbedding
 from models.rnn import RNNEncoder
 from models.tokenizer import PAD_ID
 
@@ -38,7 +37,7 @@ class Seq2Seq(nn.Module):
         super().__init__()
         self.config = c = config
         Recurrent = LSTMEncoder if c.cell == "lstm" else RNNEncoder
-        self.embed = nn.Embedding(c.vocab_size, c.d_embed, padding_idx=PAD_ID)
+        self.embed = TiedEmbedding(c.vocab_size, c.d_embed, padding_idx=PAD_ID)
         self.encoder = Recurrent(c.d_embed, c.d_hidden)
         self.decoder = Recurrent(c.d_embed, c.d_hidden)  # same unrolled cell, reading targets
         self.attention = {
@@ -47,8 +46,8 @@ class Seq2Seq(nn.Module):
             "dot": DotAttention(),
         }[c.attention]
         if self.attention is not None:
-            self.W_c = Linear(2 * c.d_hidden, c.d_hidden)
-        self.out = Linear(c.d_hidden, c.d_embed)  # into embedding space; logits via tied E
+            self.W_c = nn.Linear(2 * c.d_hidden, c.d_hidden)
+        self.out = nn.Linear(c.d_hidden, c.d_embed)  # into embedding space; logits via tied E
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
         self.drop = nn.Dropout(c.dropout)
         # Small embeddings: they double as the output matrix, and unit-variance rows would start
@@ -90,7 +89,7 @@ class Seq2Seq(nn.Module):
             context, weights = self.attention(s, memory.keys, memory.mask, memory.projected)  # (B,t,H), (B,t,S)
             s = torch.tanh(self.W_c(torch.cat([context, s], dim=-1)))
             weights = {"cross": weights[:, None, None]}  # one layer, one head
-        logits = linear(self.out(self.drop(s)), self.embed.weight, self.out_bias)  # o E^T + b: tied E
+        logits = self.embed.logits(self.out(self.drop(s)), self.out_bias)  # o E^T + b: tied E
         return logits, weights, final
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> ModelOutput:

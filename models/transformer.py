@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
-from models.attention import MultiHeadAttention, causal_mask, mask_if_needed, scaled_dot_product_attention
+from models.attention import MultiHeadAttention, causal_mask, mask_if_needed
 from models.config import TransformerConfig
-from models.outputs import ModelOutput
-from models.precision import Linear, linear
+from models.outputs import ModelOutput, TiedEmbedding
 from models.tokenizer import PAD_ID
 
 
@@ -39,8 +37,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
-        self.W_1 = Linear(d_model, d_ff)
-        self.W_2 = Linear(d_ff, d_model)
+        self.W_1 = nn.Linear(d_model, d_ff)
+        self.W_2 = nn.Linear(d_ff, d_model)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -68,10 +66,6 @@ class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
-        # the one attention whose query, key and value a decoding step projects from the same row:
-        # models.precision.half_weights stacks W_q, W_k and W_v (with fp16 copies) into one
-        # product here, a (3d, d) weight and its bias; None: three products
-        self.self_attn.stacked_qkv = None
         self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout)
         self.ff = FeedForward(c.d_model, c.d_ff, c.dropout)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(c.d_model) for _ in range(3))
@@ -97,83 +91,6 @@ class DecoderLayer(nn.Module):
         x = x + self.drop(self.ff(self.norm3(x)))
         return x, self_w, cross_w, (k, v)
 
-    def step_weights(self) -> StepWeights:
-        """This layer's parameters as `step` reads them, gathered once per sentence."""
-        sa, ca, ff = self.self_attn, self.cross_attn, self.ff
-
-        def pair(m: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-            return m.weight, m.bias
-
-        return StepWeights(
-            pair(self.norm1), pair(sa.W_q), pair(sa.W_k), pair(sa.W_v), pair(sa.W_o),
-            pair(self.norm2), pair(ca.W_q), pair(ca.W_o), pair(self.norm3), pair(ff.W_1), pair(ff.W_2),
-            sa.stacked_qkv, sa.n_heads, sa.d_head, self.norm1.eps,
-            torch.full((1,), math.sqrt(sa.d_head), dtype=sa.W_o.weight.dtype, device=sa.W_o.weight.device),
-        )
-
-    @staticmethod
-    def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_head_mask=None,
-             cross_head_mask=None):
-        """`forward` in eval mode for one new position per sentence (a decoding step): the same
-        formulas in the same order, so the same numbers (tests/models/test_transformer.py), in less
-        time (bench/floor.py's general-pass variant measures how much). A step is many tiny calls,
-        each with a fixed cost, so it reads the layer's weights from `w` (gathered once per sentence)
-        instead of looking each up through the modules, and keeps its rows 2-D.
-        x: (B, d); past: this layer's cached keys and values, each (B, h, t0, d_head);
-        cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
-        Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
-        and values up to now."""
-        B, d = x.size(0), w.n_heads * w.d_head  # sizes from ints, not from x: a recorded step
-        heads = (B, w.n_heads, 1, w.d_head)  # (models/step_graph.py) keeps them as constants
-        h = torch.layer_norm(x, (d,), *w.norm1, w.eps)
-        if w.stacked_qkv is None:
-            q, k, v = (linear(h, *W).view(heads) for W in (w.W_q, w.W_k, w.W_v))  # (B, h, 1, dh)
-        else:  # one product for the three: (B, 3 d) -> three (B, h, 1, dh)
-            q, k, v = linear(h, *w.stacked_qkv).view(B, 3, *heads[1:]).unbind(1)
-        if past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
-        a, self_w = _heads(q, k, v, None, self_head_mask, w.sqrt_d)  # every key is in the past: no mask
-        x = x + linear(a, *w.W_o)
-        q = linear(torch.layer_norm(x, (d,), *w.norm2, w.eps), *w.cross_W_q).view(heads)
-        mask = None if memory_mask is None else memory_mask.unsqueeze(1)  # (B, 1, 1, S)
-        a, cross_w = _heads(q, *cross_kv, mask, cross_head_mask, w.sqrt_d)
-        x = x + linear(a, *w.cross_W_o)
-        inner = torch.relu(linear(torch.layer_norm(x, (d,), *w.norm3, w.eps), *w.W_1))  # (B, d_ff)
-        return x + linear(inner, *w.W_2), self_w, cross_w, (k, v)
-
-
-class StepWeights(NamedTuple):
-    """A decoder layer's parameters, each (weight, bias), as `DecoderLayer.step` reads them: looked
-    up once per sentence (TransformerMemory.steps), not through the modules at every step."""
-
-    norm1: tuple[torch.Tensor, torch.Tensor]
-    W_q: tuple[torch.Tensor, torch.Tensor]
-    W_k: tuple[torch.Tensor, torch.Tensor]
-    W_v: tuple[torch.Tensor, torch.Tensor]
-    W_o: tuple[torch.Tensor, torch.Tensor]
-    norm2: tuple[torch.Tensor, torch.Tensor]
-    cross_W_q: tuple[torch.Tensor, torch.Tensor]
-    cross_W_o: tuple[torch.Tensor, torch.Tensor]
-    norm3: tuple[torch.Tensor, torch.Tensor]
-    W_1: tuple[torch.Tensor, torch.Tensor]
-    W_2: tuple[torch.Tensor, torch.Tensor]
-    stacked_qkv: tuple[torch.Tensor, torch.Tensor] | None  # MultiHeadAttention.stacked_qkv
-    n_heads: int
-    d_head: int
-    eps: float
-    # sqrt(d_head), what the attention scores are divided by, as a one-element tensor: a 0-dim one or
-    # a Python float is converted to a tensor again at every division in a recorded graph
-    sqrt_d: torch.Tensor
-
-
-def _heads(q, k, v, mask, head_mask, sqrt_d):
-    """Scaled dot-product attention of one query per sentence and head, q (B, h, 1, dh), with the
-    switched-off heads' contexts zeroed: the heads' contexts side by side (B, h dh), the weights."""
-    context, weights = scaled_dot_product_attention(q, k, v, mask, sqrt_d=sqrt_d)  # (B,h,1,dh), (B,h,1,T_k)
-    if head_mask is not None:
-        context = context * head_mask.view(1, -1, 1, 1).to(context.dtype)
-    return context.view(q.size(0), -1), weights
-
 
 @dataclass
 class AttentionCall:
@@ -197,16 +114,14 @@ class TransformerMemory:
     mask: torch.Tensor | None  # (B, 1, S): True on real source tokens; None: no padding
     head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
     cross_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per decoder layer, projected once
-    steps: list[StepWeights] | None = None  # per decoder layer: what its one-position step reads
-    graph: Any = None  # the model's recorded step (models/step_graph.StepGraph) if it fits its weights
-    SHARED = ("head_mask", "steps", "graph")  # no batch axis (see outputs.select_batch)
+    SHARED = ("head_mask",)  # no batch axis (see outputs.select_batch)
 
 
 class Transformer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = c = config
-        self.embed = nn.Embedding(c.vocab_size, c.d_model, padding_idx=PAD_ID)  # shared, tied
+        self.embed = TiedEmbedding(c.vocab_size, c.d_model, padding_idx=PAD_ID)  # shared, tied
         self.register_buffer("pe", sinusoidal_table(c.max_len, c.d_model), persistent=False)
         self.encoder_layers = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_decoder_layers))
@@ -214,8 +129,6 @@ class Transformer(nn.Module):
         self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
         self.drop = nn.Dropout(c.dropout)
         nn.init.normal_(self.embed.weight, std=c.d_model**-0.5)
-        # the decoding step recorded as a graph for serving (models/step_graph.py), or None
-        self.step_graph = None
 
     def head_mask(self, heads_off) -> dict[str, torch.Tensor]:
         """(kind, layer, head) triples of switched-off heads -> the `head_mask` that `encode` and
@@ -257,15 +170,13 @@ class Transformer(nn.Module):
         x = self._embed(src, positional=positional)
         weights = []
         for i, layer in enumerate(self.encoder_layers):
-            x, w = layer(x, mask, _row(head_mask, "encoder", i))
+            x, w = layer(x, mask, head_row(head_mask, "encoder", i))
             weights.append(w)
         states = self.encoder_norm(x)
         # contiguous (B, h, S, d_head): every decoding step reads them without a copy
         cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
                     for layer in self.decoder_layers]
-        steps = [layer.step_weights() for layer in self.decoder_layers]
-        graph = self.step_graph if self.step_graph is not None and self.step_graph.fits(self, steps) else None
-        memory = TransformerMemory(states, mask, head_mask, cross_kv, steps, graph)
+        memory = TransformerMemory(states, mask, head_mask, cross_kv)
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
@@ -275,48 +186,23 @@ class Transformer(nn.Module):
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
         Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache."""
-        if not self.training and tgt_in.size(1) == 1 and memory.cross_kv is not None and memory.steps:
-            return self._decode_step(memory, tgt_in, cache)
         offset = 0 if cache is None else cache[0][0].size(2)
         x = self._embed(tgt_in, offset)
         self_ws, cross_ws, new_cache = [], [], []
         for i, layer in enumerate(self.decoder_layers):
             past = None if cache is None else cache[i]
-            x, sw, cw, kv = layer(x, memory.states, memory.mask, past, _row(memory.head_mask, "decoder", i),
-                                  _row(memory.head_mask, "cross", i),
+            x, sw, cw, kv = layer(x, memory.states, memory.mask, past, head_row(memory.head_mask, "decoder", i),
+                                  head_row(memory.head_mask, "cross", i),
                                   None if memory.cross_kv is None else memory.cross_kv[i])
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
         return *self._outputs(x, self_ws, cross_ws), new_cache
 
-    def _decode_step(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache):
-        """`decode` of one new token per sentence in eval mode (every greedy and beam search step),
-        through the layers' one-position `step`: the same formulas in the same order, so the same
-        numbers, with rows kept 2-D."""
-        B = tgt_in.size(0)
-        offset = 0 if cache is None else cache[0][0].size(2)
-        x = self._embed(tgt_in, offset).view(B, -1)  # (B, d)
-        heads = memory.head_mask or {}
-        if (memory.graph is not None and memory.mask is None and "decoder" not in heads and "cross" not in heads
-                and not torch.is_grad_enabled()):  # the path the graph recorded
-            logits, weights, new_cache = memory.graph(x, cache, memory.cross_kv)
-            return logits.view(B, 1, -1), weights, new_cache
-        self_ws, cross_ws, new_cache = [], [], []
-        for i, layer in enumerate(self.decoder_layers):
-            x, sw, cw, kv = layer.step(x, memory.steps[i], None if cache is None else cache[i],
-                                       memory.cross_kv[i], memory.mask, _row(heads, "decoder", i),
-                                       _row(heads, "cross", i))
-            self_ws.append(sw)
-            cross_ws.append(cw)
-            new_cache.append(kv)
-        logits, weights = self._outputs(x, self_ws, cross_ws)
-        return logits.view(B, 1, -1), weights, new_cache
-
     def _outputs(self, x, self_ws: list, cross_ws: list):
         """The decoder's last states x (..., d) onto the vocabulary, and its layers' maps stacked:
         logits (..., V), {"decoder": (B, L, h, t, t0 + t), "cross": (B, L, h, t, S)}."""
-        logits = linear(self.decoder_norm(x), self.embed.weight, self.out_bias)  # x E^T + b: tied E
+        logits = self.embed.logits(self.decoder_norm(x), self.out_bias)  # x E^T + b: tied E
         return logits, {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
 
     def attention_calls(self, src, tgt_in, head_mask=None, positional=None) -> list[AttentionCall]:
@@ -334,16 +220,16 @@ class Transformer(nn.Module):
         x = self._embed(src, positional=positional)
         for i, layer in enumerate(self.encoder_layers):
             h = layer.norm1(x)
-            x = x + attend("encoder", i, layer.self_attn, h, h, mask, _row(head_mask, "encoder", i))
+            x = x + attend("encoder", i, layer.self_attn, h, h, mask, head_row(head_mask, "encoder", i))
             x = x + layer.ff(layer.norm2(x))
         states = self.encoder_norm(x)
         x = self._embed(tgt_in)
         future = causal_mask(tgt_in.size(1), device=x.device) if tgt_in.size(1) > 1 else None
         for i, layer in enumerate(self.decoder_layers):
             h = layer.norm1(x)
-            x = x + attend("decoder", i, layer.self_attn, h, h, future, _row(head_mask, "decoder", i))
+            x = x + attend("decoder", i, layer.self_attn, h, h, future, head_row(head_mask, "decoder", i))
             h = layer.norm2(x)
-            x = x + attend("cross", i, layer.cross_attn, h, states, mask, _row(head_mask, "cross", i))
+            x = x + attend("cross", i, layer.cross_attn, h, states, mask, head_row(head_mask, "cross", i))
             x = x + layer.ff(layer.norm3(x))
         return calls
 
@@ -354,7 +240,8 @@ class Transformer(nn.Module):
                            encoder_hidden=internals["encoder_hidden"])
 
 
-def _row(head_mask: dict[str, torch.Tensor] | None, kind: str, layer: int):
+def head_row(head_mask: dict[str, torch.Tensor] | None, kind: str, layer: int):
+    """Layer `layer`'s switches (h,) of the heads of `kind`, or None when none of that kind is off."""
     if head_mask is None or kind not in head_mask:
         return None
     return head_mask[kind][layer]

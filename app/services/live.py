@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
+import signal
 import sys
 import time
 import weakref
@@ -31,6 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SWEEP = Path("live") / "sweep.json"  # under the checkpoints folder: the reference table
 NICE = 10  # added to the run's nice value: translation requests come first
 POLL_S = 0.25  # how often the run's memory is read
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
 START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch, scoring, writing
 
 
@@ -107,7 +110,7 @@ class LiveRuns:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "models.live", "run", json.dumps(asdict(config)), "--nice", str(NICE),
             cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, preexec_fn=die_with_parent)
         peak = [0.0]
         deadline = len(config.contestants) * config.seconds + START_SLACK_S
         watch = asyncio.create_task(self._watch(process, deadline, peak))
@@ -162,6 +165,14 @@ async def end(process) -> None:
             process.kill()
     with contextlib.suppress(ProcessLookupError):
         await process.wait()
+
+
+def die_with_parent() -> None:
+    """In the child, before it runs: on Linux, ask to be killed when the server's process dies, so a
+    server killed outright (no chance to end its runs) leaves no training behind."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def resident_mb(pid: int) -> float | None:

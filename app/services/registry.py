@@ -26,10 +26,9 @@ from app.services.worker import ModelThread
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, Capabilities, count_parameters, describe, initialized
 from models.device import choose_device
-from models.layout import served_layout
-from models.precision import served, served_precision
 from models.probes.gradients import load_forward_mode
-from models.step_graph import served_step
+from models.serving import on_device, served
+from models.serving.options import LAYOUT, PLAIN, PRECISION, STEP
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
@@ -93,9 +92,11 @@ class ModelRegistry:
     root: Path | None = None  # the checkpoints folder: experiments' own small checkpoints live below it
     experiments: dict[Any, Any] = field(default_factory=dict)  # their models, loaded on first use
     snapshot_models: OrderedDict = field(default_factory=OrderedDict)  # (name, step) -> model, LRU
-    layout: str = "as-stored"  # how the served weights lie in memory, on this device (models/layout.py)
-    precision: str = "fp32"  # whether they also have fp16 copies for their products (models/precision.py)
-    step: str = "python"  # how a Transformer runs its decoding steps (models/step_graph.py)
+    # how the models are served on this device (models/serving): the weights' layout in memory,
+    # whether they also have fp16 copies for their products, how a Transformer runs its decoding steps
+    layout: str = PLAIN[0]
+    precision: str = PLAIN[1]
+    step: str = PLAIN[2]
     # name -> seconds per source piece that its batch jobs took lately (a running mean): what
     # submit_together orders a batch by. Per piece, because a batch's models share one text, while
     # the text of each model's last job was any length (live typing: every prefix, most aborted).
@@ -220,8 +221,8 @@ class ModelRegistry:
         self.close()
 
 
-def load_model(folder: Path, name: str, device: torch.device, layout: str = "as-stored",
-               precision: str = "fp32", step: str = "python") -> LoadedModel:
+def load_model(folder: Path, name: str, device: torch.device, layout: str = PLAIN[0],
+               precision: str = PLAIN[1], step: str = PLAIN[2]) -> LoadedModel:
     if not folder.is_dir():
         raise checkpoint.CheckpointError(f"no checkpoint: the folder {folder.name}/ is missing")
     model = checkpoint.load(folder, device)  # checks the weights' sha256 and that they are finite
@@ -269,24 +270,21 @@ def _read_or(read, folder: Path, default):
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] | None = None, device: str = "auto",
     cache_size: int = 256, cache_mb: int = 64, limits: Limits = Limits(), worker: ModelThread | None = None,
-    layout: str = "input-major", precision: str = "fp16-weights", step: str = "graph",
+    layout: str = LAYOUT, precision: str = PRECISION, step: str = STEP,
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
     `names` that loads, on the model thread that will run them. names None: the story's five,
-    then every other folder of `checkpoints` that holds a model. `layout`: how the served weights lie
-    in memory (models/layout.py: "input-major" decodes faster on a CPU, "as-stored" is the
-    checkpoint's own order); `precision`: "fp16-weights" also gives the weights that the checkpoint
-    stores in fp16 an fp16 copy for their products (models/precision.py), "fp32" does not; `step`:
-    "graph" records a Transformer's decoding step to replay it (models/step_graph.py), "python"
-    does not."""
+    then every other folder of `checkpoints` that holds a model. `layout`, `precision` and `step`:
+    how the models are served (models/serving: the weights' order in memory, fp16 copies for their
+    products, a Transformer's decoding step recorded as a graph), as far as the device allows."""
     if not (checkpoints / TOKENIZER_FILE).exists():
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
     dev = choose_device(device)
     worker = worker or ModelThread()
     names = model_folders(checkpoints) if names is None else names
-    layout = served_layout(layout, dev)  # an unknown name stops start-up here, before any model loads
-    precision, step = served_precision(precision, dev), served_step(step, dev)
+    # an unknown name stops start-up here, before any model loads
+    layout, precision, step = on_device(layout, precision, step, dev)
     loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout, precision, step)
     # torch's lazy first-use set-up, done before any request can race it
     worker.run(load_forward_mode, [e.model for e in loaded.values() if e.capabilities.recurrent])
@@ -302,8 +300,8 @@ def model_folders(checkpoints: Path) -> tuple[str, ...]:
     return MODEL_NAMES + tuple(n for n in others if n not in MODEL_NAMES)
 
 
-def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device, layout: str = "as-stored",
-                precision: str = "fp32", step: str = "python"):
+def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device, layout: str = PLAIN[0],
+                precision: str = PLAIN[1], step: str = PLAIN[2]):
     """(name -> LoadedModel, name -> why it did not load)."""
     loaded, unavailable = {}, {}
     for name in names:

@@ -21,7 +21,7 @@ export class LiveTraining {
     $("live-x").addEventListener("change", () => this.drawCurves());
     showEmpty($("live-loss"), "Press “Train” to train the contestants here, live.");
     showEmpty($("live-accuracy"), "Held-out exact-sequence accuracy appears here as they train.");
-    drawReference($("live-reference"), info, this.settings().length);
+    drawReference($("live-reference"), info, this.settings());
   }
 
   buildControls() {
@@ -49,7 +49,7 @@ export class LiveTraining {
     for (const input of document.querySelectorAll("#live-controls input, #live-controls select")) {
       input.addEventListener("change", () => {
         this.onChange(this.state());
-        drawReference($("live-reference"), this.info, this.settings().length);
+        drawReference($("live-reference"), this.info, this.settings());
       });
     }
   }
@@ -197,25 +197,26 @@ export function verdict(run, partial = false) {
   return `${head} Here the one-vector ${b.contestant} did as well as or better than ${a.contestant} (${pct(b.accuracy)} against ${pct(a.accuracy)}): at this length and budget the bottleneck is not the limit.`;
 }
 
-/** The shipped sweep: final accuracy against length for each contestant, the chosen length marked. */
-function drawReference(div, info, length) {
+/** The shipped sweep for the chosen task: final accuracy against length for each contestant, the chosen length marked. */
+function drawReference(div, info, { task, length }) {
   const sweep = info.reference;
-  if (!sweep || !sweep.rows?.length) {
-    showEmpty(div, "No reference sweep ships with this server (python -m models.live sweep).");
+  const rows = (sweep?.rows || []).filter((r) => r.task === task);
+  if (!rows.length) {
+    showEmpty(div, `No reference sweep for this task ships with this server (python -m models.live sweep --task ${task}).`);
     return;
   }
-  const names = [...new Set(sweep.rows.map((r) => r.contestant))];
+  const names = [...new Set(rows.map((r) => r.contestant))];
   const traces = names.map((name) => {
-    const rows = sweep.rows.filter((r) => r.contestant === name).sort((p, q) => p.length - q.length);
+    const own = rows.filter((r) => r.contestant === name).sort((p, q) => p.length - q.length);
     const i = info.contestants.findIndex((c) => c.name === name);
-    return { type: "scatter", mode: "lines+markers", name: plotText(name), x: rows.map((r) => r.length),
-      y: rows.map((r) => r.accuracy), line: { color: MODEL_PALETTE[i % MODEL_PALETTE.length] },
+    return { type: "scatter", mode: "lines+markers", name: plotText(name), x: own.map((r) => r.length),
+      y: own.map((r) => r.accuracy), line: { color: MODEL_PALETTE[i % MODEL_PALETTE.length] },
       marker: { symbol: MODEL_MARKERS[i % MODEL_MARKERS.length], size: 7 } };
   });
   draw(div, traces, baseLayout({
-    xaxis: { title: { text: `sequence length (${sweep.task}, ${sweep.settings.steps} steps each)` } },
+    xaxis: { title: { text: `symbols to ${task} (${sweep.settings.steps} steps each)` } },
     yaxis: { title: { text: "held-out sequences exactly right" }, range: [0, 1.02], tickformat: ".0%" },
     shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: "#8a93a6" } }],
     legend: { orientation: "h", y: 1.15 },
-  }), "live-reference", sweep);
+  }), "live-reference", { settings: sweep.settings, rows });
 }

@@ -19,9 +19,9 @@ from app.dependencies import get_registry
 from app.main import create_app
 from app.routes.pages import PLOTLY_JS
 from app.services.registry import load_registry
-from models.layout import layout_of
-from models.precision import precision_of
-from models.step_graph import step_of
+from models.serving import step_of
+from models.serving.layout import layout_of
+from models.serving.precision import precision_of
 from tests.app import first_requests
 from tests.app.conftest import tiny_settings
 from tests.tiny import write_tiny_checkpoints

@@ -27,6 +27,7 @@ EXTRA_MODEL = "lstm-wide"
 # The Transformer's also bounds its positional table, so it gets room for the longest input typed.
 MAX_TARGET, MAX_TRANSFORMER = 24, 160
 LONG_LAG = ROOT / "checkpoints" / "long-lag"
+LIVE = ROOT / "checkpoints" / "live"
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +42,7 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("checkpoints")
     write_tiny_checkpoints(folder, recurrent, extra, max_len=MAX_TARGET)
     shutil.copytree(LONG_LAG, folder / LONG_LAG.name)  # the long-lag experiment's own tiny checkpoints
+    shutil.copytree(LIVE, folder / LIVE.name)  # the live experiment's reference sweep
     return folder
 
 

@@ -14,6 +14,10 @@ def test_a_reader_trains_watches_and_stops(open_page):
     assert page.get_by_test_id("live-length").input_value() == "5"  # the URL's settings
     assert page.get_by_test_id("live-pick-lstm-additive").is_checked()
     assert not page.get_by_test_id("live-pick-transformer").is_checked()
+    # the shipped reference: one line per contestant of the sweep, for the task shown
+    reference = page.get_by_test_id("live-reference")
+    reference.locator(".main-svg").first.wait_for()
+    assert len(reference.evaluate("el => el.data.map(t => t.name)")) == 5
     page.get_by_test_id("live-start").click()
     # the curves and the map grow: several turns drawn, the map redrawn at a later step
     page.wait_for_selector("[data-testid=live-loss] .main-svg")
@@ -40,7 +44,7 @@ def test_a_finished_run_says_what_it_measured_and_stays_beside_the_next(open_pag
         page.wait_for_function("() => document.documentElement.dataset.liveRunning === 'true'")
         page.wait_for_function("() => document.documentElement.dataset.liveRunning === ''", timeout=120_000)
     status = page.get_by_test_id("live-status").inner_text()
-    assert status.startswith("Reversing 4 symbols") and "after 40 steps" in status
+    assert status.startswith("Copying 4 symbols") and "after 40 steps" in status  # copy: the default task
     names = page.get_by_test_id("live-loss").evaluate("el => el.data.map(t => t.name)")
     assert names == ["lstm (previous run)", "lstm-additive (previous run)", "lstm", "lstm-additive"]
     assert problems.errors == []

@@ -12,7 +12,7 @@ from models import live
 from models.architectures import describe
 from models.tokenizer import BOS_ID, EOS_ID
 
-SMALL = live.LiveConfig(length=5, steps=20, held_out=50, contestants=("lstm", "lstm-additive"))
+SMALL = live.LiveConfig(task="reverse", length=5, steps=20, held_out=50, contestants=("lstm", "lstm-additive"))
 
 
 def lines(config: live.LiveConfig) -> list[dict]:

@@ -10,7 +10,8 @@ from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, count_parameters, initialized
 from models.data import load_split
 from models.decoding import greedy
-from models.precision import served as as_served
+from models.serving import served as as_served
+from models.serving.precision import HalfLinear, HalfTiedEmbedding
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
@@ -49,8 +50,8 @@ def test_loads_and_translates(name, tokenizer):
 @pytest.mark.parametrize("name", MODEL_NAMES)
 @torch.inference_mode()
 def test_the_served_weights_translate_and_map_as_the_stored_ones(name, tokenizer):
-    """The server decodes with the weights input-major (models/layout.py) and read from fp16 copies
-    (models/precision.py): on test sentences the same translations, and maps and scores equal to
+    """The server decodes with the weights input-major and read from fp16 copies (models/serving):
+    on test sentences the same translations, and maps and scores equal to
     the checkpoint's fp32 weights in their own order within float rounding."""
     stored = checkpoint.load(ROOT / name)
     served = as_served(checkpoint.load(ROOT / name), "input-major", "fp16-weights")
@@ -95,7 +96,7 @@ def test_the_fp16_copies_halve_the_bytes_a_step_reads(name):
     """The line under the text box: with fp16-weights the decoding steps read half the bytes.
     Every shipped weight matrix gets a copy: all but the norms' and biases' numbers (under 1%)."""
     model = as_served(checkpoint.load(ROOT / name), "input-major", "fp16-weights")
-    copied = sum(p.numel() for p in model.parameters() if hasattr(p, "fp16_packed"))
+    copied = sum(m.weight.numel() for m in model.modules() if isinstance(m, HalfLinear | HalfTiedEmbedding))
     assert copied / count_parameters(model) > 0.99
 
 

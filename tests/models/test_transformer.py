@@ -138,10 +138,10 @@ def test_heads_off_become_a_mask_and_a_missing_head_is_named():
 
 
 @torch.no_grad()
-def test_a_decoding_step_gives_exactly_what_the_general_decoder_pass_gives():
-    """`decode` takes the layers' one-position path (`DecoderLayer.step`) in eval mode; their general
-    `forward`, run on the same token with the same cache, must agree bit for bit: logits, both
-    maps, the cache. Two sentences, one with padding, and heads switched off."""
+def test_the_source_projected_once_gives_exactly_what_projecting_it_at_every_step_gives():
+    """`encode` projects the source's keys and values once per sentence (`cross_kv`) for every
+    decoding step; projecting them again at each step must agree bit for bit: logits, both maps,
+    the cache. Two sentences, one with padding, and heads switched off."""
     torch.manual_seed(5)
     model = Transformer(CFG).eval()
     src = torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]])

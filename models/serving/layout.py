@@ -10,16 +10,14 @@ order is the faster one, so only wide matrices are reordered.
 
 The numbers stay the same fp32 numbers, and so does every formula: only the order in which a dot
 product's terms are summed may change, so results agree with the stored layout within float
-rounding (tests/models/test_layout.py). The checkpoints keep the stored layout; this is applied
-to the served copies only.
+rounding (tests/models/serving/test_layout.py). The checkpoints keep the stored layout; this is
+applied to the served model only.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
-
-LAYOUTS = ("input-major", "as-stored")  # what the server can serve with (Settings.layout)
 
 
 def is_wide(weight: torch.Tensor) -> bool:
@@ -43,17 +41,3 @@ def layout_of(model: nn.Module) -> str:
     wide = [p for p in model.parameters() if is_wide(p)]
     columns = all(p.stride() == (1, p.size(0)) for p in wide)
     return "input-major" if wide and columns else "as-stored"
-
-
-def served_layout(layout: str, device: str | torch.device) -> str:
-    """The layout a model on `device` is served with when `layout` (one of LAYOUTS) is asked for:
-    on a GPU the stored order is kept (cuBLAS reads either order at full speed)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
-    return layout if torch.device(device).type == "cpu" else "as-stored"
-
-
-def with_layout(model: nn.Module, layout: str) -> nn.Module:
-    """`model` as served with `layout` asked for (see `served_layout`)."""
-    device = next(model.parameters()).device
-    return input_major(model) if served_layout(layout, device) == "input-major" else model

@@ -1,6 +1,6 @@
-"""The Transformer's decoding step recorded as a graph (models/step_graph.py): the Python step's
+"""The Transformer's decoding step recorded as a graph (models/serving/graph.py): the Python step's
 calls on the same tensors in the same order, so every logit, map and cached key the same, bit for
-bit; taken only on the path it recorded, and never by a model whose weights changed since."""
+bit; taken only on the path it recorded."""
 
 import copy
 from pathlib import Path
@@ -11,13 +11,15 @@ import torch
 from models import checkpoint
 from models.architectures import MODEL_NAMES, build
 from models.decoding import beam_search, greedy, greedy_tokens
-from models.precision import half_weights, served
-from models.step_graph import STEPS, StepGraph, served_step, step_of, with_step
-from tests.models.test_precision import _fp16_numbers
+from models.serving import STEPS, on_device, served, step_of
+from models.serving.graph import StepGraph
+from models.serving.step import ServedTransformer
+from models.transformer import Transformer
+from tests.models.serving.test_precision import _fp16_numbers
 from tests.tiny import tiny_config
 
 VOCAB = 300
-SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints" / "transformer"
+SHIPPED = Path(__file__).resolve().parents[3] / "checkpoints" / "transformer"
 SOURCES = [[5, 9, 12, 7, 20], [40, 41, 42], [7] * 23, [250, 3, 99, 120]]
 
 
@@ -34,7 +36,7 @@ def _pair(precision="fp16-weights", seed=0):
 def _calls(graph_model) -> list[int]:
     """Count the graph's runs (first position, later ones), to show that a decode went through it."""
     count = [0, 0]
-    recorded = graph_model.step_graph
+    recorded = graph_model.graph
     for i, name in enumerate(("first", "next")):
         run = getattr(recorded, name)
 
@@ -74,7 +76,7 @@ def test_each_step_returns_the_same_logits_maps_and_cache():
     graph, python = _pair()
     src = torch.tensor([[5, 9, 12, 7, 20, 4]])
     memories = graph.encode(src), python.encode(src)
-    assert memories[0].graph is graph.step_graph and memories[1].graph is None
+    assert graph.graph is not None and python.graph is None
     caches = [None, None]
     for token in [1, 8, 30, 2, 2, 17, 9, 60]:
         steps = [m.decode(mem, torch.tensor([[token]]), cache)
@@ -133,46 +135,36 @@ def test_with_gradients_on_the_step_runs_in_python_and_differentiates():
     assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(*grads, strict=True))
 
 
-def test_a_model_whose_weights_changed_no_longer_fits_its_graph():
-    graph, python = _pair("fp32")
-    recorded = graph.step_graph
-    assert recorded.fits(graph) and not recorded.fits(python)
-    assert copy.deepcopy(graph).step_graph is None  # a copy holds other tensors
-    other, _ = _pair(seed=1)
-    assert other.step_graph.fits(other)
-    half_weights(other)  # new fp16 copies of the same weights
-    assert not other.step_graph.fits(other)
-    other, _ = _pair(seed=2)
-    ff = other.decoder_layers[1].ff.W_1
-    ff.weight = torch.nn.Parameter(ff.weight.detach().clone(), requires_grad=False)  # another tensor, equal
-    assert not other.step_graph.fits(other) and step_of(other) == "python"
-    graph.double()  # every weight replaced by a float64 tensor
-    assert not recorded.fits(graph) and step_of(graph) == "python"
-    with torch.inference_mode():
-        out = greedy(graph, SOURCES[1], max_len=8)
-    assert out.output.logits.dtype == torch.float64
+def test_a_served_transformer_is_the_trained_one_with_the_same_parameters():
+    torch.manual_seed(1)
+    model = _fp16_numbers(build(tiny_config("transformer", VOCAB))).eval().requires_grad_(False)
+    params = dict(model.named_parameters())
+    keys = model.state_dict().keys()
+    graph = served(model, "input-major", "fp16-weights", "graph")
+    assert isinstance(graph, ServedTransformer) and isinstance(graph, Transformer) and not graph.training
+    assert graph.state_dict().keys() == keys and graph.config is model.config
+    assert all(p is params[k] for k, p in graph.named_parameters())
+    assert not hasattr(model, "graph")  # the trained model itself is not a served one
 
 
 def test_a_graph_is_recorded_for_transformers_on_a_cpu_only():
     assert STEPS == ("graph", "python")
-    assert served_step("graph", "cpu") == "graph" and served_step("python", "cpu") == "python"
-    assert served_step("graph", "cuda") == "python"
+    assert [on_device("as-stored", "fp32", step, "cpu")[2] for step in STEPS] == ["graph", "python"]
+    assert on_device("as-stored", "fp32", "graph", "cuda")[2] == "python"
     with pytest.raises(ValueError, match="one of graph, python"):
-        served_step("compiled", "cpu")
+        on_device("as-stored", "fp32", "compiled", "cpu")
     for name in MODEL_NAMES:
-        model = build(tiny_config(name, VOCAB)).eval()
-        with_step(model, "graph")
+        model = served(build(tiny_config(name, VOCAB)).eval(), "as-stored", "fp32", "graph")
         assert step_of(model) == ("graph" if name == "transformer" else "python")
-    assert isinstance(model.step_graph, StepGraph)
-    with_step(model, "python")
-    assert model.step_graph is None
+    assert isinstance(model.graph, StepGraph)
+    assert served(model, "as-stored", "fp32", "python").graph is None
 
 
 def test_recording_leaves_the_parameters_as_they_were():
     torch.manual_seed(1)
     model = build(tiny_config("transformer", VOCAB)).eval()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    with_step(model, "graph")
+    served(model, "as-stored", "fp32", "graph")
     assert all(p.requires_grad for p in model.parameters())  # a training model stays trainable
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert model.state_dict().keys() == before.keys()

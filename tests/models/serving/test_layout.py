@@ -1,5 +1,5 @@
-"""The input-major layout (models/layout.py): the same weights in another order in memory, so
-every translation, map and score it gives is the stored layout's within float rounding."""
+"""The input-major layout (models/serving/layout.py): the same weights in another order in memory,
+so every translation, map and score it gives is the stored layout's within float rounding."""
 
 import copy
 
@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from models.architectures import MODEL_NAMES, build
-from models.layout import LAYOUTS, input_major, is_wide, layout_of, served_layout, with_layout
+from models.serving import LAYOUTS, on_device, served
+from models.serving.layout import input_major, is_wide, layout_of
 from tests.models.agreement import assert_batches_and_gradients_agree, assert_decodings_agree
 from tests.tiny import tiny_config
 
@@ -52,12 +53,13 @@ def test_batches_and_gradients_agree_too(name):
     assert_batches_and_gradients_agree(*_pair(name))
 
 
-def test_with_layout_checks_the_name_and_keeps_the_stored_order_when_asked():
+def test_the_stored_order_is_one_setting_away_and_kept_off_the_cpu():
     stored, _ = _pair("lstm-dot")
-    assert layout_of(with_layout(copy.deepcopy(stored), "as-stored")) == "as-stored"
-    assert layout_of(with_layout(copy.deepcopy(stored), "input-major")) == "input-major"
+    assert layout_of(served(copy.deepcopy(stored), "as-stored", "fp32")) == "as-stored"
+    assert layout_of(served(copy.deepcopy(stored), "input-major", "fp32")) == "input-major"
     assert set(LAYOUTS) == {"input-major", "as-stored"}
     with pytest.raises(ValueError, match="one of input-major, as-stored"):
-        with_layout(stored, "column-major")
-    assert served_layout("input-major", "cpu") == "input-major"
-    assert served_layout("input-major", "cuda") == "as-stored"  # cuBLAS reads either order at full speed
+        served(stored, "column-major", "fp32")
+    assert on_device("input-major", "fp32", "python", "cpu")[0] == "input-major"
+    # cuBLAS reads either order at full speed
+    assert on_device("input-major", "fp32", "python", "cuda")[0] == "as-stored"

@@ -1,0 +1,91 @@
+"""A Transformer's decoding step recorded once as a TorchScript graph: the same calls, run from C++.
+
+A decoding step (step.step per layer, then the tied output projection) is many small PyTorch calls
+on rows of 256 to 1,024 numbers. Made from Python, each call also pays the interpreter and
+PyTorch's parsing of its arguments; made from the graph, it does not (bench/floor.py times the
+decode both ways). `StepGraph` runs the step once per served model under torch.jit.trace, which
+records the ATen calls it makes, then makes those calls itself: the same calls on the same tensors
+in the same order, so the same numbers, bit for bit (tests/models/serving/test_graph.py).
+
+A recording is one path through the step: one new position per sentence, no padding mask, no
+switched-off heads, nothing differentiated. `ServedTransformer.decode` takes the graph only on that
+path and runs the Python step otherwise. The graph reads the served model's own weight tensors
+(nothing is copied), recorded after their layout and fp16 copies are final, so the Python step
+stays the reference the tests compare it with, and one setting away (Settings.step).
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from models.serving.step import ServedTransformer, step
+
+
+def available() -> bool:
+    """This torch still records graphs (torch.jit.trace is deprecated in favour of torch.export)."""
+    return hasattr(torch.jit, "trace")
+
+
+class StepGraph:
+    """The decoding step of one ServedTransformer, recorded for the first position (no cached
+    keys) and for later ones."""
+
+    def __init__(self, model: ServedTransformer):
+        with _frozen(model), torch.no_grad():
+            self.first, self.next = _record(model, past=False), _record(model, past=True)
+
+    def __call__(self, x: torch.Tensor, cache, cross_kv):
+        """One step, as `ServedTransformer.decode` makes it: x (B, d) the new positions' inputs;
+        cache: per layer its past keys and values, each (B, h, t0, dh), or None at the first step;
+        cross_kv: per layer the source's keys and values, each (B, h, S, dh). Returns logits (B, V),
+        {"decoder": (B, L, h, 1, t0 + 1), "cross": (B, L, h, 1, S)} and the new cache."""
+        if cache is None:
+            run, per_layer = self.first, cross_kv
+        else:  # per layer: past keys, past values, the source's keys, its values
+            run, per_layer = self.next, [(*past, *cross) for past, cross in zip(cache, cross_kv, strict=True)]
+        logits, self_w, cross_w, *kv = run(x, *[t for tensors in per_layer for t in tensors])
+        return logits, {"decoder": self_w, "cross": cross_w}, list(zip(kv[::2], kv[1::2], strict=True))
+
+
+def _record(model: ServedTransformer, past: bool):
+    """torch.jit.trace of the step reading the model's `steps` on a one-sentence example (sizes are
+    read from the inputs at every call, so any batch, source and past length runs through the same
+    graph)."""
+    weights = model.steps
+    per_layer = 4 if past else 2  # [past k, past v,] cross k, cross v
+
+    def decode_step(x, *tensors):
+        self_ws, cross_ws, cache = [], [], []
+        for i, w in enumerate(weights):
+            mine = tensors[i * per_layer: (i + 1) * per_layer]
+            x, self_w, cross_w, kv = step(x, w, mine[:2] if past else None, mine[-2:])
+            self_ws.append(self_w)
+            cross_ws.append(cross_w)
+            cache.extend(kv)
+        logits, maps = model._outputs(x, self_ws, cross_ws)
+        return logits, maps["decoder"], maps["cross"], *cache
+
+    like = weights[0].sqrt_d
+    heads, d_head = weights[0].n_heads, weights[0].d_head
+    keys = like.new_zeros(1, heads, 1, d_head)  # one earlier position, and one source piece
+    example = (like.new_zeros(1, heads * d_head), *[keys] * (len(weights) * per_layer))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
+        return torch.jit.trace(decode_step, example, check_trace=False)
+
+
+@contextmanager
+def _frozen(model: nn.Module):
+    """Parameters that do not require gradients while recording (a graph holds its weights as
+    constants, which may not); the graph only ever runs with gradients off."""
+    wanted = [p.requires_grad for p in model.parameters()]
+    model.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, grad in zip(model.parameters(), wanted, strict=True):
+            p.requires_grad_(grad)

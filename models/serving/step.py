@@ -1,0 +1,163 @@
+"""A Transformer's decoding step for one new position per sentence, as the server runs it.
+
+Every greedy and beam search step decodes one new token per sentence. `step` makes the decoder
+layer's `forward` (models/transformer.py) for that case, in eval mode: the same formulas in the same
+order, so the same numbers (tests/models/serving/test_step.py), in less time (bench/floor.py's
+general-pass variant measures how much). A step is many tiny calls, each with a fixed cost, so it
+reads each layer's weights from a `StepWeights` gathered once when the model is served instead of
+looking each up through the modules, keeps its rows 2-D, and projects the self-attention's query,
+key and value in one product where the three have fp16 copies (precision.py).
+
+`ServedTransformer` is the trained Transformer (the same modules and Parameters, the same
+state-dict names) whose `decode` takes this step, or its recording (graph.py), when it can.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.attention import masked_softmax
+from models.serving.precision import HalfCopy, HalfLinear
+from models.transformer import DecoderLayer, Transformer, TransformerMemory, head_row
+
+# A product as a step reads it: weight, bias, and the fp16 copy it is computed from (None: fp32)
+Product = tuple[torch.Tensor, torch.Tensor | None, HalfCopy | None]
+
+
+def linear(x: torch.Tensor, product: Product) -> torch.Tensor:
+    weight, bias, half = product
+    return F.linear(x, weight, bias) if half is None else half.linear(x, weight, bias)
+
+
+def _product(module: nn.Linear) -> Product:
+    return module.weight, module.bias, module.half if isinstance(module, HalfLinear) else None
+
+
+class StepWeights(NamedTuple):
+    """A decoder layer's parameters as `step` reads them: norms as (weight, bias), products as
+    `Product`s, gathered once per served model (not through the modules at every step)."""
+
+    norm1: tuple[torch.Tensor, torch.Tensor]
+    qkv: tuple[Product, ...]  # W_q, W_k, W_v; or one stacked (3d, d) product when all have fp16 copies
+    W_o: Product
+    norm2: tuple[torch.Tensor, torch.Tensor]
+    cross_W_q: Product
+    cross_W_o: Product
+    norm3: tuple[torch.Tensor, torch.Tensor]
+    W_1: Product
+    W_2: Product
+    n_heads: int
+    d_head: int
+    eps: float
+    # sqrt(d_head), what the attention scores are divided by, as a one-element tensor: a 0-dim one or
+    # a Python float is converted to a tensor again at every division in a recorded graph
+    sqrt_d: torch.Tensor
+
+    @classmethod
+    def of(cls, layer: DecoderLayer) -> StepWeights:
+        sa, ca, ff = layer.self_attn, layer.cross_attn, layer.ff
+
+        def pair(m: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+            return m.weight, m.bias
+
+        w_o = sa.W_o.weight
+        return cls(pair(layer.norm1), _qkv(sa.W_q, sa.W_k, sa.W_v), _product(sa.W_o), pair(layer.norm2),
+                   _product(ca.W_q), _product(ca.W_o), pair(layer.norm3), _product(ff.W_1), _product(ff.W_2),
+                   sa.n_heads, sa.d_head, layer.norm1.eps,
+                   torch.full((1,), math.sqrt(sa.d_head), dtype=w_o.dtype, device=w_o.device))
+
+
+def _qkv(*parts: nn.Linear) -> tuple[Product, ...]:
+    """W_q, W_k and W_v as three products, or, when all three have fp16 copies, stacked into one:
+    a step's three products become one, the same sums of the same numbers (each output is its own
+    dot product), and a product's fixed cost is paid once."""
+    if not all(isinstance(p, HalfLinear) for p in parts):
+        return tuple(_product(p) for p in parts)
+    with torch.no_grad():
+        weight = torch.cat([p.weight.detach() for p in parts])  # (3d, d)
+        bias = torch.cat([p.bias.detach() for p in parts])
+    return ((weight, bias, HalfCopy(weight)),)
+
+
+def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_head_mask=None,
+         cross_head_mask=None):
+    """DecoderLayer.forward in eval mode for one new position per sentence.
+    x: (B, d); past: this layer's cached keys and values, each (B, h, t0, d_head);
+    cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
+    Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
+    and values up to now."""
+    B, d = x.size(0), w.n_heads * w.d_head  # sizes from ints, not from x: a recorded step
+    heads = (B, w.n_heads, 1, w.d_head)  # (graph.py) keeps them as constants
+    h = torch.layer_norm(x, (d,), *w.norm1, w.eps)
+    if len(w.qkv) == 3:
+        q, k, v = (linear(h, W).view(heads) for W in w.qkv)  # (B, h, 1, dh)
+    else:  # one product for the three: (B, 3 d) -> three (B, h, 1, dh)
+        q, k, v = linear(h, w.qkv[0]).view(B, 3, *heads[1:]).unbind(1)
+    if past is not None:
+        k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
+    a, self_w = _heads(q, k, v, None, self_head_mask, w.sqrt_d)  # every key is in the past: no mask
+    x = x + linear(a, w.W_o)
+    q = linear(torch.layer_norm(x, (d,), *w.norm2, w.eps), w.cross_W_q).view(heads)
+    mask = None if memory_mask is None else memory_mask.unsqueeze(1)  # (B, 1, 1, S)
+    a, cross_w = _heads(q, *cross_kv, mask, cross_head_mask, w.sqrt_d)
+    x = x + linear(a, w.cross_W_o)
+    inner = torch.relu(linear(torch.layer_norm(x, (d,), *w.norm3, w.eps), w.W_1))  # (B, d_ff)
+    return x + linear(inner, w.W_2), self_w, cross_w, (k, v)
+
+
+def _heads(q, k, v, mask, head_mask, sqrt_d):
+    """Scaled dot-product attention (models.attention) of one query per sentence and head,
+    q (B, h, 1, dh), with the switched-off heads' contexts zeroed: the heads' contexts side by side
+    (B, h dh), the weights (B, h, 1, T_k)."""
+    weights = masked_softmax(q @ k.transpose(-2, -1) / sqrt_d, mask)
+    context = weights @ v  # (B, h, 1, dh)
+    if head_mask is not None:
+        context = context * head_mask.view(1, -1, 1, 1).to(context.dtype)
+    return context.view(q.size(0), -1), weights
+
+
+class ServedTransformer(Transformer):
+    """A trained Transformer, sharing its modules and Parameters, whose `decode` of one new token
+    per sentence in eval mode runs `step` per layer, or `graph` (graph.StepGraph) on the path it
+    recorded. Built by models.serving.served after the weights' layout and copies are final: a
+    served model is not changed afterwards (serve the trained model again instead)."""
+
+    def __init__(self, model: Transformer):
+        nn.Module.__init__(self)  # not Transformer.__init__: the trained model's modules, not new ones
+        self.config = model.config
+        persistent = model.state_dict().keys()
+        for name, module in model.named_children():
+            self.add_module(name, module)
+        for name, param in model.named_parameters(recurse=False):
+            self.register_parameter(name, param)
+        for name, buffer in model.named_buffers(recurse=False):
+            self.register_buffer(name, buffer, persistent=name in persistent)
+        self.train(model.training)
+        self.steps = [StepWeights.of(layer) for layer in self.decoder_layers]
+        self.graph = None  # the recorded step (graph.StepGraph), set by models.serving.served
+
+    def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
+        if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None:
+            return super().decode(memory, tgt_in, cache)
+        B = tgt_in.size(0)
+        offset = 0 if cache is None else cache[0][0].size(2)
+        x = self._embed(tgt_in, offset).view(B, -1)  # (B, d)
+        heads = memory.head_mask or {}
+        if (self.graph is not None and memory.mask is None and "decoder" not in heads and "cross" not in heads
+                and not torch.is_grad_enabled()):  # the path the graph recorded
+            logits, weights, new_cache = self.graph(x, cache, memory.cross_kv)
+            return logits.view(B, 1, -1), weights, new_cache
+        self_ws, cross_ws, new_cache = [], [], []
+        for i, w in enumerate(self.steps):
+            x, sw, cw, kv = step(x, w, None if cache is None else cache[i], memory.cross_kv[i], memory.mask,
+                                 head_row(heads, "decoder", i), head_row(heads, "cross", i))
+            self_ws.append(sw)
+            cross_ws.append(cw)
+            new_cache.append(kv)
+        logits, weights = self._outputs(x, self_ws, cross_ws)
+        return logits.view(B, 1, -1), weights, new_cache
