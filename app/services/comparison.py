@@ -18,6 +18,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future
+from functools import partial
 
 from app.services.maps import attention_maps_job
 from app.services.registry import ModelRegistry
@@ -73,7 +74,11 @@ def _blocking(stream: AsyncIterator[dict]) -> Iterator[dict]:
 async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[dict]:
     """`comparison`'s answers for an event loop, which waits for them without holding a thread:
     the first finished first (the page draws each as it arrives)."""
-    waiting = {asyncio.wrap_future(future): (i, name, future) for i, (name, future) in enumerate(pending)}
+    waiting = {}
+    for i, (name, future) in enumerate(pending):
+        waiter = asyncio.wrap_future(future)
+        waiter.add_done_callback(partial(_seen_if_dropped, future))
+        waiting[waiter] = (i, name, future)
     try:
         while waiting:
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -85,6 +90,17 @@ async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[dict]:
     finally:  # the client has gone: what has not started is not run
         for waiter in waiting:
             _drop(waiter)
+
+
+def _seen_if_dropped(job: Future, waiter: asyncio.Future) -> None:
+    """Work nobody wanted any more (Stopped, Abandoned) is read as soon as it settles: however the
+    stream ends (and whenever its generator is collected), asyncio never logs it as an exception
+    nobody retrieved; the worker counts it instead. Any other error is left unread here (the
+    model thread's `job` is asked, not `waiter`), so `_settled` logs it, or asyncio does."""
+    if waiter.cancelled() or job.cancelled():
+        return
+    if isinstance(job.exception(), Abandoned | Stopped):
+        waiter.exception()  # marks it read
 
 
 def _drop(waiter: asyncio.Future) -> None:

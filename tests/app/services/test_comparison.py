@@ -6,7 +6,10 @@ import asyncio
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import pytest
+
 from app.services.comparison import as_ready, comparison, queue_comparison
+from app.services.worker import Abandoned
 from models.decoding import Stopped
 
 TEXT = "Je mange du pain."
@@ -147,3 +150,38 @@ def test_the_event_loop_s_answers_are_comparison_s(cached_registry):
     streamed = _lines_of(queue_comparison(cached_registry, TEXT, names))
     assert sorted(streamed, key=lambda a: a["model"]) == sorted(comparison(cached_registry, TEXT, names),
                                                                 key=lambda a: a["model"])
+
+
+@pytest.mark.parametrize("error", [Abandoned(), Stopped()])
+def test_work_dropped_after_its_reader_left_is_never_logged_as_unretrieved(error):
+    """The stream's reader stops reading mid-stream, the model thread settles the rest with Stopped
+    or Abandoned, and the stream is then dropped without ever being closed (its `finally` never
+    runs): asyncio must not report an exception nobody retrieved, which would put a traceback in
+    the log for the server doing its job."""
+    import gc
+    import sys
+
+    reported = []
+
+    async def scenario():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context))
+        sys.set_asyncgen_hooks(finalizer=lambda agen: None)  # a dropped stream is never closed
+        first, rest = Future(), [Future(), Future()]
+        stream = as_ready([("a", first), ("b", rest[0]), ("c", rest[1])])
+        first.set_result({"model": "a", "maps": []})
+        assert (await anext(stream))["model"] == "a"
+        for job in rest:  # the model thread settles the rest while nobody reads
+            job.set_running_or_notify_cancel()
+            job.set_exception(error)
+        for _ in range(5):
+            await asyncio.sleep(0)  # their states reach the loop's futures
+        del stream
+        gc.collect()
+
+    hooks = sys.get_asyncgen_hooks()
+    try:
+        asyncio.run(scenario())
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
+    gc.collect()
+    assert [c for c in reported if "never retrieved" in c.get("message", "")] == []
