@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from app.services.registry import Limits
+from app.limits import Limits
 from models.serving.options import LAYOUT, LAYOUTS, PRECISION, PRECISIONS, STEP, STEPS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

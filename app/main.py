@@ -44,8 +44,9 @@ from app.routes import (
 from app.schemas import ErrorBody
 from app.services.inference import InvalidOptionError
 from app.services.live import LiveRuns
+from app.services.loading import load_registry
 from app.services.long_lag import NoResultsError
-from app.services.registry import UnknownModelError, UnknownSnapshotError, load_registry
+from app.services.registry import UnknownModelError, UnknownSnapshotError
 from app.services.text import InvalidTextError
 from app.services.timing import BusyError
 from app.services.worker import Abandoned, ModelThread

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.limits import Limits
 from models.live_config import CONTESTANTS, LiveLimits
 from models.serving.options import LAYOUTS, PRECISIONS
 
@@ -100,12 +101,6 @@ class CompareRequest(TextRequest):
                                           "loaded model)",
                               examples=[["transformer", "lstm-dot", "lstm-additive", "lstm", "rnn"]])
     _once_each = field_validator("models")(once_each)
-
-
-class Limits(BaseModel):
-    max_chars: int = Field(description="longest input text, after trimming and normalisation")
-    max_target_tokens: int = Field(description="longest output, in pieces")
-    max_gradient_length: int = Field(description="longest repeated input of POST /api/gradients")
 
 
 class Numerics(BaseModel):
@@ -757,20 +752,11 @@ class TrainContestant(BaseModel):
     attention: str | None = Field(description="null for the bottleneck, else how it looks back")
 
 
-class TrainLimits(BaseModel):
-    min_length: int
-    max_length: int
-    max_steps: int
-    max_seconds: float
-    max_contestants: int
-    max_seed: int
-
-
 class TrainInfo(BaseModel):
     tasks: list[str]
     contestants: list[TrainContestant]
     defaults: dict[str, Any]
-    limits: TrainLimits
+    limits: LiveLimits
     slots: int = Field(description="runs this replica takes at once")
     running: int = Field(description="runs going on now")
     reference: dict[str, Any] | None = Field(description="the shipped sweep: final accuracy against length "

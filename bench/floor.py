@@ -51,8 +51,8 @@ import httpx
 import torch
 from serving import ROOT, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
+from app.services.loading import load_registry
 from app.services.maps import attention_maps
-from app.services.registry import load_registry
 from models import checkpoint
 from models.data import load_split
 from models.decoding import greedy_tokens

@@ -79,6 +79,7 @@ def main() -> None:
             lines_left = response.iter_lines()  # held: dropping it would close the stream at once
             next(lines_left)
             running = live_processes() - before
+            assert len(running) == 1, "the run's process was not found"
         hung_up = time.perf_counter()
         while live_processes() & running and time.perf_counter() - hung_up < 10:
             time.sleep(0.01)

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from app.services.registry import load_registry
+from app.services.loading import load_registry
 from tests.tiny import write_tiny_checkpoints
 
 

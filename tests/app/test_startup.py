@@ -18,7 +18,7 @@ from app.config import REPO_ROOT, Settings
 from app.dependencies import get_registry
 from app.main import create_app
 from app.routes.pages import PLOTLY_JS
-from app.services.registry import load_registry
+from app.services.loading import load_registry
 from models.serving import step_of
 from models.serving.layout import layout_of
 from models.serving.precision import precision_of
@@ -239,3 +239,13 @@ def test_a_fresh_servers_first_requests_all_at_once(tmp_path, run):
     assert len(report["statuses"]) == len(first_requests.REQUESTS)
     assert [s for s in report["statuses"] if s[1] != 200] == []
     assert report["parses"] == 0
+
+
+def test_the_settings_and_the_schemas_load_without_torch():
+    """app/config.py and app/schemas.py are read by tools that never run a model (a client's
+    generator, a linter of the settings): importing them must not load torch."""
+    code = "import sys, app.config, app.schemas; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"

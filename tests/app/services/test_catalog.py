@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.services.catalog import health, model_infos, training_curve
-from app.services.registry import load_registry
+from app.services.loading import load_registry
 from models import checkpoint
 from tests.tiny import CURVE, SNAPSHOT_MODELS, write_tiny_checkpoints
 

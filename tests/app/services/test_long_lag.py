@@ -6,8 +6,8 @@ import pytest
 
 from app.config import REPO_ROOT
 from app.services.inference import InvalidOptionError
+from app.services.loading import load_registry
 from app.services.long_lag import NoResultsError, lag_gradients, results
-from app.services.registry import load_registry
 
 SHIPPED = REPO_ROOT / "checkpoints"
 

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from app.services.registry import Limits, load_registry, model_folders
+from app.limits import Limits
+from app.services.loading import load_registry, model_folders
 from app.services.worker import Abandoned
 from models.config import Seq2SeqConfig
 from tests.tiny import write_tiny_checkpoints
