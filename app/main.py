@@ -46,9 +46,10 @@ from app.services.inference import InvalidOptionError
 from app.services.live import LiveRuns
 from app.services.loading import load_registry
 from app.services.long_lag import NoResultsError
-from app.services.registry import UnknownModelError, UnknownSnapshotError
+from app.services.registry import UnknownModelError
 from app.services.text import InvalidTextError
 from app.services.timing import BusyError
+from app.services.trained_states import UnknownSnapshotError
 from app.services.worker import Abandoned, ModelThread
 from models.decoding import Stopped
 

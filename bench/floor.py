@@ -176,7 +176,7 @@ def in_process(registry, sentences: list[str], server_threads: int) -> list[dict
     model = registry.get(MODEL).model  # input-major, fp16 copies, the step's graph: as the server runs it
 
     def load(*how):
-        return registry.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), *how)
+        return registry.jobs.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), *how)
 
     python_step = load("input-major", "fp16-weights", "python")
     fp32, stored = load("input-major", "fp32"), load("as-stored", "fp32")  # the latter: the checkpoint's order
@@ -197,7 +197,7 @@ def in_process(registry, sentences: list[str], server_threads: int) -> list[dict
         row = {"text": text, "bandwidth_gbs": gbs}
         turn = n % len(variants)
         for which, one_thread, key in variants[turn:] + variants[:turn]:  # interleaved: same conditions
-            seconds, tokens = registry.worker.run(timed_decode, which, ids, one_thread)
+            seconds, tokens = registry.jobs.worker.run(timed_decode, which, ids, one_thread)
             row[key] = seconds * 1e3
         start = time.perf_counter()
         attention_maps(registry, MODEL, text)  # runs on the model thread, as the server runs it
@@ -259,13 +259,13 @@ def main() -> dict:
     test = load_split().test
     sentences = [pair.fr for pair in test[:: max(len(test) // args.sentences, 1)][: args.sentences]]
     with load_registry(ROOT / "checkpoints", device="cpu", cache_size=0) as registry:
-        registry.worker.run(torch.set_num_threads, args.threads)
+        registry.jobs.worker.run(torch.set_num_threads, args.threads)
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
         rows = in_process(registry, sentences, args.threads)
         # one step's products alone against that step's floor, at the bandwidth measured beside them
         products = [(bandwidth_gbs(args.threads, mib=256, repeats=5),
-                     registry.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
+                     registry.jobs.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
     env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
     with serve(env) as url:
         over_http(url, rows, read)

@@ -15,4 +15,4 @@ async def attention(body: AttentionRequest, registry: Registry, gone: ClientGone
     """The greedy translation and every attention map computed while producing it."""
     kinds = tuple(k for k in ATTENTION_KINDS if k in body.kinds)  # canonical order, no repeats
     job = attention_maps_job(registry, body.model, body.text, decode_options(body), kinds, gone)
-    return await registry.answer(*job, gone)
+    return await registry.jobs.answer(*job, gone)

@@ -13,4 +13,4 @@ router = APIRouter(prefix="/api", tags=["translate"])
 async def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> dict:
     """Translate French to English: greedy (beam_size 1) or beam search (2-8)."""
     job = translation_job(registry, body.model, body.text, decode_options(body), gone)
-    return await registry.answer(*job, gone)
+    return await registry.jobs.answer(*job, gone)

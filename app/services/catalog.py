@@ -20,7 +20,7 @@ def health(registry: ModelRegistry) -> dict:
         # every product is computed in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on
         # load); with fp16-weights, what fp16 holds exactly is read from an fp16 copy
         "numerics": {"precision": registry.precision, "layout": registry.layout},
-        "dropped": registry.worker.dropped.as_dict(),
+        "dropped": registry.jobs.worker.dropped.as_dict(),
     }
 
 

@@ -47,7 +47,7 @@ def queue_comparison(
     source = registry.source(text)  # the text first, as elsewhere
     names = names or tuple(registry.names)
     jobs = [(name, *_job(registry, name, text, cancel)) for name in names]  # every check before any work
-    return list(zip(names, registry.submit_together(jobs, cancel, len(source.pieces)), strict=True))
+    return list(zip(names, registry.jobs.submit_together(jobs, cancel, len(source.pieces)), strict=True))
 
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):

@@ -45,7 +45,7 @@ def gradient_curves(
         curves, gates = [], None
         for entry in entries:
             for weights in ("trained", "initialized") if initialized else ("trained",):
-                model = entry.model if weights == "trained" else registry.initialized(entry.name)
+                model = entry.model if weights == "trained" else registry.states.initialized(entry.name)
                 reach = jacobian_norms(model, ids)
                 curve = {"model": entry.name, "weights": weights, "distance": list(range(len(ids))),
                          "norm": round_sig(reach.inputs)}
@@ -55,7 +55,7 @@ def gradient_curves(
         return {"tokens": registry.tokenizer.pieces(ids), "definition": DEFINITION,
                 "directions": DIRECTIONS, "curves": curves, "gates": gates}
 
-    return registry.result(key, compute, cancel)
+    return registry.jobs.result(key, compute, cancel)
 
 
 def factor_fields(model, ids: list[int], reach) -> dict:

@@ -83,7 +83,7 @@ def heads(registry: ModelRegistry, text: str, name: str | None = None, heads_off
         return result
 
     key = ("heads", entry.name, source.text, heads_off, ref.name if ref else None)
-    return registry.result(key, compute, cancel)
+    return registry.jobs.result(key, compute, cancel)
 
 
 def _effect(entry: LoadedModel, source, ids: list[int], done: bool, mask, tokenizer) -> dict:

@@ -13,6 +13,7 @@ import torch
 
 from app.limits import Limits
 from app.services.cache import ResultCache
+from app.services.jobs import Jobs
 from app.services.registry import LoadedModel, ModelRegistry
 from app.services.worker import ModelThread
 from models import checkpoint, snapshots
@@ -95,7 +96,7 @@ def load_registry(
     # torch's lazy first-use set-up, done before any request can race it
     worker.run(load_forward_mode, [e.model for e in loaded.values() if e.capabilities.recurrent])
     cache = ResultCache(cache_size, cache_mb * 2**20)
-    return ModelRegistry(tokenizer, dev, loaded, unavailable, cache, limits or Limits(), worker,
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, Jobs(worker, cache), limits or Limits(),
                          root=checkpoints, layout=layout, precision=precision, step=step)
 
 

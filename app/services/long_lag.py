@@ -59,7 +59,7 @@ def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", init
                                "norm": round_sig(norms)})
         return {"lag": lag, "filler": filler, "tokens": ids, "definition": DEFINITION, "curves": curves}
 
-    return registry.result(("long-lag", filler, lag, initialized), compute, cancel)
+    return registry.jobs.result(("long-lag", filler, lag, initialized), compute, cancel)
 
 
 def _folder(registry: ModelRegistry) -> Path:

@@ -26,14 +26,14 @@ def attention_maps(
 ) -> dict:
     """`kinds` picks among cross, encoder and decoder maps (all by default). `cancel` set (the
     client hung up): the work is skipped, or stopped between decoder steps."""
-    return registry.result(*attention_maps_job(registry, name, text, options, kinds, cancel), cancel)
+    return registry.jobs.result(*attention_maps_job(registry, name, text, options, kinds, cancel), cancel)
 
 
 def attention_maps_job(
     registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
 ) -> tuple[tuple, Callable[[], dict]]:
-    """(cache key, computation) of `attention_maps`, for registry.result or registry.submit. The
+    """(cache key, computation) of `attention_maps`, for registry.jobs.result or registry.jobs.submit. The
     text and the model name are checked here, before anything runs."""
     source = registry.source(text)
     entry = chosen_model(registry, name)  # None: the catalogue's default

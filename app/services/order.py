@@ -69,7 +69,7 @@ def order(registry: ModelRegistry, text: str, name: str | None = None, permutati
                                         "similarity": round_sig(table.similarity)}}
 
     key = ("order", entry.name, source.text, tuple(permutation), layer, shown)
-    return registry.result(key, compute, cancel)
+    return registry.jobs.result(key, compute, cancel)
 
 
 def _ids(source: Source, ids: list[int]) -> Source:

@@ -65,7 +65,7 @@ def prediction(registry: ModelRegistry, text: str, name: str | None = None, pref
         return result
 
     key = ("predict", entry.name, source.text, tuple(ids), top_k, beam_size)
-    return registry.result(key, compute, cancel)
+    return registry.jobs.result(key, compute, cancel)
 
 
 def tree(tokenizer: BPETokenizer, decoded: Decoded) -> list[list[dict]]:

@@ -31,7 +31,7 @@ def recurrence(registry: ModelRegistry, text: str, name: str | None = None,
                 "states": round_sig(reading.states[:, units]), "change": round_sig(reading.change),
                 "norm": round_sig(reading.norm)}
 
-    return registry.result(("recurrence", entry.name, source.text), compute, cancel)
+    return registry.jobs.result(("recurrence", entry.name, source.text), compute, cancel)
 
 
 def recurrent_model(registry: ModelRegistry, name: str | None) -> LoadedModel:

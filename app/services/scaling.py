@@ -48,7 +48,7 @@ def scaling(registry: ModelRegistry, text: str, name: str | None = None, d_ks: t
                 "heads": per_head,
                 "summary": _summary(per_head)}
 
-    return registry.result(("scaling", entry.name, source.text, d_ks, keys), compute, cancel)
+    return registry.jobs.result(("scaling", entry.name, source.text, d_ks, keys), compute, cancel)
 
 
 def _rounded(row) -> dict:

@@ -55,7 +55,7 @@ def attention_scores(registry: ModelRegistry, text: str, name: str | None = None
                           "state_norms": round_sig(scored.states.norm(dim=-1)),
                           "context_norm": round_sig(float(scored.context.norm()))}}
 
-    return registry.result(("scores", entry.name, source.text, row, temperature), compute, cancel)
+    return registry.jobs.result(("scores", entry.name, source.text, row, temperature), compute, cancel)
 
 
 def scoring_model(registry: ModelRegistry, name: str | None) -> LoadedModel:

@@ -21,13 +21,13 @@ def snapshot_maps(registry: ModelRegistry, name: str, text: str, step: int,
     before anything runs (UnknownModelError, UnknownSnapshotError, InvalidTextError)."""
     source = registry.source(text)
     entry = registry.get(name)
-    point = registry.snapshot_point(name, step)
+    point = registry.states.snapshot_point(name, step)
 
     def compute() -> dict:
-        at_step = replace(entry, model=registry.at_step(name, step))
+        at_step = replace(entry, model=registry.states.at_step(name, step))
         decoded = decode(at_step, source, GREEDY, registry.limits.max_target_tokens, stop_when(cancel))
         result = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
         maps = label_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
         return {**result, "maps": maps, "snapshot": point}
 
-    return registry.result(("snapshot", name, step, source.text, kinds), compute, cancel)
+    return registry.jobs.result(("snapshot", name, step, source.text, kinds), compute, cancel)

@@ -20,7 +20,7 @@ def translation(
     cancel: threading.Event | None = None,
 ) -> dict:
     """`cancel` set (the client hung up): the work is skipped, or stopped between decoder steps."""
-    return registry.result(*translation_job(registry, name, text, options, cancel), cancel)
+    return registry.jobs.result(*translation_job(registry, name, text, options, cancel), cancel)
 
 
 def translation_job(

@@ -27,7 +27,7 @@ def test_health_answers_at_once_while_the_queue_is_full_and_more_model_work_is_5
     app = create_app(tiny_settings(tiny_checkpoints, queue_limit=LIMIT))
     with TestClient(app) as client, ThreadPoolExecutor(LIMIT) as pool:
         release = threading.Event()
-        blocker = app.state.registry.worker.submit(release.wait, 30)  # the model thread is busy
+        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)  # the model thread is busy
         waiting = [pool.submit(client.post, "/api/translate", json={"text": f"Bonjour {i}.", "model": "rnn"})
                    for i in range(LIMIT)]
         admission = _admission(app)

@@ -45,7 +45,7 @@ def test_every_loaded_model_by_default(client):
 def test_a_bad_request_is_refused_before_any_work(client, monkeypatch, body, status, says):
     submitted = []
     registry = client.app.state.registry
-    monkeypatch.setattr(registry, "submit_together", lambda *args: submitted.append(args))
+    monkeypatch.setattr(registry.jobs, "submit_together", lambda *args: submitted.append(args))
     response = client.post("/api/compare", json=body)
     assert response.status_code == status
     assert says in response.text
@@ -80,7 +80,7 @@ def test_the_first_model_done_is_the_first_line(client, monkeypatch):
         return real_encode(*args, **kwargs)
 
     monkeypatch.setattr(model, "encode_with_internals", slow_encode)
-    client.app.state.registry.cache.clear()
+    client.app.state.registry.jobs.cache.clear()
     body = {"text": TEXT, "models": ["transformer", "rnn"]}
     with client.stream("POST", "/api/compare", json=body) as response:
         got = response.iter_lines()

@@ -64,7 +64,7 @@ def test_the_stored_layout_is_one_setting_away(tiny_checkpoints):
             assert numerics == {"precision": "fp16-weights", "layout": layout}
             registry = client.app.state.registry
             models = [entry.model for entry in registry.models.values()]
-            models += [registry.at_step("transformer", step) for step in (0, 1)]
+            models += [registry.states.at_step("transformer", step) for step in (0, 1)]
             assert {layout_of(model) for model in models} == {layout}
 
 
@@ -79,7 +79,7 @@ def test_fp32_products_are_one_setting_away(tiny_checkpoints):
             registry = client.app.state.registry
             served = {precision_of(entry.model) for entry in registry.models.values()}
             assert served == {precision}
-            assert precision_of(registry.at_step("transformer", 0)) == "fp32"
+            assert precision_of(registry.states.at_step("transformer", 0)) == "fp32"
             response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
             assert response.status_code == 200
 
@@ -93,7 +93,7 @@ def test_the_recorded_decoding_step_is_one_setting_away_and_answers_the_same(tin
         with TestClient(create_app(settings)) as client:
             registry = client.app.state.registry
             assert step_of(registry.models["transformer"].model) == step
-            assert step_of(registry.at_step("transformer", 1)) == step
+            assert step_of(registry.states.at_step("transformer", 1)) == step
             assert step_of(registry.models["lstm"].model) == "python"  # a recurrent step is a few calls
             response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
             assert response.status_code == 200

@@ -27,7 +27,7 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
         return real_encode(*args, **kwargs)
 
     monkeypatch.setattr(model, "encode_with_internals", slow_encode)
-    worker = cached_registry.worker
+    worker = cached_registry.jobs.worker
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
                         lambda jobs, *rest: queued.append(len(jobs)) or real_together(jobs, *rest))
@@ -41,7 +41,7 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
 
 def test_when_the_client_has_gone_the_rest_is_not_computed(cached_registry, monkeypatch):
     release, gone, computed = threading.Event(), threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.worker.run, release.wait, 10)  # model thread busy
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.worker.run, release.wait, 10)  # thread busy
     model = cached_registry.get("lstm").model
     real_encode = model.encode
     monkeypatch.setattr(model, "encode", lambda *a, **k: computed.append(1) or real_encode(*a, **k))
@@ -49,7 +49,7 @@ def test_when_the_client_has_gone_the_rest_is_not_computed(cached_registry, monk
     gone.set()  # the client hangs up while both models wait in the queue
     release.set()
     assert list(answers) == []  # the stream just ends: nobody is there to read it
-    assert computed == [] and len(cached_registry.cache) == 0
+    assert computed == [] and len(cached_registry.jobs.cache) == 0
     blocker.result(timeout=10)
 
 
@@ -61,7 +61,7 @@ def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
 
     names = tuple(cached_registry.names)
     together = {a["model"]: a for a in comparison(cached_registry, TEXT, names)}
-    cached_registry.cache.clear()
+    cached_registry.jobs.cache.clear()
     for name in names:
         entry = cached_registry.get(name)
         alone = attention_maps(cached_registry, name, TEXT) if entry.capabilities.attention_kinds else \
@@ -70,16 +70,16 @@ def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
 
 
 def test_the_model_slowest_per_piece_lately_starts_first(cached_registry, monkeypatch):
-    worker, started = cached_registry.worker, []
+    worker, started = cached_registry.jobs.worker, []
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
                         lambda jobs, cancel, start: started.append(start) or real_together(jobs, cancel, start))
     list(comparison(cached_registry, TEXT, ("lstm", "transformer")))
-    assert set(cached_registry.seconds) == {"lstm", "transformer"}
-    cached_registry.seconds.update(lstm=9.0, transformer=1.0)
+    assert set(cached_registry.jobs.seconds) == {"lstm", "transformer"}
+    cached_registry.jobs.seconds.update(lstm=9.0, transformer=1.0)
     list(comparison(cached_registry, "Le chat dort.", ("lstm", "transformer")))
     assert started[-1] == [0, 1]  # lstm first
-    cached_registry.seconds.update(lstm=1.0, transformer=9.0)
+    cached_registry.jobs.seconds.update(lstm=1.0, transformer=9.0)
     list(comparison(cached_registry, "Il pleut.", ("lstm", "transformer")))
     assert started[-1] == [1, 0]
 
@@ -89,18 +89,18 @@ def test_a_model_s_time_is_per_source_piece_a_running_mean_and_a_cached_answer_i
     """Live typing times each model on whatever prefix it last finished: per piece, a transformer
     timed on a long text and an LSTM on a short one compare fairly."""
     clock = iter([10.0, 10.5, 20.0, 20.25])
-    monkeypatch.setattr("app.services.registry.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("app.services.jobs.time.perf_counter", lambda: next(clock))
     registry = cached_registry
-    registry.seconds.clear()
-    assert registry._timed("transformer", 8, lambda: "done") == "done"  # 0.5 s over 8 pieces
-    assert registry.seconds == {"transformer": 0.0625}
-    registry._timed("transformer", 1, lambda: "done")  # 0.25 s over 1 piece: the mean of the two rates
-    assert registry.seconds["transformer"] == (0.0625 + 0.25) / 2
+    registry.jobs.seconds.clear()
+    assert registry.jobs._timed("transformer", 8, lambda: "done") == "done"  # 0.5 s over 8 pieces
+    assert registry.jobs.seconds == {"transformer": 0.0625}
+    registry.jobs._timed("transformer", 1, lambda: "done")  # 0.25 s over 1 piece: the mean of the two rates
+    assert registry.jobs.seconds["transformer"] == (0.0625 + 0.25) / 2
     monkeypatch.undo()
     list(comparison(registry, TEXT, ("lstm",)))
-    timed = dict(registry.seconds)
+    timed = dict(registry.jobs.seconds)
     list(comparison(registry, TEXT, ("lstm",)))  # cached: nothing ran, nothing timed
-    assert registry.seconds == timed
+    assert registry.jobs.seconds == timed
 
 
 def _lines_of(pending, take=None):

@@ -49,7 +49,7 @@ def test_gate_summary_rounds_a_known_tensor():
 
 def test_initialized_curves_are_rebuilt_identically_and_differ_from_the_trained(registry):
     first = gradient_curves(registry, "Je mange du pain.", 12, initialized=True)
-    registry.untrained.clear()  # rebuilt from the config and seed, not remembered
+    registry.states.untrained.clear()  # rebuilt from the config and seed, not remembered
     again = gradient_curves(registry, "Je mange du pain.", 12, initialized=True)
     assert first == again
     assert [(c["model"], c["weights"]) for c in first["curves"]] == [

@@ -40,7 +40,7 @@ def test_decoding_for_a_client_that_left_stops(cached_registry, monkeypatch):
     monkeypatch.setattr(model, "decode", decode_then_hang_up)
     with pytest.raises(Stopped):
         attention_maps(cached_registry, "transformer", "Je mange du pain.", cancel=gone)
-    assert len(steps) == 1 and len(cached_registry.cache) == 0
+    assert len(steps) == 1 and len(cached_registry.jobs.cache) == 0
 
 
 def test_only_the_kinds_asked_for_in_the_canonical_order(registry):

@@ -17,15 +17,15 @@ from tests.tiny import write_tiny_checkpoints
 
 def test_work_queued_for_a_client_that_left_is_skipped(cached_registry):
     release, gone, computed = threading.Event(), threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.worker.run, release.wait, 10)  # model thread busy
-    waiting = ThreadPoolExecutor(1).submit(cached_registry.result, "key", lambda: computed.append(1), gone)
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.worker.run, release.wait, 10)  # thread busy
+    waiting = ThreadPoolExecutor(1).submit(cached_registry.jobs.result, "key", lambda: computed.append(1), gone)
     gone.set()  # the client hangs up while its request waits in the queue
     release.set()
     with pytest.raises(Abandoned):
         waiting.result(timeout=10)
-    assert computed == [] and len(cached_registry.cache) == 0
+    assert computed == [] and len(cached_registry.jobs.cache) == 0
     blocker.result(timeout=10)
-    assert cached_registry.result("key", lambda: {"computed": True}) == {"computed": True}  # nothing stuck
+    assert cached_registry.jobs.result("key", lambda: {"computed": True}) == {"computed": True}  # nothing stuck
 
 
 def test_a_coroutine_gets_the_same_answer_without_holding_a_thread(cached_registry):
@@ -36,11 +36,11 @@ def test_a_coroutine_gets_the_same_answer_without_holding_a_thread(cached_regist
         ran_on.append(threading.current_thread().name)
         return {"computed": True}
 
-    assert asyncio.run(cached_registry.answer("async-key", compute)) == {"computed": True}
+    assert asyncio.run(cached_registry.jobs.answer("async-key", compute)) == {"computed": True}
     assert ran_on[0].startswith("models")  # the model thread
-    assert asyncio.run(cached_registry.answer("async-key", compute)) == {"computed": True}
+    assert asyncio.run(cached_registry.jobs.answer("async-key", compute)) == {"computed": True}
     assert len(ran_on) == 1  # the second came from the cache
-    assert cached_registry.result("async-key", compute) == {"computed": True}
+    assert cached_registry.jobs.result("async-key", compute) == {"computed": True}
 
 
 def test_a_new_checkpoint_folder_is_loaded_after_the_story_s_models(tmp_path):
@@ -58,7 +58,7 @@ def test_a_new_checkpoint_folder_is_loaded_after_the_story_s_models(tmp_path):
 
 def test_a_closed_registry_takes_no_more_work(tiny_checkpoints):
     registry = load_registry(tiny_checkpoints, ("rnn",), device="cpu")
-    assert registry.result("key", lambda: "done") == "done"
+    assert registry.jobs.result("key", lambda: "done") == "done"
     registry.close()
     with pytest.raises(RuntimeError):
-        registry.submit("other", lambda: "too late")
+        registry.jobs.submit("other", lambda: "too late")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import registry as registry_module
+from app.services import trained_states as states_module
 from app.services.catalog import model_infos
 from app.services.maps import attention_maps
-from app.services.registry import UnknownSnapshotError
 from app.services.snapshots import snapshot_maps
+from app.services.trained_states import UnknownSnapshotError
 from tests.tiny import SNAPSHOT_MODELS, SNAPSHOT_STEPS
 
 TEXT = "Je mange du pain."
@@ -46,15 +46,15 @@ def test_the_last_point_is_the_shipped_model_and_the_first_its_initialization(re
     shipped = attention_maps(registry, name, TEXT, kinds=("cross",))
     assert {k: v for k, v in snapshot_maps(registry, name, TEXT, last, ("cross",)).items() if k != "snapshot"} \
         == shipped
-    assert registry.at_step(name, 0) is registry.initialized(name)
+    assert registry.states.at_step(name, 0) is registry.states.initialized(name)
 
 
 def test_few_snapshots_are_held_in_memory(registry, monkeypatch):
-    monkeypatch.setattr(registry_module, "SNAPSHOTS_KEPT", 1)
+    monkeypatch.setattr(states_module, "SNAPSHOTS_KEPT", 1)
     for name in SNAPSHOT_MODELS:
         for step in SNAPSHOT_STEPS:
-            registry.worker.run(registry.at_step, name, step)
-    assert list(registry.snapshot_models) == [(SNAPSHOT_MODELS[-1], SNAPSHOT_STEPS[-1])]
+            registry.jobs.worker.run(registry.states.at_step, name, step)
+    assert list(registry.states.snapshot_models) == [(SNAPSHOT_MODELS[-1], SNAPSHOT_STEPS[-1])]
 
 
 def test_an_unknown_step_or_a_model_without_snapshots_is_refused_before_any_work(registry):

@@ -54,7 +54,7 @@ def test_a_kept_result_is_answered_again_until_refreshed(registry):
 
 def test_one_measurement_at_a_time(registry):
     timings, hold = TimingBench(limit_s=5, repeats=1), threading.Event()
-    registry.worker.submit(hold.wait)  # the model thread is busy: the first measurement waits
+    registry.jobs.worker.submit(hold.wait)  # the model thread is busy: the first measurement waits
     answers = []
     first = threading.Thread(target=lambda: answers.append(timings.timing(registry, [4, 8])))
     first.start()
@@ -100,7 +100,7 @@ def test_the_endpoints(client):
     assert client.post("/api/timing", json={"lengths": ["a"]}).status_code == 422
     assert client.post("/api/timing").json()["lengths"] == list(LENGTHS)  # no body: the default lengths
     hold, registry = threading.Event(), client.app.state.registry
-    registry.worker.submit(hold.wait)
+    registry.jobs.worker.submit(hold.wait)
     first = threading.Thread(target=lambda: client.post("/api/timing", json={"lengths": [2, 7]}))
     first.start()
     while not client.get("/api/timing/status").json()["running"]:

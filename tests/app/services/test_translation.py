@@ -27,5 +27,5 @@ def test_chapter_experiments_are_one_call_each(registry):
 def test_a_cache_hit_equals_a_fresh_answer(cached_registry, registry):
     first = translation(cached_registry, "lstm", "  Je   mange du pain. ")
     again = translation(cached_registry, "lstm", "Je mange du pain.")  # same normalised text: a hit
-    assert again is first and len(cached_registry.cache) == 1
+    assert again is first and len(cached_registry.jobs.cache) == 1
     assert translation(registry, "lstm", "Je mange du pain.") == first

@@ -28,7 +28,7 @@ def test_models_load_and_run_on_the_model_thread(cached_registry, monkeypatch):
 
 
 def test_a_cached_answer_does_not_wait_behind_a_computation(cached_registry):
-    result = cached_registry.result
+    result = cached_registry.jobs.result
     result("ready", lambda: {"answer": 1})
     release = threading.Event()
     busy = ThreadPoolExecutor(1).submit(result, "slow", lambda: release.wait(10) and {"answer": 2})
@@ -43,14 +43,14 @@ def test_a_cached_answer_does_not_wait_behind_a_computation(cached_registry):
 
 def test_identical_requests_queued_together_compute_once(cached_registry):
     release, calls = threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.worker.run, release.wait, 10)
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.worker.run, release.wait, 10)
 
     def compute():
         calls.append(1)
         return {"answer": len(calls)}
 
     with ThreadPoolExecutor(3) as pool:
-        answers = [pool.submit(cached_registry.result, "same", compute) for _ in range(3)]
+        answers = [pool.submit(cached_registry.jobs.result, "same", compute) for _ in range(3)]
         release.set()
         assert [a.result(timeout=10) for a in answers] == [{"answer": 1}] * 3
     assert calls == [1]
@@ -62,8 +62,8 @@ def test_errors_come_back_to_the_caller(cached_registry):
         raise ValueError("bad input")
 
     with pytest.raises(ValueError, match="bad input"):
-        cached_registry.result("fails", fail)
-    assert cached_registry.result("after", lambda: {"ok": True}) == {"ok": True}  # the thread lives on
+        cached_registry.jobs.result("fails", fail)
+    assert cached_registry.jobs.result("after", lambda: {"ok": True}) == {"ok": True}  # the thread lives on
 
 
 def test_torch_threads_setting_reaches_the_model_thread():

@@ -1,0 +1,77 @@
+"""Model work for requests: answered from the result cache when it can be, else queued for the
+one model thread (app/services/worker.py), alone or as a batch side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from app.services.cache import MISSING, ResultCache
+from app.services.worker import ModelThread
+
+
+@dataclass
+class Jobs:
+    worker: ModelThread = field(default_factory=ModelThread)  # runs every model call
+    cache: ResultCache = field(default_factory=lambda: ResultCache(256))
+    # name -> seconds per source piece that its batch jobs took lately (a running mean): what
+    # submit_together orders a batch by. Per piece, because a batch's models share one text, while
+    # the text of each model's last job was any length (live typing: every prefix, most aborted).
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def result(self, key, compute, cancel: threading.Event | None = None):
+        """The cached answer for `key`, else `compute()` run on the model thread and cached. The
+        cache is asked again there: an identical request queued behind the one that computed it
+        (live typing asks twice for the same text) gets the answer without computing it again.
+        `cancel` set before its turn: nothing is computed (worker.Abandoned)."""
+        return self.submit(key, compute, cancel).result()
+
+    async def answer(self, key, compute, cancel: threading.Event | None = None):
+        """`result` for a coroutine: the event loop waits for the model thread without holding a
+        thread of its own (a sync route costs two hand-overs to the thread pool and back)."""
+        return await asyncio.wrap_future(self.submit(key, compute, cancel))
+
+    def submit(self, key, compute, cancel: threading.Event | None = None) -> Future:
+        """Like `result`, without waiting: a Future, already done when the cache had the answer."""
+        value = self.cache.get(key)
+        if value is MISSING:
+            return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel)
+        done: Future = Future()
+        done.set_result(value)
+        return done
+
+    def submit_together(self, items: list[tuple[str, Any, Any]], cancel: threading.Event | None = None,
+                        pieces: int = 1) -> list[Future]:
+        """Like `submit` for several (model name, key, compute) of independent work that only reads
+        the loaded models, all on one text of `pieces` source pieces: the ones not cached run as one
+        batch on every core (worker.run_together), the slowest per piece lately first (longest
+        first keeps the lanes evenly busy)."""
+        futures: list[Future | None] = []
+        todo, names = [], []
+        for name, key, compute in items:
+            value = self.cache.get(key)
+            if value is MISSING:
+                futures.append(None)
+                timed = partial(self._timed, name, pieces, compute)
+                todo.append(partial(self.cache.get_or_compute, key, timed))
+                names.append(name)
+            else:
+                futures.append(Future())
+                futures[-1].set_result(value)
+        start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
+        queued = iter(self.worker.run_together(todo, cancel, start) if todo else [])
+        return [future or next(queued) for future in futures]
+
+    def _timed(self, name: str, pieces: int, compute):
+        """compute(), timed into `seconds` (only when it runs: an answer from the cache is no time)."""
+        began = time.perf_counter()
+        value = compute()
+        rate = (time.perf_counter() - began) / max(pieces, 1)
+        before = self.seconds.get(name)
+        self.seconds[name] = rate if before is None else (before + rate) / 2
+        return value
