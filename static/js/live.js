@@ -183,8 +183,13 @@ export class LiveTraining {
 /** The run's verdict in words, from its own final numbers (`partial`: stopped by the reader). */
 export function verdict(run, partial = false) {
   const s = run.summary;
+  if (partial) {
+    const last = [...run.lines.values()].map((lines) => lines[lines.length - 1]);
+    if (!last.length) return "No contestant finished a turn.";
+    return `Where they stood: ${last.map((l) => `${l.contestant} ${pct(l.accuracy)} of held-out sequences exact at step ${l.step}`).join(", ")}.`;
+  }
   const finals = [...run.finals.values()];
-  if (!finals.length) return partial ? "No contestant finished a turn." : "";
+  if (!finals.length) return "";
   const { task, length } = run.settings;
   const each = finals.map((f) => `${f.contestant} ${pct(f.accuracy)} after ${f.step} steps`).join(", ");
   const head = `${task === "reverse" ? "Reversing" : "Copying"} ${length} symbols, held-out sequences written back exactly: ${each}.`;

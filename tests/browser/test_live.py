@@ -31,7 +31,8 @@ def test_a_reader_trains_watches_and_stops(open_page):
     assert page.get_by_test_id("live-stop").is_enabled()
     page.get_by_test_id("live-stop").click()
     page.wait_for_function("() => document.getElementById('live-start').disabled === false")
-    assert page.get_by_test_id("live-status").inner_text().startswith("Stopped.")
+    stopped = page.get_by_test_id("live-status").inner_text()
+    assert stopped.startswith("Stopped. Where they stood: lstm ") and "lstm-additive" in stopped
     assert "tl=5" in page.url and "tc=lstm%2Clstm-additive" in page.url
     assert problems.errors == [] and problems.dialogs == []
 
