@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ctypes
 import json
+import math
 import os
 import signal
 import sys
@@ -47,7 +48,7 @@ class LiveRuns:
         self.memory_mb = memory_mb
         self.limits = limits or LiveLimits()
         self.running = 0
-        self.last_started = 0.0
+        self.ends_by = 0.0  # when the latest run ends at the latest (monotonic clock)
 
     def describe(self) -> dict[str, Any]:
         """What GET /api/train answers: tasks, contestants, defaults, limits and the sweep."""
@@ -94,17 +95,15 @@ class LiveRuns:
         if self.running >= self.slots:
             raise BusyError(self.retry_after())
         self.running += 1
-        self.last_started = time.monotonic()
+        self.ends_by = time.monotonic() + wall_cap(config)
         lease = Lease(self)
         lines = self._lines(config, lease)
         weakref.finalize(lines, lease.release)  # never iterated (the client left first): freed anyway
         return lines
 
     def retry_after(self) -> int:
-        """Seconds until the running run is likely done: a default run's length, at least 1."""
-        default = live.LiveConfig()
-        longest = len(default.contestants) * default.seconds
-        return max(1, int(longest - (time.monotonic() - self.last_started)))
+        """Seconds until the running run ends at the latest (its caps), at least 1."""
+        return max(1, math.ceil(self.ends_by - time.monotonic()))
 
     async def _lines(self, config: live.LiveConfig, lease: Lease) -> AsyncIterator[str]:
         process = await asyncio.create_subprocess_exec(
@@ -112,8 +111,7 @@ class LiveRuns:
             cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, preexec_fn=die_with_parent)
         peak = [0.0]
-        deadline = len(config.contestants) * config.seconds + START_SLACK_S
-        watch = asyncio.create_task(self._watch(process, deadline, peak))
+        watch = asyncio.create_task(self._watch(process, wall_cap(config), peak))
         try:
             while line := await process.stdout.readline():
                 yield line.decode()
@@ -143,6 +141,11 @@ class LiveRuns:
                 return f"stopped: the run took longer than {deadline_s:.0f} s"
             await asyncio.sleep(POLL_S)
         return None
+
+
+def wall_cap(config: live.LiveConfig) -> float:
+    """The longest a run may take, in seconds: every contestant's seconds guard, and the slack."""
+    return len(config.contestants) * config.seconds + START_SLACK_S
 
 
 class Lease:

@@ -177,8 +177,12 @@ def load_forward_mode(models) -> None:
     happens now: it compiles jvp rules with TorchScript and imports torch._dynamo, both of which
     parse Python source, and CPython 3.11 can fail ("AST constructor recursion depth mismatch")
     when another thread parses source at the same moment. A server calls this at start-up,
-    before it answers, so no request ever runs that set-up."""
+    before it answers, so no request ever runs that set-up. The set-up is once per process: one
+    model of each kind of cell covers every operation the measurement differentiates."""
+    kinds = {}
     for model in models:
+        kinds.setdefault(type(model.encoder.cell), model)
+    for model in kinds.values():
         step_factors(model, [1, 2], iterations=1)
 
 

@@ -22,6 +22,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd import forward_ad
 
 from models.outputs import TiedEmbedding
 
@@ -59,14 +60,13 @@ class HalfCopy:
 
 
 def _differentiated(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Autograd records this product, or a torch.func transform (a Jacobian, a jvp) runs it: the
-    fp16 product has no derivative, so those take the fp32 one."""
+    """Autograd records this product, or forward-mode differentiation (torch.func.jvp, chapter 3's
+    step factors) carries a tangent through it: the fp16 product has no derivative, so those take
+    the fp32 one. A jvp runs under no_grad on tensors that do not require grad; its inputs are dual
+    tensors, which `forward_ad.unpack_dual` (public) tells apart."""
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return True
-    # The one private call of the serving code: torch.func's jvp runs under no_grad on wrapped
-    # tensors that do not require grad, and no public API says a tensor is one (pinned by
-    # tests/models/serving/test_precision.py: test_a_jvp_and_a_jacobian_...).
-    return torch._C._functorch.is_functorch_wrapped_tensor(x)
+    return forward_ad.unpack_dual(x).tangent is not None
 
 
 class HalfLinear(nn.Linear):

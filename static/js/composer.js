@@ -1,6 +1,5 @@
 // The text box and what the page says back: the character count against the server's limit,
 // the example sentences, and the status line.
-import * as api from "./api.js";
 import { $ } from "./dom.js";
 
 export class Composer {
@@ -61,4 +60,3 @@ export function say(message, tone = "info") {
   status.textContent = message || "";
 }
 
-export const describeError = (error) => api.explain(error);

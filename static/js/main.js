@@ -6,7 +6,7 @@ import { AlignmentView } from "./alignment.js";
 import { BleuChart, bucketOf } from "./bleu.js";
 import { loadCatalog } from "./catalog.js";
 import { Chapters } from "./chapters.js";
-import { Composer, describeError, say } from "./composer.js";
+import { Composer, say } from "./composer.js";
 import { $ } from "./dom.js";
 import { Experiment } from "./experiment.js";
 import { GradientsView } from "./gradients.js";
@@ -66,10 +66,10 @@ function update(lab) {
       round.drew(name);
     } catch (error) {
       if (api.isAbort(error) || !round.current) return;
-      failures.push(`${name}: ${describeError(error)}`);
+      failures.push(`${name}: ${api.explain(error)}`);
       const missing = error instanceof api.ApiError && error.status === 404;
-      cards.setProblem(name, missing ? UNAVAILABLE : `No answer this time (${describeError(error)}).`);
-      const why = missing ? UNAVAILABLE : `${name} gave no answer for this text (${describeError(error)}).`;
+      cards.setProblem(name, missing ? UNAVAILABLE : `No answer this time (${api.explain(error)}).`);
+      const why = missing ? UNAVAILABLE : `${name} gave no answer for this text (${api.explain(error)}).`;
       for (const view of [lab.alignment, lab.heads, lab.scores]) view.showProblem(name, why);
     }
   });
@@ -96,7 +96,7 @@ async function updateGradients(lab, failures) {
     if (round.current) lab.gradients.show(answer);
   } catch (error) {
     if (api.isAbort(error) || !round.current) return failures;
-    const why = describeError(error);
+    const why = api.explain(error);
     for (const id of ["grad-plot", "factor-plot", "gates-plot"]) showEmpty($(id), `The gradient experiment could not be measured (${why}).`);
     failures.push(`gradients: ${why}`);
   }
@@ -115,7 +115,7 @@ async function updateRecurrence(lab, failures) {
     if (!ask.signal.aborted) lab.recurrence.show(answer);
   } catch (error) {
     if (api.isAbort(error)) return failures;
-    const why = error instanceof api.ApiError && error.status === 404 ? "no plain recurrent model is loaded" : describeError(error);
+    const why = error instanceof api.ApiError && error.status === 404 ? "no plain recurrent model is loaded" : api.explain(error);
     for (const id of ["recurrence-plot", "recurrence-change"]) showEmpty($(id), `The recurrence could not be shown (${why}).`);
     failures.push(`recurrence: ${why}`);
   }
@@ -143,7 +143,7 @@ const heaviestFirst = (lab) => [...lab.catalog.names].reverse();
 
 async function start() {
   const requests = new Requests(api.compare);
-  const catalog = await loadCatalog((error) => say(`Could not list the models (${describeError(error)}).`, "error"));
+  const catalog = await loadCatalog((error) => say(`Could not list the models (${api.explain(error)}).`, "error"));
   if (!catalog) {
     requests.begin().announce($("source").value);
     return;
@@ -198,7 +198,7 @@ async function showLiveTraining(lab) {
     const info = await api.trainInfo();
     lab.live = new LiveTraining(info, page, (state) => page.set(state));
   } catch (error) {
-    const why = describeError(error);
+    const why = api.explain(error);
     for (const id of ["live-loss", "live-accuracy", "live-reference"]) showEmpty($(id), `The live experiment is not available (${why}).`);
     $("live-start").disabled = true;
   }
@@ -238,7 +238,7 @@ async function showLongLag(lab) {
     lab.gradients.setLongLag(results);
     whenNear($("lag-accuracy"), () => view.draw());
   } catch (error) {
-    const why = error instanceof api.ApiError && error.status === 404 ? "this server has no long-lag results" : describeError(error);
+    const why = error instanceof api.ApiError && error.status === 404 ? "this server has no long-lag results" : api.explain(error);
     for (const id of ["lag-accuracy", "lag-gradients"]) showEmpty($(id), `The long-lag experiment is not available (${why}).`);
   }
 }

@@ -91,3 +91,23 @@ def test_attention_learns_reversal_at_a_short_length():
     c = live.LiveConfig(length=5, steps=300, held_out=200, contestants=("lstm-additive",))
     final = next(line for line in live.run(c) if line.get("done"))
     assert final["accuracy"] >= 0.9, final
+
+
+def test_the_shipped_sweep_is_the_defaults_and_makes_the_point_at_them():
+    """The page draws checkpoints/live/sweep.json as "each contestant at the default budget" and
+    its defaults were picked from it: attention ends >= 0.9 exact, the bottleneck >= 0.2 below."""
+    import json
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "live" / "sweep.json"
+    sweep = json.loads(shipped.read_text())
+    default = live.LiveConfig()
+    shared = {k: v for k, v in dataclasses.asdict(default).items()
+              if k not in ("task", "length", "contestants", "seconds")}
+    assert sweep["settings"] == shared
+    assert all(r["stopped_by"] == "steps" and r["steps"] == default.steps for r in sweep["rows"])
+    at_default = {r["contestant"]: r["accuracy"] for r in sweep["rows"]
+                  if (r["task"], r["length"]) == (default.task, default.length)}
+    looking = max(at_default[n] for n in default.contestants if live.attention_of(n))
+    squeezed = max(at_default[n] for n in default.contestants if not live.attention_of(n))
+    assert looking >= 0.9 and squeezed <= looking - 0.2
