@@ -2,7 +2,7 @@
 // output words (rows) by source words (columns), one panel per model.
 import { el } from "./dom.js";
 import { whenNear } from "./lazy.js";
-import { attentionTrace, baseLayout, draw, showEmpty, tokenAxis } from "./plots.js";
+import { attentionTrace, baseLayout, draw, onPlot, showEmpty, tokenAxis } from "./plots.js";
 
 export class AlignmentView {
   /** One panel per model of `catalog.aligning`, in `container`; `onRow(row)` when a row is clicked. */
@@ -49,13 +49,10 @@ function drawAlignment(div, model, response, onRow) {
   const trace = attentionTrace(map);
   const layout = alignmentLayout(map);
   draw(div, [trace], layout, `attention-${model}`, response);
-  if (!div.dataset.clickBound) {
-    div.dataset.clickBound = "1";
-    div.on("plotly_click", (event) => {
-      const point = event.points && event.points[0];
-      if (point) onRow(point.y); // a row is an output word: chapter 5 looks at it closely
-    });
-  }
+  onPlot(div, "plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    if (point) onRow(point.y); // a row is an output word: chapter 5 looks at it closely
+  });
 }
 
 /** The axes of one alignment grid: output words (rows, top down) by source words (columns). */

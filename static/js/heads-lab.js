@@ -6,7 +6,7 @@
 // attention in the enlarged head.
 import { $, el } from "./dom.js";
 import { whenNear } from "./lazy.js";
-import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, onPlot, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
 import { fillStory, fmt } from "./vanishing-story.js";
 
@@ -198,14 +198,11 @@ export class HeadsLab {
     });
     div.dataset.off = this.off.map(offKey).join(";");
     draw(div, data, baseLayout({ margin: { l: 44, r: 8, t: 8, b: 44 }, ...axes }), `${answer.model}-head-contributions`, answer);
-    if (!div.dataset.clickBound) {
-      div.dataset.clickBound = "1";
-      div.on("plotly_click", (event) => {
-        const point = event.points && event.points[0];
-        if (!point || point.z === null) return;
-        this.toggle({ kind: point.data.meta.kind, layer: point.y - 1, head: point.x - 1 });
-      });
-    }
+    onPlot(div, "plotly_click", (event) => {
+      const point = event.points && event.points[0];
+      if (!point || point.z === null) return;
+      this.toggle({ kind: point.data.meta.kind, layer: point.y - 1, head: point.x - 1 });
+    });
   }
 
   drawRollout() {

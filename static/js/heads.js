@@ -3,7 +3,7 @@
 // its tokens on the axes.
 import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
-import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, onPlot, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 
 export const KINDS = ["cross", "encoder", "decoder"];
 const KIND_AXES = {
@@ -100,16 +100,13 @@ function drawHeadGrid(div, model, response, kind, selected, onPick) {
   div.dataset.kind = kind;
   div.dataset.tile = `${rows}x${cols}`;
   draw(div, [trace], layout, `${model}-${kind}-heads`, response);
-  if (!div.dataset.clickBound) {
-    div.dataset.clickBound = "1";
-    div.on("plotly_click", (event) => {
-      const point = event.points && event.points[0];
-      const tile = point && div.dataset.tile && div.dataset.tile.split("x").map(Number);
-      if (!tile || point.z === null || point.z === undefined) return;
-      const [rows, cols] = tile; // a tile and the empty line after it
-      onPick(Math.floor(point.y / (rows + 1)), Math.floor(point.x / (cols + 1)));
-    });
-  }
+  onPlot(div, "plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    const tile = point && div.dataset.tile && div.dataset.tile.split("x").map(Number);
+    if (!tile || point.z === null || point.z === undefined) return;
+    const [rows, cols] = tile; // a tile and the empty line after it
+    onPick(Math.floor(point.y / (rows + 1)), Math.floor(point.x / (cols + 1)));
+  });
 }
 
 /** The chosen head, enlarged, with its tokens on both axes. */

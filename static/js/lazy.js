@@ -1,11 +1,26 @@
 // Draw only what the reader can (nearly) see. Each redraw of a Plotly figure costs tens of
 // milliseconds of main-thread time; a plot far below the fold is marked stale instead and drawn
 // when it scrolls within NEAR_PX of the screen, which is before it comes into sight.
+//
+// Until the reader first scrolls, only figures on the screen itself are drawn: the first figure
+// drawn also loads Plotly (plots.js), and a reader who is still typing on the first screen should
+// not wait for it. The first scroll draws every figure within NEAR_PX at once.
 
 const NEAR_PX = 400;
 const pending = new Map(); // element -> the latest draw it is waiting for
-const near = new Set();
+const near = new Set(); // elements within NEAR_PX of the screen
 const reported = new WeakSet();
+let scrolled = false;
+
+const onScreen = (box) => box.bottom > 0 && box.top < window.innerHeight && box.height > 0;
+
+function run(element) {
+  const later = pending.get(element);
+  if (later) {
+    pending.delete(element);
+    later();
+  }
+}
 
 const observer = new IntersectionObserver(
   (entries) => {
@@ -16,20 +31,23 @@ const observer = new IntersectionObserver(
         continue;
       }
       near.add(entry.target);
-      const run = pending.get(entry.target);
-      if (run) {
-        pending.delete(entry.target);
-        run();
-      }
+      if (scrolled || onScreen(entry.boundingClientRect)) run(entry.target);
     }
   },
   { rootMargin: `${NEAR_PX}px 0px` },
 );
 
+addEventListener("scroll", function first() {
+  removeEventListener("scroll", first);
+  scrolled = true;
+  for (const element of [...near]) run(element);
+}, { passive: true });
+
 function isNear(element) {
-  if (reported.has(element)) return near.has(element);
+  if (scrolled && reported.has(element)) return near.has(element);
   observer.observe(element);
-  const box = element.getBoundingClientRect(); // not reported yet: measure once
+  const box = element.getBoundingClientRect(); // not reported yet, or not scrolled yet: measure
+  if (!scrolled) return onScreen(box);
   return box.bottom > -NEAR_PX && box.top < window.innerHeight + NEAR_PX;
 }
 

@@ -4,6 +4,7 @@
 // dotted, beside the next. The verdict is written from the run's own numbers.
 import * as api from "./api.js";
 import { $, el } from "./dom.js";
+import { whenNear } from "./lazy.js";
 import { MODEL_MARKERS, MODEL_PALETTE, WEIGHT_SCALE, baseLayout, draw, plotText, showEmpty } from "./plots.js";
 
 const pct = (x) => `${Math.round(100 * x)}%`;
@@ -202,8 +203,13 @@ export function verdict(run, partial = false) {
   return `${head} Here the one-vector ${b.contestant} did as well as or better than ${a.contestant} (${pct(b.accuracy)} against ${pct(a.accuracy)}): at this length and budget the bottleneck is not the limit.`;
 }
 
-/** The shipped sweep for the chosen task: final accuracy against length for each contestant, the chosen length marked. */
-function drawReference(div, info, { task, length }) {
+/** The shipped sweep for the chosen task, drawn when its figure is near the screen. */
+function drawReference(div, info, settings) {
+  whenNear(div, () => drawSweep(div, info, settings));
+}
+
+/** The shipped sweep: final accuracy against length for each contestant, the chosen length marked. */
+function drawSweep(div, info, { task, length }) {
   const sweep = info.reference;
   const rows = (sweep?.rows || []).filter((r) => r.task === task);
   if (!rows.length) {

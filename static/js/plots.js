@@ -1,10 +1,33 @@
 // Shared Plotly helpers: safe labels, integer token axes, export buttons, empty states, palettes.
 // Plotly reads labels as a small HTML dialect (<b>, <br>, <a>...), so every string that comes
 // from the user or the models goes through `plotText` first.
+//
+// Plotly itself is loaded by the first figure drawn, not by the page: evaluating it is the largest
+// piece of main-thread work the page has, and a reader who has not yet reached a figure (lazy.js
+// decides when one is near) should be able to type meanwhile.
 
 import { offerNumbers } from "./numbers.js";
 
+const PLOTLY_URL = "/vendor/plotly.min.js";
 const Plotly = () => window.Plotly;
+let loading = null;
+
+/** Plotly, loaded once on the first call (a classic script: it sets window.Plotly). */
+export function loadPlotly() {
+  loading ??= new Promise((resolve, reject) => {
+    if (window.Plotly) return resolve(window.Plotly);
+    const script = document.createElement("script");
+    script.src = PLOTLY_URL;
+    script.onload = () => resolve(window.Plotly);
+    script.onerror = () => {
+      loading = null; // the next figure tries again
+      script.remove();
+      reject(new Error("the plotting library could not be loaded"));
+    };
+    document.head.append(script);
+  });
+  return loading;
+}
 
 /** Colour-blind-safe sequential scale for attention weights (0..1). */
 export const WEIGHT_SCALE = "Viridis";
@@ -163,16 +186,46 @@ function keyboardModebar(div) {
  * the JSON the API answered for what the figure shows, offered as "download the numbers".
  */
 export function draw(div, data, layout, filename, numbers) {
-  const empty = div.querySelector(":scope > .plot-empty");
-  if (empty) empty.remove();
-  div.dataset.state = "drawn";
-  div.dataset.exportName = filename;
-  offerNumbers(div, numbers, filename);
-  return Plotly().react(div, data, layout, plotConfig()).then(() => keyboardModebar(div));
+  const ticket = (drawing.get(div) || 0) + 1; // a later draw of the same div wins
+  drawing.set(div, ticket);
+  const react = () => {
+    if (drawing.get(div) !== ticket) return undefined;
+    const empty = div.querySelector(":scope > .plot-empty");
+    if (empty) empty.remove();
+    div.dataset.state = "drawn";
+    div.dataset.exportName = filename;
+    offerNumbers(div, numbers, filename);
+    const drawn = Plotly().react(div, data, layout, plotConfig());
+    for (const [event, handler] of listeners.get(div) || []) {
+      if (!div.dataset[`on${event}`]) div.on(event, handler);
+      div.dataset[`on${event}`] = "1";
+    }
+    return drawn.then(() => keyboardModebar(div));
+  };
+  if (window.Plotly) return react();
+  return loadPlotly().then(react, (error) => {
+    if (drawing.get(div) === ticket) showEmpty(div, `This figure cannot be drawn: ${error.message}.`);
+  });
+}
+
+const drawing = new WeakMap(); // plot div -> the number of its latest draw or message
+const listeners = new WeakMap(); // plot div -> [[Plotly event, handler]], bound once it is a plot
+
+/** Call `handler` on Plotly's `event` ("plotly_click"...) on `div`, once `div` is drawn; the first handler per event stays. */
+export function onPlot(div, event, handler) {
+  const list = listeners.get(div) || [];
+  if (list.some(([e]) => e === event)) return;
+  list.push([event, handler]);
+  listeners.set(div, list);
+  if (div.on) {
+    div.on(event, handler);
+    div.dataset[`on${event}`] = "1";
+  }
 }
 
 /** Replace a plot with a short message (text only, never HTML). */
 export function showEmpty(div, message) {
+  drawing.set(div, (drawing.get(div) || 0) + 1); // a draw still waiting for Plotly is outdated
   if (window.Plotly && div.querySelector(".main-svg")) Plotly().purge(div);
   let empty = div.querySelector(":scope > .plot-empty");
   if (!empty) {

@@ -1,0 +1,110 @@
+"""A reader's first minute: nothing shifts, nothing is blank without saying why, and no sentence is
+ever shown with a hole where a number will go.
+
+The page is opened fresh and read from top to bottom at a reader's pace while a check runs on every
+frame: a sentence (a paragraph, list item or note holding data-fact slots) that is visible on the
+screen must have every slot filled. Figures keep the size they had at first paint, and the load
+shifts nothing on the first screen."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import show_everything
+
+pytestmark = pytest.mark.browser
+STEP_OF_SCREEN = 0.6  # each scroll moves this much of the screen's height
+PAUSE_MS = 300  # between two scrolls: a quick reader's skim
+
+# Installed once the document is parsed (before the page's modules have asked the server anything):
+# on every frame, each visible slot that is still empty, and each visible sentence that reads
+# "undefined" or "NaN", is recorded with the words around it.
+WATCH = """() => {
+  window.holes = [];
+  const seen = new Set();
+  const onScreen = (el) => {
+    const box = el.getBoundingClientRect();
+    return box.bottom > 0 && box.top < innerHeight && box.width > 0 && box.height > 0;
+  };
+  const shown = (el) => el.checkVisibility({ visibilityProperty: true, opacityProperty: true }) && onScreen(el);
+  const check = () => {
+    for (const slot of document.querySelectorAll("[data-fact]")) {
+      const sentence = slot.closest("p, li, .panel__note") || slot.parentElement;
+      const visible = slot.checkVisibility({ visibilityProperty: true, opacityProperty: true });
+      if (slot.textContent.trim() === "" && visible && shown(sentence)) {
+        const what = `${slot.dataset.fact}: ${sentence.textContent.trim().slice(0, 90)}`;
+        if (!seen.has(what)) { seen.add(what); window.holes.push(what); }
+      }
+    }
+    for (const sentence of document.querySelectorAll("main p, main li")) {
+      if (/\\b(undefined|NaN)\\b/.test(sentence.textContent) && shown(sentence)) {
+        const what = `garbled: ${sentence.textContent.trim().slice(0, 90)}`;
+        if (!seen.has(what)) { seen.add(what); window.holes.push(what); }
+      }
+    }
+    requestAnimationFrame(check);
+  };
+  check();
+}"""
+
+SHIFTS = """() => {
+  window.shifted = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) if (!e.hadRecentInput) window.shifted.push(e.value);
+  }).observe({ type: "layout-shift", buffered: true });
+}"""
+
+PLOT_HEIGHTS = ("() => Object.fromEntries([...document.querySelectorAll('.plot[id]')]"
+                ".filter(p => p.offsetParent).map(p => [p.id, p.offsetHeight]))")
+
+
+def open_fresh(page, server: str, width: int = 1280, height: int = 900) -> None:
+    """The session's page, loaded anew at `/` with the watchers installed before any answer arrives."""
+    page.unroute_all(behavior="ignoreErrors")
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/", wait_until="domcontentloaded")
+    page.evaluate(WATCH)
+    page.evaluate(SHIFTS)
+
+
+def read_down(page) -> None:
+    """Scroll from the top to the bottom in steps, pausing on each like a reader skimming."""
+    height = page.evaluate("document.documentElement.scrollHeight")
+    screen = page.evaluate("innerHeight")
+    y = 0
+    while y < height:
+        y += int(screen * STEP_OF_SCREEN)
+        page.mouse.wheel(0, int(screen * STEP_OF_SCREEN))
+        page.wait_for_timeout(PAUSE_MS)
+        height = page.evaluate("document.documentElement.scrollHeight")
+
+
+@pytest.mark.parametrize("width", [1280, 412])
+def test_no_sentence_is_ever_shown_with_a_hole(browser_page, server, width):
+    page, problems = browser_page
+    problems.clear()
+    open_fresh(page, server, width=width, height=900 if width > 800 else 820)
+    read_down(page)
+    page.wait_for_function("() => window.attentionLab && window.attentionLab.lastUpdate !== null")
+    read_down(page)  # and once more with every answer in
+    assert page.evaluate("window.holes") == []
+    assert problems.errors == []
+
+
+def test_figures_keep_their_first_size_and_the_first_screen_does_not_shift(browser_page, server):
+    page, problems = browser_page
+    problems.clear()
+    open_fresh(page, server)
+    first = page.evaluate(PLOT_HEIGHTS)
+    assert first and all(h > 0 for h in first.values()), first
+    # until drawn, a figure says so: its placeholder line is there from the first paint
+    waiting = page.locator(".plot:empty").first
+    label = waiting.evaluate("el => getComputedStyle(el, '::before').content")
+    assert label not in ("none", "normal", '""'), label
+    page.wait_for_function("() => window.attentionLab && window.attentionLab.lastUpdate !== null")
+    page.wait_for_timeout(500)
+    assert sum(page.evaluate("window.shifted")) < 0.02
+    show_everything(page)
+    after = page.evaluate(PLOT_HEIGHTS)
+    assert {k: after[k] for k in first} == first
+    assert problems.errors == []
