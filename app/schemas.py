@@ -1,18 +1,22 @@
 """Request and response models of the JSON contract (../shared/docs/API.md), with examples so
 /docs is a usable reference. Fields beyond the contract are additive and optional.
 
+Each shape is written here once: the services build their answers as these models (app/services/),
+the routes declare them, and /openapi.json is generated from them. Both sides refuse a key they do
+not name: a request with one is 422, a service that made one fails where it made it.
+
 A leaf: nothing here reads the settings or calls a service. Limits that depend on the server's
 settings (the text's length, the gradient input's length) are checked once, by the services, and
 told to clients by GET /api/health."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.limits import Limits
-from models.live_config import CONTESTANTS, LiveLimits
+from models.live_config import CONTESTANTS, LiveConfig, LiveLimits
 from models.serving.options import LAYOUTS, PRECISIONS
 
 EXAMPLE_TEXT = "Je mange du pain."
@@ -32,6 +36,13 @@ def _integral(value):
     if isinstance(value, dict):
         return {k: _integral(v) for k, v in value.items()}
     return value
+
+
+class Response(BaseModel):
+    """A response body, built by the services themselves: a key this contract does not name is an
+    error where the answer is made (a misspelt field never reaches a client, or vanishes)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class Request(BaseModel):
@@ -103,7 +114,7 @@ class CompareRequest(TextRequest):
     _once_each = field_validator("models")(once_each)
 
 
-class Numerics(BaseModel):
+class Numerics(Response):
     precision: Literal[PRECISIONS] = Field(
         description="fp32: every product multiplies the weights' fp32 copies; fp16-weights: the weights the "
                     "checkpoints store in fp16 are read from an fp16 copy (the same numbers), and multiplied "
@@ -113,14 +124,14 @@ class Numerics(BaseModel):
                     "one-row decoding steps on a CPU; the same values) or the checkpoint's own order")
 
 
-class Dropped(BaseModel):
+class Dropped(Response):
     """Model work since start-up that nobody wanted any more: superseded by a newer text, or its
     client gone. Expected while a reader types; counted here rather than logged."""
     skipped: int = Field(description="jobs whose client had gone before their turn came")
     stopped: int = Field(description="searches stopped between two decoder steps")
 
 
-class Health(BaseModel):
+class Health(Response):
     status: Literal["ok", "degraded"]
     device: str
     models: list[str]
@@ -137,18 +148,30 @@ class Health(BaseModel):
          "dropped": {"skipped": 3, "stopped": 5}}]})
 
 
-class LengthBucket(BaseModel):
-    model_config = ConfigDict(extra="allow")  # metrics.json may carry more (chrf per bucket)
+class LengthBucket(Response):
     bucket: str
     pairs: int
     bleu: float
+    chrf: float | None = None
     bleu_low: float | None = Field(None, description="2.5th percentile of BLEU over 1,000 bootstrap samples of "
                                                      "the bucket's sentences (older reports have none)")
     bleu_high: float | None = Field(None, description="97.5th percentile of the same")
 
 
-class Metrics(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class Example(Response):
+    source: str
+    reference: str
+    hypothesis: str
+
+
+class Metrics(Response):
+    """The shipped evaluation (checkpoints/<name>/metrics.json, written by models/evaluate.py)."""
+
+    split: str | None = Field(None, description="the split scored (test)")
+    split_hash: str | None = Field(None, description="a fingerprint of that split's sentence pairs")
+    decoding: str | None = Field(None, description="how the translations were searched (greedy)")
+    decode_seconds: float | None = Field(None, description="wall time of the whole evaluation's decoding")
+    examples: list[Example] = Field([], description="a few test sentences with the model's translation")
     bleu: float | None = None
     bleu_low: float | None = None
     bleu_high: float | None = None
@@ -157,8 +180,7 @@ class Metrics(BaseModel):
     bleu_by_length: list[LengthBucket] = []
 
 
-class CurvePoint(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class CurvePoint(Response):
     step: int
     epoch: float | None = None
     tokens: int | None = None
@@ -168,7 +190,7 @@ class CurvePoint(BaseModel):
     valid_bleu: float | None = None
 
 
-class KeptPoint(BaseModel):
+class KeptPoint(Response):
     step: int = Field(description="optimizer step of the evaluation whose weights were kept (a curve "
                                   "point's `step`)")
     seconds: float | None = Field(None, description="training seconds at that evaluation (a curve point's "
@@ -178,7 +200,7 @@ class KeptPoint(BaseModel):
     valid_loss: float | None = Field(None, description="validation loss there (breaks BLEU ties)")
 
 
-class SnapshotPoint(BaseModel):
+class SnapshotPoint(Response):
     step: int = Field(description="optimizer steps of training behind these weights")
     epoch: float | None = None
     seconds: float | None = Field(None, description="training seconds at that step")
@@ -191,7 +213,7 @@ class SnapshotPoint(BaseModel):
                                        "each), int8 with the embeddings in fp16, fp16, or fp32 (rebuilt)")
 
 
-class ModelInfo(BaseModel):
+class ModelInfo(Response):
     name: str
     architecture: Literal["rnn", "lstm", "transformer"]
     attention: Literal["additive", "dot", "scaled-dot"] | None
@@ -223,22 +245,22 @@ class ModelInfo(BaseModel):
                      "bleu_by_length": [{"bucket": "1-5", "pairs": 812, "bleu": 55.0}]}}]})
 
 
-class Curve(BaseModel):
+class Curve(Response):
     model: str
     points: list[CurvePoint]
 
 
-class Alternative(BaseModel):
+class Alternative(Response):
     token: str
     probability: float
 
 
-class Step(BaseModel):
+class Step(Response):
     token: str = Field(description="the piece chosen at this step (<eos> at the last)")
     top: list[Alternative]
 
 
-class Candidate(BaseModel):
+class Candidate(Response):
     translation: str
     tokens: list[str]
     log_prob: float
@@ -246,7 +268,7 @@ class Candidate(BaseModel):
     finished: bool
 
 
-class Translation(BaseModel):
+class Translation(Response):
     model: str
     translation: str
     source_tokens: list[str]
@@ -261,7 +283,7 @@ class Translation(BaseModel):
          "target_tokens": ["▁I", "▁eat", "▁bread", "."], "finished": True}]})
 
 
-class AttentionMap(BaseModel):
+class AttentionMap(Response):
     kind: Literal["cross", "encoder", "decoder"] = Field(
         description="cross: decoder queries over source keys; encoder, decoder: self-attention (causal)")
     layer: int
@@ -284,7 +306,14 @@ class Attention(Translation):
                                [0.01, 0.02, 0.12, 0.84, 0.01], [0.01, 0.01, 0.01, 0.02, 0.95]]}]}]})
 
 
-class GradientCurve(BaseModel):
+class ModelFailure(Response):
+    """A line of POST /api/compare for a model that failed: the other models' lines stand."""
+
+    model: str
+    error: str = Field(description="the exception's type and message")
+
+
+class GradientCurve(Response):
     model: str
     weights: Literal["trained", "initialized"] = Field(description="the shipped weights or the seeded "
                                                                    "initialization training started from")
@@ -297,13 +326,13 @@ class GradientCurve(BaseModel):
     forget_mean: list[float] | None = Field(None, description="with factors, LSTM: mean forget gate")
 
 
-class GateMeans(BaseModel):
+class GateMeans(Response):
     input: list[float]
     forget: list[float]
     output: list[float]
 
 
-class Gates(BaseModel):
+class Gates(Response):
     model: str
     units: list[int] = Field(description="the hidden units shown: those whose gates vary most over the tokens")
     input: list[list[float]] = Field(description="token x unit")
@@ -312,7 +341,7 @@ class Gates(BaseModel):
     mean: GateMeans = Field(description="each gate's mean over all units, per token")
 
 
-class Gradients(BaseModel):
+class Gradients(Response):
     tokens: list[str]
     definition: str
     directions: int = Field(description="K, random directions of the Frobenius-norm estimate")
@@ -326,7 +355,7 @@ class RecurrenceRequest(TextRequest):
                               examples=["rnn"])
 
 
-class Recurrence(BaseModel):
+class Recurrence(Response):
     model: str
     tokens: list[str] = Field(description="the source pieces, in reading order")
     equation: str = Field(description="the recurrence the encoder runs")
@@ -357,7 +386,7 @@ class ScoresRequest(TextRequest):
                                            "above 1 flatter", examples=[1.0])
 
 
-class Blend(BaseModel):
+class Blend(Response):
     rule: str = Field(description="how the units shown were chosen")
     units: list[int] = Field(description="encoder state units shown, ascending")
     hidden_size: int = Field(description="H, units in each encoder state")
@@ -411,18 +440,18 @@ class TimingRequest(Request):
     parallel: str | None = Field(None, description="a model without recurrence (default: the first loaded)")
 
 
-class LengthTiming(BaseModel):
+class LengthTiming(Response):
     length: int = Field(description="input pieces")
     median_ms: float = Field(description="median wall time of one encoder call, in milliseconds")
     repeats: int = Field(description="calls timed")
 
 
-class TimingRoles(BaseModel):
+class TimingRoles(Response):
     recurrent: str = Field(description="the model whose LSTM encoder was timed")
     parallel: str = Field(description="the model whose encoder attends without recurrence")
 
 
-class Timings(BaseModel):
+class Timings(Response):
     device: str = Field(description="where the models run: cpu or cuda")
     device_name: str
     torch_threads: int = Field(description="intra-op threads of every timed call")
@@ -460,7 +489,7 @@ class Timings(BaseModel):
          "parallel_longest_over_recurrent_shortest": 69.55, "recurrent_over_parallel_longest": 1.525}]})
 
 
-class TimingStatus(BaseModel):
+class TimingStatus(Response):
     running: bool
     done: int = Field(description="calls timed so far by the running (or last) measurement")
     total: int = Field(description="calls it would time at most (fewer when the time limit stops it)")
@@ -475,23 +504,34 @@ class LagGradientsRequest(Request):
     initialized: bool = Field(True, description="also the same models before training")
 
 
-class LagRun(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class LossPoint(Response):
+    step: int
+    loss: float
+
+
+class LagRun(Response):
     filler: Literal["blank", "noise"] = Field(description="blank: one token repeated; noise: random tokens")
     cell: Literal["rnn", "lstm"]
     lag: int
     accuracy: float = Field(description="share of held-out sequences whose signal the model named")
     steps: int
     seconds: float
-    curve: list[dict[str, float]] = Field(description="training loss every 25 steps")
+    curve: list[LossPoint] = Field(description="training loss every 25 steps")
 
 
-class LongLagResults(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class LagTask(Response):
+    symbols: int = Field(description="signals the model must name")
+    noise_tokens: int = Field(description="distinct tokens a noise filler draws from")
+    d_embed: int
+    d_hidden: int
+
+
+class LongLagResults(Response):
     chance: float
+    hardware: str = Field(description="where the tiny models were trained")
     eval_sequences: int
     max_steps: int
-    task: dict[str, int]
+    task: LagTask
     runs: list[LagRun]
     cells: list[str] = Field(description="the cells trained, in the story's order (plain first)")
     chance_lag: dict[str, dict[str, int | None]] = Field(
@@ -499,7 +539,7 @@ class LongLagResults(BaseModel):
                     "of chance (null: above chance at every lag tried)")
 
 
-class LagGradients(BaseModel):
+class LagGradients(Response):
     lag: int
     filler: str
     tokens: list[int] = Field(description="the task sequence read: signal, distractors, query")
@@ -507,7 +547,7 @@ class LagGradients(BaseModel):
     curves: list[GradientCurve]
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Response):
     detail: str
 
 
@@ -524,7 +564,7 @@ class ScalingRequest(TextRequest):
     keys: int = Field(16, ge=2, le=32, description="keys each sampled query is scored against")
 
 
-class SaturationPoint(BaseModel):
+class SaturationPoint(Response):
     d_k: int
     score_std: float = Field(description="standard deviation of the scores")
     max_weight: float = Field(description="mean largest softmax weight (1/keys: uniform, 1: one-hot)")
@@ -532,7 +572,7 @@ class SaturationPoint(BaseModel):
     gradient: float = Field(description="mean ||diag(p) - p p^T||_F, the softmax's Jacobian")
 
 
-class SampledCurves(BaseModel):
+class SampledCurves(Response):
     distribution: str = Field(description="how q and k were drawn")
     keys: int
     draws: int = Field(description="queries averaged over per point")
@@ -543,7 +583,7 @@ class SampledCurves(BaseModel):
     at_model_d_k: dict[str, SaturationPoint] = Field(description="both variants at the model's d_k")
 
 
-class HeadSpread(BaseModel):
+class HeadSpread(Response):
     kind: Literal["encoder", "decoder", "cross"]
     layer: int
     head: int
@@ -579,7 +619,7 @@ class OrderRequest(TextRequest):
                                                                     "similarity (default: the source length)")
 
 
-class OrderCheck(BaseModel):
+class OrderCheck(Response):
     positional: bool
     max_abs_difference: float = Field(description="over every layer and head (3 significant digits)")
     per_layer: list[float] = Field(description="the same, per encoder layer")
@@ -587,7 +627,7 @@ class OrderCheck(BaseModel):
     shuffled: list[list[list[float]]] = Field(description="head x query x key, `layer` of the shuffle")
 
 
-class PositionalTable(BaseModel):
+class PositionalTable(Response):
     positions: int
     dimensions: int
     table: list[list[float]] = Field(description="position x dimension: PE[pos, 2i] = sin(pos / 10000^(2i/d)), "
@@ -595,7 +635,7 @@ class PositionalTable(BaseModel):
     similarity: list[list[float]] = Field(description="position x position: PE(i) . PE(j)")
 
 
-class Order(BaseModel):
+class Order(Response):
     model: str
     source_tokens: list[str]
     shuffled_tokens: list[str]
@@ -619,7 +659,7 @@ class HeadsRequest(TextRequest):
                                   examples=["lstm-additive"])
 
 
-class HeadContribution(BaseModel):
+class HeadContribution(Response):
     kind: Literal["encoder", "decoder", "cross"]
     layer: int
     head: int
@@ -629,14 +669,14 @@ class HeadContribution(BaseModel):
     max_weight: float = Field(description="mean largest attention weight per row: how sharp the head looks")
 
 
-class AlignedHead(BaseModel):
+class AlignedHead(Response):
     layer: int
     head: int
     score: float
     off: bool
 
 
-class Alignment(BaseModel):
+class Alignment(Response):
     reference: str
     reference_translation: str
     same_translation: bool
@@ -644,11 +684,17 @@ class Alignment(BaseModel):
     ranking: list[AlignedHead] = Field(description="cross-attention heads, best aligned first")
 
 
-class HeadEffect(BaseModel):
+class HeadEffect(Response):
     translation: str
     tokens: list[str]
     log_prob_all_heads: float
     log_prob_heads_off: float
+
+
+class SublayerNorm(Response):
+    kind: Literal["encoder", "decoder", "cross"]
+    layer: int
+    mean: float = Field(description="mean norm of the attention sub-layer's whole output")
 
 
 class Heads(Translation):
@@ -656,7 +702,7 @@ class Heads(Translation):
     definition: dict[str, str]
     rows: dict[str, list[str]] = Field(description="per kind, the query rows of `norms`")
     contributions: list[HeadContribution]
-    sublayer_norms: list[dict[str, str | int | float]] = Field(
+    sublayer_norms: list[SublayerNorm] = Field(
         description="per attention sub-layer, the mean norm of its whole output (for scale)")
     rollout: list[list[list[float]]] = Field(description="per encoder layer, source x source rollout")
     alignment: Alignment | None = Field(description="null without a reference model or translation")
@@ -684,7 +730,7 @@ class PredictedStep(Step):
     probability: float = Field(description="the model's probability of the chosen piece at this step")
 
 
-class BeamNodeOut(BaseModel):
+class BeamNodeOut(Response):
     token: str = Field(description="the piece added to the parent (<eos>: the hypothesis ends)")
     parent: int | None = Field(None, description="index in the previous step's nodes; absent (null) at step 0")
     log_prob: float = Field(description="cumulative log-probability")
@@ -747,17 +793,59 @@ class TrainRequest(Request):
                              description="the same seed and settings give the same run, number for number")
 
 
-class TrainContestant(BaseModel):
+class TrainContestant(Response):
     name: str
     attention: str | None = Field(description="null for the bottleneck, else how it looks back")
 
 
-class TrainInfo(BaseModel):
+class SweepSettings(Response):
+    steps: int
+    seed: int
+    alphabet: int
+    width: int
+    batch: int
+    learning_rate: float
+    held_out: int
+
+
+class SweepRow(Response):
+    task: Literal["reverse", "copy"]
+    length: int
+    contestant: Literal[CONTESTANTS]
+    accuracy: float = Field(description="share of held-out sequences written back exactly")
+    token_accuracy: float = Field(description="share of held-out symbols written back right")
+    steps: int
+    seconds: float
+    stopped_by: Literal["steps", "seconds", "reader"]
+
+
+class Sweep(Response):
+    settings: SweepSettings
+    rows: list[SweepRow]
+
+
+class TrainInfo(Response):
     tasks: list[str]
     contestants: list[TrainContestant]
-    defaults: dict[str, Any]
+    defaults: LiveConfig
     limits: LiveLimits
     slots: int = Field(description="runs this replica takes at once")
     running: int = Field(description="runs going on now")
-    reference: dict[str, Any] | None = Field(description="the shipped sweep: final accuracy against length "
-                                                         "for each contestant at the default budget")
+    reference: Sweep | None = Field(description="the shipped sweep: final accuracy against length for each "
+                                                "contestant at the default budget")
+
+
+class RecapRow(BaseModel):
+    """One row of chapter 11's recap: its chapter's one number on the reader's sentence, in a sentence."""
+
+    model_config = ConfigDict(extra="forbid")
+    chapter: int = Field(ge=1, le=11, description="the chapter the row recaps (its number in the story)")
+    text: str = Field(description="the row's sentence, with the number measured on the text")
+
+
+class Recap(BaseModel):
+    """POST /api/recap: the recap rows that depend on the text, for the chapters whose models are loaded."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    rows: list[RecapRow]

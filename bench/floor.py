@@ -17,7 +17,7 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   (ATTENTION_LAB_PRECISION=fp32), the fp32 weights in the checkpoint's own order (and the
   input-major layout, models/serving/layout.py), the layers' general pass instead of the
   one-position step (models/serving/step.py), the search on the server's intra-op threads instead of one
-  (models/decoding._one_thread), and the step run in Python instead of replayed from its recorded
+  (models/serving/threads.py), and the step run in Python instead of replayed from its recorded
   graph (ATTENTION_LAB_STEP=python, models/serving/graph.py).
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
   same work (decode and every map) in this process.
@@ -53,10 +53,10 @@ from serving import ROOT, serve, write_report  # bench/serving.py: this script's
 
 from app.services.loading import load_registry
 from app.services.maps import attention_maps
-from models import checkpoint
+from models import checkpoint, decoding
 from models.data import load_split
-from models.decoding import greedy_tokens
 from models.serving import served, step_of
+from models.serving import threads as served_search
 from models.serving.layout import layout_of
 from models.serving.precision import HalfLinear, HalfTiedEmbedding, precision_of
 from models.serving.step import linear
@@ -163,8 +163,8 @@ class GeneralPass:
 
 def timed_decode(model, ids: list[int], one_thread: bool = True) -> tuple[float, list[int]]:
     """Seconds of one greedy decode (after a warm one), as the server runs it (the search on one
-    intra-op thread, models/decoding.py) or, with `one_thread` False, on the model thread's threads."""
-    search = greedy_tokens if one_thread else greedy_tokens.__wrapped__
+    intra-op thread, models/serving/threads.py) or, with `one_thread` False, on the model thread's threads."""
+    search = served_search.greedy_tokens if one_thread else decoding.greedy_tokens
     with torch.inference_mode():
         search(model, ids)  # warm
         start = time.perf_counter()

@@ -31,8 +31,9 @@ from serving import ROOT, write_report  # bench/serving.py: this script's folder
 
 from models import checkpoint
 from models.data import load_split
-from models.decoding import greedy_tokens, max_target_len
+from models.decoding import max_target_len
 from models.serving import served
+from models.serving.threads import greedy_tokens
 from models.tokenizer import BOS, EOS, UNK, BPETokenizer
 
 

@@ -12,7 +12,6 @@ its `history`, the tree of hypotheses it considered step by step.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -99,26 +98,6 @@ def _next_token_scores(logits: torch.Tensor) -> torch.Tensor:
     return _allowed(logits[:, -1])  # (B, V)
 
 
-def _one_thread(search: Callable) -> Callable:
-    """Run a search on one intra-op thread. Its ops are rows of 256 to 1,024 numbers, too small to
-    split: a second thread only adds a fork and a join to each and wakes between them, so the
-    search is slower on two threads than on one (bench/floor.py times it both ways). The server's
-    other work (teacher-forced passes, gradients, evaluation batches) keeps every thread."""
-
-    @functools.wraps(search)
-    def run(*args, **kwargs):
-        before = torch.get_num_threads()
-        if before == 1:
-            return search(*args, **kwargs)
-        torch.set_num_threads(1)
-        try:
-            return search(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    return run
-
-
 FIRST_ALLOWED = 2  # PAD_ID and BOS_ID are ids 0 and 1, never a valid next token
 assert {PAD_ID, BOS_ID} == set(range(FIRST_ALLOWED))
 
@@ -157,7 +136,6 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
     return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in ids]
 
 
-@_one_thread
 def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, stop: Stop = None,
            prefix: Sequence[int] = (), **options) -> Decoded:
     """Greedy translation of one sentence, with its internals collected as the search runs (no
@@ -204,7 +182,6 @@ def _stack_steps(steps: list[tuple[torch.Tensor, dict]], internals: dict) -> Mod
                        **{k: v for k, v in internals.items() if k != "attentions"})
 
 
-@_one_thread
 def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: Stop = None,
                   **options) -> tuple[list[int], bool]:
     """Only the greedy output ids and whether it ended with EOS: no internals kept."""
@@ -213,7 +190,6 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     return tokens, len(tokens) < max_len
 
 
-@_one_thread
 def beam_search(
     model, src_ids: list[int], beam_size: int = 4, max_len: int | None = None, top_k: int = 5,
     alpha: float = 0.6, stop: Stop = None, prefix: Sequence[int] = (), **options,

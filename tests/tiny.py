@@ -39,7 +39,9 @@ def tiny_metrics(seed: int) -> dict:
     """Made-up evaluation figures in the shape of metrics.json, different per model."""
     base = 20.0 + 4 * seed
     buckets = [("1-5", 800, 12), ("6-10", 4000, 3), ("11-15", 1200, -6), ("16+", 300, -12)]
-    return {"bleu": base, "bleu_low": base - 1, "bleu_high": base + 1, "chrf": base + 15, "pairs": 6300,
+    return {"split": "test", "split_hash": f"{seed:016x}", "decoding": "greedy", "decode_seconds": 1.5 + seed,
+            "examples": [{"source": "Je mange du pain.", "reference": "I eat bread.", "hypothesis": "I eat."}],
+            "bleu": base, "bleu_low": base - 1, "bleu_high": base + 1, "chrf": base + 15, "pairs": 6300,
             "bleu_by_length": [{"bucket": b, "pairs": n, "bleu": base + d, "bleu_low": base + d - 900 / n,
                                 "bleu_high": base + d + 1200 / n, "chrf": base + d + 15}
                                for b, n, d in buckets]}

@@ -1,11 +1,10 @@
-import json
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.dependencies import ClientGone, Registry, SupersedeKey
-from app.schemas import Attention, CompareRequest, ErrorBody
+from app.schemas import Attention, CompareRequest, ErrorBody, ModelFailure
 from app.services.comparison import as_ready, queue_comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])
@@ -30,6 +29,6 @@ async def compare(body: CompareRequest, registry: Registry, gone: ClientGone,
     return StreamingResponse(_lines(answers), media_type=NDJSON, headers={"X-Accel-Buffering": "no"})
 
 
-async def _lines(answers: AsyncIterator[dict]) -> AsyncIterator[str]:
+async def _lines(answers: AsyncIterator[Attention | ModelFailure]) -> AsyncIterator[str]:
     async for answer in answers:
-        yield json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n"
+        yield answer.model_dump_json(exclude_none=True) + "\n"

@@ -9,7 +9,7 @@ router = APIRouter(prefix="/api", tags=["gradients"])
 
 @router.post("/gradients", response_model=Gradients, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-def gradients(body: GradientsRequest, registry: Registry, gone: ClientGone) -> dict:
+def gradients(body: GradientsRequest, registry: Registry, gone: ClientGone) -> Gradients:
     """How strongly the final encoder state depends on each input, by distance from the end
     (the recurrent models without attention by default), and the LSTM's gates per token."""
     return gradient_curves(registry, body.text, body.length, tuple(body.models), gone,

@@ -9,7 +9,7 @@ router = APIRouter(prefix="/api", tags=["chapters"])
 
 @router.post("/heads", response_model=Heads, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-def heads(body: HeadsRequest, registry: Registry, gone: ClientGone) -> dict:
+def heads(body: HeadsRequest, registry: Registry, gone: ClientGone) -> Heads:
     """Chapter 9: what each head adds to the residual stream, the cross heads ranked by agreement
     with a recurrent model's alignment, encoder rollout, and the effect of switching heads off."""
     off = tuple((h.kind, h.layer, h.head) for h in body.heads_off)

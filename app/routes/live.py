@@ -14,7 +14,7 @@ def runs(request: Request) -> LiveRuns:
 
 
 @router.get("/train", response_model=TrainInfo)
-async def describe(request: Request) -> dict:
+async def describe(request: Request) -> TrainInfo:
     """The "train it yourself" experiment: tasks, contestants, defaults, limits and the reference
     sweep (final accuracy against length at the default budget)."""
     return runs(request).describe()

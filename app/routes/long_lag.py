@@ -8,12 +8,12 @@ router = APIRouter(prefix="/api", tags=["gradients"])
 
 
 @router.get("/long-lag", response_model=LongLagResults, responses={404: {"model": ErrorBody}})
-def results(registry: Registry) -> dict:
+def results(registry: Registry) -> LongLagResults:
     """Chapter 3's learning experiment: accuracy against lag for tiny RNN and LSTM encoders."""
     return long_lag.results(registry)
 
 
 @router.post("/long-lag/gradients", response_model=LagGradients, responses={404: {"model": ErrorBody}})
-def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone) -> dict:
+def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone) -> LagGradients:
     """The gradient curves of the tiny models trained at one lag (and before training)."""
     return long_lag.lag_gradients(registry, body.lag, body.filler, body.initialized, gone)

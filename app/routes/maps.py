@@ -11,7 +11,7 @@ router = APIRouter(prefix="/api", tags=["attention"])
 
 @router.post("/attention", response_model=Attention, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-async def attention(body: AttentionRequest, registry: Registry, gone: ClientGone) -> dict:
+async def attention(body: AttentionRequest, registry: Registry, gone: ClientGone) -> Attention:
     """The greedy translation and every attention map computed while producing it."""
     kinds = tuple(k for k in ATTENTION_KINDS if k in body.kinds)  # canonical order, no repeats
     job = attention_maps_job(registry, body.model, body.text, decode_options(body), kinds, gone)

@@ -8,7 +8,7 @@ router = APIRouter(prefix="/api", tags=["chapters"])
 
 
 @router.post("/order", response_model=Order, responses={404: {"model": ErrorBody}})
-def order(body: OrderRequest, registry: Registry, gone: ClientGone) -> dict:
+def order(body: OrderRequest, registry: Registry, gone: ClientGone) -> Order:
     """Chapter 8: shuffle the words; with positional encoding off the encoder's self-attention is the
     original's permuted (to float rounding), with it on it is not. Also the sinusoidal table."""
     return shuffle(registry, body.text, body.model, body.permutation, body.seed, body.layer, body.max_position,

@@ -9,7 +9,7 @@ router = APIRouter(prefix="/api", tags=["chapters"])
 
 @router.post("/predict", response_model=Prediction, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-def predict(body: PredictRequest, registry: Registry, gone: ClientGone) -> dict:
+def predict(body: PredictRequest, registry: Registry, gone: ClientGone) -> Prediction:
     """Chapter 10: the decoder's top-k next pieces at every step, greedy against beam search (final
     candidates and the beam's tree), and a forced prefix the model continues from."""
     return prediction(registry, body.text, body.model, tuple(body.prefix), body.top_k, body.beam_size, gone)

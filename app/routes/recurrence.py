@@ -8,7 +8,7 @@ router = APIRouter(prefix="/api", tags=["recurrence"])
 
 
 @router.post("/recurrence", response_model=Recurrence, responses={404: {"model": ErrorBody}})
-def recurrence(body: RecurrenceRequest, registry: Registry, gone: ClientGone) -> dict:
+def recurrence(body: RecurrenceRequest, registry: Registry, gone: ClientGone) -> Recurrence:
     """Chapter 2: a recurrent encoder's hidden state after each source piece (a readable subset of
     its units), how far each piece moved it, and its length."""
     return read_sentence(registry, body.text, body.model, gone)

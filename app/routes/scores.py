@@ -8,7 +8,7 @@ router = APIRouter(prefix="/api", tags=["attention"])
 
 
 @router.post("/scores", response_model=Scores, responses={404: {"model": ErrorBody}})
-def scores(body: ScoresRequest, registry: Registry, gone: ClientGone) -> dict:
+def scores(body: ScoresRequest, registry: Registry, gone: ClientGone) -> Scores:
     """Chapter 5: for one output piece of the greedy translation, the raw scores over the source,
     the model's softmax weights, the same scores softmaxed at another temperature, and the context
     the weights blend from the encoder states."""

@@ -10,7 +10,7 @@ router = APIRouter(prefix="/api", tags=["translate"])
 
 @router.post("/translate", response_model=Translation, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
-async def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> dict:
+async def translate(body: TranslateRequest, registry: Registry, gone: ClientGone) -> Translation:
     """Translate French to English: greedy (beam_size 1) or beam search (2-8)."""
     job = translation_job(registry, body.model, body.text, decode_options(body), gone)
     return await registry.jobs.answer(*job, gone)

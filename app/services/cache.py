@@ -1,5 +1,5 @@
 """A small thread-safe LRU cache of finished results, so live typing that revisits a prefix is
-instant. Values are JSON-ready dicts that nobody mutates after they are stored.
+instant. Values are response models (app/schemas.py) that nobody mutates after they are stored.
 
 Bounded twice: by entries and by an estimate of the memory the entries hold. One long sentence's
 Transformer maps can weigh ~25 MiB as Python objects, so a count alone could grow a replica by
@@ -14,13 +14,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from pydantic import BaseModel
+
 # Rough CPython sizes: a float in a list costs its 24-byte object plus an 8-byte slot.
 _NUMBER_BYTES, _CONTAINER_BYTES = 32, 64
 MISSING = object()  # what `get` returns for a key not stored
 
 
 def approx_bytes(value: Any) -> int:
-    """A fast over-estimate of the memory a JSON-like value holds (no deep sys.getsizeof walk)."""
+    """A fast over-estimate of the memory a JSON-like value (or a response model made of them)
+    holds (no deep sys.getsizeof walk)."""
+    if isinstance(value, BaseModel):
+        return _CONTAINER_BYTES + approx_bytes(value.__dict__)
     if isinstance(value, dict):
         return _CONTAINER_BYTES + sum(approx_bytes(k) + approx_bytes(v) for k, v in value.items())
     if isinstance(value, list | tuple):

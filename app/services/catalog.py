@@ -6,33 +6,34 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from app.schemas import Curve, Dropped, Health, ModelInfo, Numerics
 from app.services.registry import ModelRegistry
 
 
-def health(registry: ModelRegistry) -> dict:
+def health(registry: ModelRegistry) -> Health:
     """"ok" while at least one model serves; the models that did not load are listed with why."""
-    return {
-        "status": "ok" if registry.models else "degraded",
-        "device": registry.device.type,
-        "models": registry.names,
-        "unavailable": dict(registry.unavailable),
-        "limits": asdict(registry.limits),
+    return Health(
+        status="ok" if registry.models else "degraded",
+        device=registry.device.type,
+        models=registry.names,
+        unavailable=dict(registry.unavailable),
+        limits=registry.limits,
         # every product is computed in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on
         # load); with fp16-weights, what fp16 holds exactly is read from an fp16 copy
-        "numerics": {"precision": registry.precision, "layout": registry.layout},
-        "dropped": registry.jobs.worker.dropped.as_dict(),
-    }
+        numerics=Numerics(precision=registry.precision, layout=registry.layout),
+        dropped=Dropped(**registry.jobs.worker.dropped.as_dict()),
+    )
 
 
-def model_infos(registry: ModelRegistry) -> list[dict]:
+def model_infos(registry: ModelRegistry) -> list[ModelInfo]:
     return [
-        {"name": entry.name, **asdict(entry.capabilities),
-         "cross_attention": entry.capabilities.cross_attention, "parameters": entry.parameters,
-         "metrics": entry.metrics, "curve_points": len(entry.curve), "kept": entry.kept,
-         "snapshots": entry.timeline()}
+        ModelInfo(name=entry.name, **asdict(entry.capabilities),
+                  cross_attention=entry.capabilities.cross_attention, parameters=entry.parameters,
+                  metrics=entry.metrics, curve_points=len(entry.curve), kept=entry.kept,
+                  snapshots=entry.timeline())
         for entry in registry.models.values()
     ]
 
 
-def training_curve(registry: ModelRegistry, name: str) -> dict:
-    return {"model": name, "points": registry.get(name).curve}
+def training_curve(registry: ModelRegistry, name: str) -> Curve:
+    return Curve(model=name, points=registry.get(name).curve)

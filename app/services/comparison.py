@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future
 from functools import partial
 
+from app.schemas import Attention, ModelFailure
 from app.services.maps import attention_maps_job
 from app.services.registry import ModelRegistry
 from app.services.translation import translation_job
@@ -31,11 +32,11 @@ log = logging.getLogger("attention_lab")
 
 def comparison(
     registry: ModelRegistry, text: str, names: tuple[str, ...] = (), cancel: threading.Event | None = None,
-) -> Iterator[dict]:
+) -> Iterator[Attention | ModelFailure]:
     """Check the names (default: every loaded model) and the text, queue every model's work, and
-    return the answers as they come, the first finished first: {"model", "translation", ..., "maps"}
-    per model, or {"model", "error"} for a model that failed. Raises before anything runs if a name is unknown
-    (UnknownModelError) or the text is not valid (InvalidTextError)."""
+    return the answers as they come, the first finished first: an Attention per model (`maps` empty
+    without attention), or a ModelFailure for a model that failed. Raises before anything runs if a
+    name is unknown (UnknownModelError) or the text is not valid (InvalidTextError)."""
     return _blocking(as_ready(queue_comparison(registry, text, names, cancel)))
 
 
@@ -56,7 +57,7 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
     return job(registry, name, text, cancel=cancel)
 
 
-def _blocking(stream: AsyncIterator[dict]) -> Iterator[dict]:
+def _blocking(stream: AsyncIterator[Attention | ModelFailure]) -> Iterator[Attention | ModelFailure]:
     """`as_ready`'s lines for a caller without an event loop (tests, the CLI): one loop of its own
     runs the stream a line at a time, so both ways of asking share one implementation."""
     loop = asyncio.new_event_loop()
@@ -71,7 +72,7 @@ def _blocking(stream: AsyncIterator[dict]) -> Iterator[dict]:
         loop.close()
 
 
-async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[dict]:
+async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[Attention | ModelFailure]:
     """`comparison`'s answers for an event loop, which waits for them without holding a thread:
     the first finished first (the page draws each as it arrives)."""
     waiting = {}
@@ -111,7 +112,7 @@ def _drop(waiter: asyncio.Future) -> None:
         waiter.exception()
 
 
-def _settled(name: str, future) -> dict | None:
+def _settled(name: str, future) -> Attention | ModelFailure | None:
     """A finished job's line; None when its client has gone."""
     try:
         answer = future.result()
@@ -119,5 +120,5 @@ def _settled(name: str, future) -> dict | None:
         return None
     except Exception as error:  # one model failing leaves the others' answers standing
         log.exception("compare: %s failed", name)
-        return {"model": name, "error": f"{type(error).__name__}: {error}"}
-    return answer if "maps" in answer else {**answer, "maps": []}
+        return ModelFailure(model=name, error=f"{type(error).__name__}: {error}")
+    return answer if isinstance(answer, Attention) else Attention(**dict(answer), maps=[])

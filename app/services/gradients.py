@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import threading
 
+from app.schemas import GateMeans, Gates, GradientCurve, Gradients
 from app.services.inference import InvalidOptionError
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
@@ -30,7 +31,7 @@ DEFINITION = (
 def gradient_curves(
     registry: ModelRegistry, text: str, length: int | None = None, names: tuple[str, ...] = (),
     cancel: threading.Event | None = None, initialized: bool = False, factors: bool = False,
-) -> dict:
+) -> Gradients:
     """Curves for `names` (default: the recurrent models without attention) on the sentence's
     pieces repeated to `length`, and the gates of the first model that has them. `initialized`:
     each model at its seeded initialization too; `factors`: each curve with its per-step factors
@@ -41,25 +42,25 @@ def gradient_curves(
     entries = recurrent_models(registry, names)
     key = ("gradients", source.text, len(ids), tuple(e.name for e in entries), initialized, factors)
 
-    def compute() -> dict:
+    def compute() -> Gradients:
         curves, gates = [], None
         for entry in entries:
             for weights in ("trained", "initialized") if initialized else ("trained",):
                 model = entry.model if weights == "trained" else registry.states.initialized(entry.name)
                 reach = jacobian_norms(model, ids)
-                curve = {"model": entry.name, "weights": weights, "distance": list(range(len(ids))),
-                         "norm": round_sig(reach.inputs)}
-                curves.append({**curve, **factor_fields(model, ids, reach)} if factors else curve)
+                curves.append(GradientCurve(model=entry.name, weights=weights, distance=list(range(len(ids))),
+                                            norm=round_sig(reach.inputs),
+                                            **(factor_fields(model, ids, reach) if factors else {})))
                 if gates is None and reach.gates is not None and weights == "trained":
-                    gates = {"model": entry.name, **gate_summary(reach.gates)}
-        return {"tokens": registry.tokenizer.pieces(ids), "definition": DEFINITION,
-                "directions": DIRECTIONS, "curves": curves, "gates": gates}
+                    gates = gate_summary(entry.name, reach.gates)
+        return Gradients(tokens=registry.tokenizer.pieces(ids), definition=DEFINITION, directions=DIRECTIONS,
+                         curves=curves, gates=gates)
 
     return registry.jobs.result(key, compute, cancel)
 
 
 def factor_fields(model, ids: list[int], reach) -> dict:
-    """The per-step view of one curve, by distance from the end: the state-gradient norm, how much
+    """The per-step fields of one GradientCurve: by distance from the end: the state-gradient norm, how much
     it shrank crossing each step (whose running product is the state curve), and the step
     Jacobians' top singular values that bound that shrink (and, for an LSTM, the hidden path's and
     the mean forget gate)."""
@@ -95,12 +96,10 @@ def recurrent_models(registry: ModelRegistry, names: tuple[str, ...]) -> list[Lo
     return entries
 
 
-def gate_summary(gates) -> dict:
-    """gates (T, 3, H) -> the GATE_UNITS units whose gates vary most (token x unit per gate) and
-    each gate's mean over all units per token, rounded for JSON."""
+def gate_summary(name: str, gates) -> Gates:
+    """gates (T, 3, H) of model `name` -> the GATE_UNITS units whose gates vary most (token x unit
+    per gate) and each gate's mean over all units per token, rounded for JSON."""
     units = most_varying_units(gates, GATE_UNITS)
-    summary = {"units": units.tolist()}
-    for g, name in enumerate(GATES):
-        summary[name] = round_sig(gates[:, g, units])  # (T, units)
-    summary["mean"] = {name: round_sig(gates[:, g].mean(dim=-1)) for g, name in enumerate(GATES)}
-    return summary
+    per_gate = {gate: round_sig(gates[:, g, units]) for g, gate in enumerate(GATES)}  # (T, units) each
+    means = {gate: round_sig(gates[:, g].mean(dim=-1)) for g, gate in enumerate(GATES)}
+    return Gates(model=name, units=units.tolist(), **per_gate, mean=GateMeans(**means))

@@ -9,6 +9,7 @@ import threading
 
 import torch
 
+from app.schemas import AlignedHead, Alignment, HeadContribution, HeadEffect, Heads, HeadSwitch, SublayerNorm
 from app.services.inference import (
     DecodeOptions,
     InvalidOptionError,
@@ -42,7 +43,7 @@ DEFINITION = {
 
 
 def heads(registry: ModelRegistry, text: str, name: str | None = None, heads_off: tuple = (),
-          reference: str | None = None, cancel: threading.Event | None = None) -> dict:
+          reference: str | None = None, cancel: threading.Event | None = None) -> Heads:
     source = registry.source(text)
     entry = pick_model(registry, name, with_switches, "a model with positional and head switches "
                                                        "(a Transformer)")
@@ -51,7 +52,7 @@ def heads(registry: ModelRegistry, text: str, name: str | None = None, heads_off
     mask = model_options(entry, options).get("head_mask")  # InvalidOptionError for a head that does not exist
     limit, stop, tokenizer = registry.limits.max_target_tokens, stop_when(cancel), registry.tokenizer
 
-    def compute() -> dict:
+    def compute() -> Heads:
         base, base_done = decode_tokens(entry, source, DecodeOptions(), limit, stop)
         tokens, finished = (base, base_done)
         if heads_off:
@@ -63,36 +64,36 @@ def heads(registry: ModelRegistry, text: str, name: str | None = None, heads_off
         for call in calls:
             norms = call.contributions.norm(dim=-1)  # (h, T_q)
             for head in range(norms.size(0)):
-                per_head.append({"kind": call.kind, "layer": call.layer, "head": head,
-                                 "off": not bool(call.on[head]), "norms": round_sig(norms[head]),
-                                 "mean": round_sig(float(norms[head].mean())),
-                                 "max_weight": round_sig(float(call.weights[head].max(-1).values.mean()))})
+                per_head.append(HeadContribution(
+                    kind=call.kind, layer=call.layer, head=head, off=not bool(call.on[head]),
+                    norms=round_sig(norms[head]), mean=round_sig(float(norms[head].mean())),
+                    max_weight=round_sig(float(call.weights[head].max(-1).values.mean()))))
         encoder = [c for c in calls if c.kind == "encoder"]
         rolled = rollout(torch.stack([c.weights for c in encoder]), torch.stack([c.on for c in encoder]))
-        result = {**translation_fields(entry.name, tokenizer, source, tokens, finished),
-                  "heads_off": [{"kind": k, "layer": la, "head": h} for k, la, h in heads_off],
-                  "definition": DEFINITION, "rows": rows, "contributions": per_head,
-                  "sublayer_norms": [{"kind": c.kind, "layer": c.layer,
-                                      "mean": round_sig(float(c.output.norm(dim=-1).mean()))} for c in calls],
-                  "rollout": round_sig(rolled),
-                  "alignment": _alignment(ref, source, tokens, calls, tokenizer, limit, stop)}
-        if heads_off:
-            result["effect"] = {label: _effect(entry, source, ids, done, mask, tokenizer)
-                                for label, ids, done in (("original", base, base_done),
-                                                         ("changed", tokens, finished))}
-        return result
+        effect = {label: _effect(entry, source, ids, done, mask, tokenizer)
+                  for label, ids, done in (("original", base, base_done), ("changed", tokens, finished))
+                  } if heads_off else None
+        return Heads(**translation_fields(entry.name, tokenizer, source, tokens, finished),
+                     heads_off=[HeadSwitch(kind=k, layer=la, head=h) for k, la, h in heads_off],
+                     definition=DEFINITION, rows=rows, contributions=per_head,
+                     sublayer_norms=[SublayerNorm(kind=c.kind, layer=c.layer,
+                                                  mean=round_sig(float(c.output.norm(dim=-1).mean())))
+                                     for c in calls],
+                     rollout=round_sig(rolled),
+                     alignment=_alignment(ref, source, tokens, calls, tokenizer, limit, stop),
+                     effect=effect)
 
     key = ("heads", entry.name, source.text, heads_off, ref.name if ref else None)
     return registry.jobs.result(key, compute, cancel)
 
 
-def _effect(entry: LoadedModel, source, ids: list[int], done: bool, mask, tokenizer) -> dict:
+def _effect(entry: LoadedModel, source, ids: list[int], done: bool, mask, tokenizer) -> HeadEffect:
     """One translation, scored by the model with every head and with `mask`'s heads off."""
     with torch.inference_mode():
         scores = [sequence_log_prob(entry.model, source.ids, ids, done, **kwargs)
                   for kwargs in ({}, {"head_mask": mask})]
-    return {"translation": tokenizer.decode(ids), "tokens": tokenizer.pieces(ids),
-            "log_prob_all_heads": round_sig(scores[0]), "log_prob_heads_off": round_sig(scores[1])}
+    return HeadEffect(translation=tokenizer.decode(ids), tokens=tokenizer.pieces(ids),
+                      log_prob_all_heads=round_sig(scores[0]), log_prob_heads_off=round_sig(scores[1]))
 
 
 def _reference(registry: ModelRegistry, name: str | None) -> LoadedModel | None:
@@ -113,14 +114,14 @@ def _reference(registry: ModelRegistry, name: str | None) -> LoadedModel | None:
 
 
 def _alignment(ref: LoadedModel | None, source, tokens: list[int], calls, tokenizer, limit,
-               stop) -> dict | None:
+               stop) -> Alignment | None:
     if ref is None or not tokens:
         return None
     own, _ = decode_tokens(ref, source, DecodeOptions(), limit, stop)
     b = reference_alignment(ref.model, source.ids, tokens)[: len(tokens)]
-    ranking = [{"layer": c.layer, "head": head, "off": not bool(c.on[head]),
-                "score": round_sig(overlap(c.weights[head, : len(tokens)], b))}
+    ranking = [AlignedHead(layer=c.layer, head=head, off=not bool(c.on[head]),
+                           score=round_sig(overlap(c.weights[head, : len(tokens)], b)))
                for c in calls if c.kind == "cross" for head in range(c.weights.size(0))]
-    ranking.sort(key=lambda r: r["score"], reverse=True)
-    return {"reference": ref.name, "reference_translation": tokenizer.decode(own),
-            "same_translation": own == tokens, "reference_map": round_sig(b), "ranking": ranking}
+    ranking.sort(key=lambda r: r.score, reverse=True)
+    return Alignment(reference=ref.name, reference_translation=tokenizer.decode(own),
+                     same_translation=own == tokens, reference_map=round_sig(b), ranking=ranking)

@@ -11,7 +11,8 @@ import torch
 
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.text import Source
-from models.decoding import Decoded, Stop, beam_search, greedy, greedy_tokens, max_target_len
+from models.decoding import Decoded, Stop, max_target_len
+from models.serving.threads import beam_search, greedy, greedy_tokens
 
 
 class InvalidOptionError(ValueError):

@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from app.schemas import Sweep, TrainContestant, TrainInfo
 from app.services.inference import InvalidOptionError
 from app.services.timing import BusyError
 from models import live
@@ -50,22 +51,21 @@ class LiveRuns:
         self.running = 0
         self.ends_by = 0.0  # when the latest run ends at the latest (monotonic clock)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> TrainInfo:
         """What GET /api/train answers: tasks, contestants, defaults, limits and the sweep."""
-        defaults = asdict(live.LiveConfig())
-        return {"tasks": list(live.TASKS),
-                "contestants": [{"name": n, "attention": live.attention_of(n)} for n in live.CONTESTANTS],
-                "defaults": {**defaults, "contestants": list(defaults["contestants"])},
-                "limits": asdict(self.limits), "slots": self.slots, "running": self.running,
-                "reference": self.reference()}
+        return TrainInfo(
+            tasks=list(live.TASKS),
+            contestants=[TrainContestant(name=n, attention=live.attention_of(n)) for n in live.CONTESTANTS],
+            defaults=live.LiveConfig(), limits=self.limits, slots=self.slots, running=self.running,
+            reference=self.reference())
 
-    def reference(self) -> dict | None:
+    def reference(self) -> Sweep | None:
         """The shipped sweep (final accuracy against length at the default budget), if any."""
         if self.checkpoints is None:
             return None
         path = self.checkpoints / SWEEP
-        with contextlib.suppress(OSError, ValueError):
-            return json.loads(path.read_text())
+        with contextlib.suppress(OSError, ValueError):  # pydantic's ValidationError is a ValueError
+            return Sweep.model_validate_json(path.read_text())
         return None
 
     def settings(self, fields: dict[str, Any]) -> live.LiveConfig:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from app.schemas import GradientCurve, LagGradients, LagRun, LagTask, LongLagResults
 from app.services.gradients import DEFINITION
 from app.services.inference import InvalidOptionError
 from app.services.registry import ModelRegistry, UnknownModelError
@@ -21,31 +22,32 @@ class NoResultsError(LookupError):
     """The long-lag experiment has not been run (python -m models.long_lag)."""
 
 
-def results(registry: ModelRegistry) -> dict:
+def results(registry: ModelRegistry) -> LongLagResults:
     """results.json as trained, with the task described and the lag each cell falls to chance."""
     data = checkpoint.read_json(_folder(registry) / long_lag.RESULTS)
     if not data:
         raise NoResultsError("no long-lag results: run python -m models.long_lag")
-    task = {"symbols": long_lag.SYMBOLS, "noise_tokens": long_lag.NOISE,
-            "d_embed": long_lag.LagConfig.d_embed, "d_hidden": long_lag.LagConfig.d_hidden}
+    task = LagTask(symbols=long_lag.SYMBOLS, noise_tokens=long_lag.NOISE, d_embed=long_lag.LagConfig.d_embed,
+                   d_hidden=long_lag.LagConfig.d_hidden)
     runs = sorted(data["runs"], key=lambda r: (r["filler"], r["cell"], r["lag"]))
     fillers = sorted({r["filler"] for r in runs})
     chance = {f: {c: long_lag.chance_lag(data, f, c) for c in long_lag.CELLS} for f in fillers}
-    return {**data, "runs": runs, "task": task, "cells": list(long_lag.CELLS), "chance_lag": chance}
+    return LongLagResults(**{**data, "runs": [LagRun(**r) for r in runs], "task": task,
+                             "cells": list(long_lag.CELLS), "chance_lag": chance})
 
 
 def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", initialized: bool = True,
-                  cancel: threading.Event | None = None) -> dict:
+                  cancel: threading.Event | None = None) -> LagGradients:
     """The gradient curves of every cell's tiny model trained at `lag` with `filler` (and, with
     `initialized`, of the same model before training), on one fixed task sequence of that lag."""
-    runs = [r for r in results(registry)["runs"] if r["filler"] == filler]
-    cells = [c for c in long_lag.CELLS if any(r["cell"] == c and r["lag"] == lag for r in runs)]
+    runs = [r for r in results(registry).runs if r.filler == filler]
+    cells = [c for c in long_lag.CELLS if any(r.cell == c and r.lag == lag for r in runs)]
     if not cells:
-        trained = sorted({r["lag"] for r in runs})
+        trained = sorted({r.lag for r in runs})
         raise InvalidOptionError("lag", f"no {filler!r} model was trained at lag {lag}; lags: {trained}")
     ids = long_lag.example(lag, filler)
 
-    def compute() -> dict:
+    def compute() -> LagGradients:
         curves = []
         for cell in cells:
             trained = _model(registry, filler, cell, lag)
@@ -55,9 +57,9 @@ def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", init
                 models["initialized"] = untrained.eval().requires_grad_(False)
             for weights, model in models.items():
                 norms = jacobian_norms(model, ids).inputs
-                curves.append({"model": cell, "weights": weights, "distance": list(range(len(ids))),
-                               "norm": round_sig(norms)})
-        return {"lag": lag, "filler": filler, "tokens": ids, "definition": DEFINITION, "curves": curves}
+                curves.append(GradientCurve(model=cell, weights=weights, distance=list(range(len(ids))),
+                                            norm=round_sig(norms)))
+        return LagGradients(lag=lag, filler=filler, tokens=ids, definition=DEFINITION, curves=curves)
 
     return registry.jobs.result(("long-lag", filler, lag, initialized), compute, cancel)
 

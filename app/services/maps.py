@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from app.schemas import Attention, AttentionMap
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
@@ -23,7 +24,7 @@ from models.tokenizer import BOS_ID, BPETokenizer
 def attention_maps(
     registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
-) -> dict:
+) -> Attention:
     """`kinds` picks among cross, encoder and decoder maps (all by default). `cancel` set (the
     client hung up): the work is skipped, or stopped between decoder steps."""
     return registry.jobs.result(*attention_maps_job(registry, name, text, options, kinds, cancel), cancel)
@@ -32,26 +33,26 @@ def attention_maps(
 def attention_maps_job(
     registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     kinds: tuple[str, ...] = ATTENTION_KINDS, cancel: threading.Event | None = None,
-) -> tuple[tuple, Callable[[], dict]]:
+) -> tuple[tuple, Callable[[], Attention]]:
     """(cache key, computation) of `attention_maps`, for registry.jobs.result or registry.jobs.submit. The
     text and the model name are checked here, before anything runs."""
     source = registry.source(text)
     entry = chosen_model(registry, name)  # None: the catalogue's default
     name = entry.name
 
-    def compute() -> dict:
+    def compute() -> Attention:
         decoded = decode(entry, source, options, registry.limits.max_target_tokens, stop_when(cancel))
-        result = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
+        fields = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
         maps = label_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
-        return {**result, "maps": maps}
+        return Attention(**fields, maps=maps)
 
     return ("attention", name, source.text, options, kinds), compute
 
 
 def label_maps(
     tokenizer: BPETokenizer, output: ModelOutput, source: Source, target_ids: list[int], kinds=ATTENTION_KINDS
-) -> list[dict]:
-    """One dict per (kind, layer, head) of `output.attentions` (batch row 0), in kinds order."""
+) -> list[AttentionMap]:
+    """One map per (kind, layer, head) of `output.attentions` (batch row 0), in kinds order."""
     target = tokenizer.pieces(target_ids)
     read = tokenizer.pieces([BOS_ID, *target_ids])[: len(target_ids)]  # decoder input per row
     src = source.pieces
@@ -63,6 +64,6 @@ def label_maps(
         rows, cols = axes[kind]
         weights = output.attentions[kind][0, :, :, : len(rows), : len(cols)]  # (L, h, rows, cols)
         for layer, per_head in enumerate(round_sig(weights)):
-            maps += [{"kind": kind, "layer": layer, "head": head, "rows": rows, "cols": cols, "weights": grid}
+            maps += [AttentionMap(kind=kind, layer=layer, head=head, rows=rows, cols=cols, weights=grid)
                      for head, grid in enumerate(per_head)]
     return maps

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from app.schemas import Order, OrderCheck, PositionalTable
 from app.services.inference import (
     DecodeOptions,
     InvalidOptionError,
@@ -28,7 +29,7 @@ DEFINITION = ("shuffled[i] = original[permutation[i]]; max_abs_difference = max 
 
 def order(registry: ModelRegistry, text: str, name: str | None = None, permutation: list[int] | None = None,
           seed: int = 0, layer: int = 0, max_position: int | None = None,
-          cancel: threading.Event | None = None) -> dict:
+          cancel: threading.Event | None = None) -> Order:
     source = registry.source(text)
     entry = pick_model(registry, name, with_switches, "a model with positional and head switches "
                                                        "(a Transformer)")
@@ -46,27 +47,25 @@ def order(registry: ModelRegistry, text: str, name: str | None = None, permutati
     shuffled = [source.ids[i] for i in permutation]
     tokenizer = registry.tokenizer
 
-    def compute() -> dict:
+    def compute() -> Order:
         checks, translations = {}, {}
         for label, pe in (("pe_off", False), ("pe_on", True)):
             check = order_check(entry.model, source.ids, permutation, pe)
-            checks[label] = {
-                "positional": pe, "max_abs_difference": float(f"{check.max_abs_difference:.3e}"),
-                "per_layer": [float(f"{d:.3e}") for d in check.difference.tolist()],
-                "original": round_sig(check.original[layer]), "shuffled": round_sig(check.shuffled[layer])}
+            checks[label] = OrderCheck(
+                positional=pe, max_abs_difference=float(f"{check.max_abs_difference:.3e}"),
+                per_layer=[float(f"{d:.3e}") for d in check.difference.tolist()],
+                original=round_sig(check.original[layer]), shuffled=round_sig(check.shuffled[layer]))
             translations[label] = {
                 which: tokenizer.decode(decode_tokens(entry, _ids(source, ids), DecodeOptions(positional=pe),
                                                       limit, stop)[0])
                 for which, ids in (("original", source.ids), ("shuffled", shuffled))}
         table = positions(shown, d_model)
-        return {"model": entry.name, "source_tokens": source.pieces,
-                "shuffled_tokens": tokenizer.pieces(shuffled), "shuffled_text": tokenizer.decode(shuffled),
-                "permutation": permutation,
-                "definition": DEFINITION, "layer": layer, "maps_shown": "every head of `layer`",
-                "checks": checks, "translations": translations,
-                "positional_encoding": {"positions": shown, "dimensions": d_model,
-                                        "table": round_sig(table.table),
-                                        "similarity": round_sig(table.similarity)}}
+        return Order(model=entry.name, source_tokens=source.pieces, shuffled_tokens=tokenizer.pieces(shuffled),
+                     shuffled_text=tokenizer.decode(shuffled), permutation=permutation, definition=DEFINITION,
+                     layer=layer, maps_shown="every head of `layer`", checks=checks, translations=translations,
+                     positional_encoding=PositionalTable(positions=shown, dimensions=d_model,
+                                                         table=round_sig(table.table),
+                                                         similarity=round_sig(table.similarity)))
 
     key = ("order", entry.name, source.text, tuple(permutation), layer, shown)
     return registry.jobs.result(key, compute, cancel)

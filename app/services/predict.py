@@ -9,11 +9,13 @@ import threading
 
 import torch
 
+from app.schemas import BeamNodeOut, PredictedStep, Prediction
 from app.services.inference import InvalidOptionError, stop_when, with_switches
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
 from app.services.translation import candidates, steps, translation_fields
-from models.decoding import Decoded, beam_search, check_prefix, chosen_probabilities, greedy, max_target_len
+from models.decoding import Decoded, check_prefix, chosen_probabilities, max_target_len
+from models.serving.threads import beam_search, greedy
 from models.tokenizer import BPETokenizer
 
 DEFINITION = {
@@ -34,7 +36,7 @@ DEFINITION = {
 
 
 def prediction(registry: ModelRegistry, text: str, name: str | None = None, prefix: tuple[str, ...] = (),
-               top_k: int = 5, beam_size: int = 1, cancel: threading.Event | None = None) -> dict:
+               top_k: int = 5, beam_size: int = 1, cancel: threading.Event | None = None) -> Prediction:
     source = registry.source(text)
     entry = _model(registry, name)
     tokenizer = registry.tokenizer
@@ -47,7 +49,7 @@ def prediction(registry: ModelRegistry, text: str, name: str | None = None, pref
     max_len = min(max(max_target_len(entry.model, len(source.ids)), len(ids)), ceiling)
     stop = stop_when(cancel)
 
-    def compute() -> dict:
+    def compute() -> Prediction:
         with torch.inference_mode():
             if beam_size == 1:
                 decoded = greedy(entry.model, source.ids, max_len, top_k, stop, prefix=ids)
@@ -55,24 +57,23 @@ def prediction(registry: ModelRegistry, text: str, name: str | None = None, pref
                 decoded = beam_search(entry.model, source.ids, beam_size, max_len, top_k, stop=stop, prefix=ids)
             chosen = chosen_probabilities(decoded)
         per_step = zip(steps(tokenizer, decoded, top_k), round_sig(chosen), strict=True)
-        result = {**translation_fields(entry.name, tokenizer, source, decoded.tokens, decoded.finished),
-                  "prefix": list(prefix), "beam_size": beam_size, "definition": DEFINITION,
-                  "steps": [{**step, "forced": i < len(ids), "probability": p}
-                            for i, (step, p) in enumerate(per_step)]}
-        if beam_size > 1:
-            result["candidates"] = candidates(tokenizer, decoded)
-            result["tree"] = tree(tokenizer, decoded)
-        return result
+        beam = beam_size > 1
+        return Prediction(**translation_fields(entry.name, tokenizer, source, decoded.tokens, decoded.finished),
+                          prefix=list(prefix), beam_size=beam_size, definition=DEFINITION,
+                          steps=[PredictedStep(**dict(step), forced=i < len(ids), probability=p)
+                                 for i, (step, p) in enumerate(per_step)],
+                          candidates=candidates(tokenizer, decoded) if beam else None,
+                          tree=tree(tokenizer, decoded) if beam else None)
 
     key = ("predict", entry.name, source.text, tuple(ids), top_k, beam_size)
     return registry.jobs.result(key, compute, cancel)
 
 
-def tree(tokenizer: BPETokenizer, decoded: Decoded) -> list[list[dict]]:
+def tree(tokenizer: BPETokenizer, decoded: Decoded) -> list[list[BeamNodeOut]]:
     """The beam's history as JSON: per step, its nodes; the final candidates' last nodes ranked."""
     rank = {c.node: i for i, c in enumerate(decoded.beam)}
-    return [[{"token": piece, "parent": n.parent, "log_prob": lp, "score": sc, "status": n.status,
-              "rank": rank.get((s, i))}
+    return [[BeamNodeOut(token=piece, parent=n.parent, log_prob=lp, score=sc, status=n.status,
+                         rank=rank.get((s, i)))
              for i, (n, piece, lp, sc) in enumerate(zip(
                  nodes, tokenizer.pieces(n.token for n in nodes), round_sig([n.log_prob for n in nodes]),
                  round_sig([n.score for n in nodes]), strict=True))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from app.schemas import Recurrence
 from app.services.inference import InvalidOptionError
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
@@ -16,20 +17,20 @@ RULE = (f"the {UNITS} units (all when there are fewer) whose h_t varies most ove
 
 
 def recurrence(registry: ModelRegistry, text: str, name: str | None = None,
-               cancel: threading.Event | None = None) -> dict:
+               cancel: threading.Event | None = None) -> Recurrence:
     """The encoder's hidden state after each piece of `text`, for model `name` (default: the
     plain RNN, see `recurrent_model`)."""
     source = registry.source(text)
     entry = recurrent_model(registry, name)
 
-    def compute() -> dict:
+    def compute() -> Recurrence:
         reading = read(entry.model, source.ids)
         units = most_varying(reading.states, UNITS)
         equation = EQUATIONS[entry.capabilities.architecture]
-        return {"model": entry.name, "tokens": source.pieces, "equation": equation,
-                "hidden_size": reading.states.size(1), "rule": RULE, "units": units.tolist(),
-                "states": round_sig(reading.states[:, units]), "change": round_sig(reading.change),
-                "norm": round_sig(reading.norm)}
+        return Recurrence(model=entry.name, tokens=source.pieces, equation=equation,
+                          hidden_size=reading.states.size(1), rule=RULE, units=units.tolist(),
+                          states=round_sig(reading.states[:, units]), change=round_sig(reading.change),
+                          norm=round_sig(reading.norm))
 
     return registry.jobs.result(("recurrence", entry.name, source.text), compute, cancel)
 

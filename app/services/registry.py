@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from app.limits import Limits
+from app.schemas import SnapshotPoint
 from app.services.jobs import Jobs
 from app.services.text import Source, source_of
 from app.services.trained_states import TrainedStates
@@ -43,7 +44,7 @@ class LoadedModel:
     folder: Path | None = None  # its checkpoint folder
     snapshots: list[dict[str, Any]] = field(default_factory=list)  # snapshots/index.json's steps (step 0 first)
 
-    def timeline(self) -> list[dict[str, Any]]:
+    def timeline(self) -> list[SnapshotPoint]:
         """Training as the scrubber walks it: the seeded initialization, the stored snapshots, then
         the shipped weights; [] for a model trained without snapshots."""
         if not self.snapshots or self.kept is None:
@@ -51,9 +52,9 @@ class LoadedModel:
         points = []
         for point in self.snapshots:
             weights = "snapshot" if "file" in point else "initialized"
-            points.append({**snapshots.curve_fields(point), "weights": weights,
-                           "precision": point.get("precision", "fp32")})
-        return [*points, {**self.kept, "weights": "shipped", "precision": "fp16"}]
+            points.append(SnapshotPoint(**snapshots.curve_fields(point), weights=weights,
+                                        precision=point.get("precision", "fp32")))
+        return [*points, SnapshotPoint(**self.kept, weights="shipped", precision="fp16")]
 
 
 @dataclass

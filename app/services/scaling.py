@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict
 
+from app.schemas import HeadSpread, SampledCurves, SaturationPoint, Scaling
 from app.services.inference import GREEDY, decode_tokens, pick_model, stop_when, with_switches
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
@@ -23,14 +24,14 @@ DEFINITION = ("scores s_j = q . k_j (unscaled) or q . k_j / sqrt(d_k) (scaled); 
 
 
 def scaling(registry: ModelRegistry, text: str, name: str | None = None, d_ks: tuple[int, ...] | None = None,
-            keys: int = KEYS, cancel: threading.Event | None = None) -> dict:
+            keys: int = KEYS, cancel: threading.Event | None = None) -> Scaling:
     source = registry.source(text)
     entry = pick_model(registry, name, with_switches, "a model with positional and head switches "
                                                        "(a Transformer)")
     d_ks = tuple(sorted(set(d_ks))) if d_ks else D_KS
     limit, stop = registry.limits.max_target_tokens, stop_when(cancel)
 
-    def compute() -> dict:
+    def compute() -> Scaling:
         tokens, finished = decode_tokens(entry, source, GREEDY, limit, stop)
         heads, _ = model_scores(entry.model, source.ids, tokens)
         d_k = heads[0].d_k
@@ -39,30 +40,29 @@ def scaling(registry: ModelRegistry, text: str, name: str | None = None, d_ks: t
                  for variant, scaled in (("unscaled", False), ("scaled", True))}
         at_model = {("scaled" if row.scaled else "unscaled"): _rounded(row) for row in sampled
                     if row.d_k == d_k}
-        per_head = [{key: (round_sig(value) if isinstance(value, float) else value)
-                     for key, value in asdict(h).items()} for h in heads]
-        return {**translation_fields(entry.name, registry.tokenizer, source, tokens, finished),
-                "d_k": d_k, "definition": DEFINITION,
-                "sampled": {"distribution": DISTRIBUTION, "keys": keys, "draws": DRAWS, "seed": SEED,
-                            "d_k": list(d_ks), **curve, "at_model_d_k": at_model},
-                "heads": per_head,
-                "summary": _summary(per_head)}
+        per_head = [HeadSpread(**{key: (round_sig(value) if isinstance(value, float) else value)
+                                  for key, value in asdict(h).items()}) for h in heads]
+        sampled = SampledCurves(distribution=DISTRIBUTION, keys=keys, draws=DRAWS, seed=SEED, d_k=list(d_ks),
+                                **curve, at_model_d_k=at_model)
+        return Scaling(**translation_fields(entry.name, registry.tokenizer, source, tokens, finished),
+                       d_k=d_k, definition=DEFINITION, sampled=sampled, heads=per_head,
+                       summary=_summary(per_head))
 
     return registry.jobs.result(("scaling", entry.name, source.text, d_ks, keys), compute, cancel)
 
 
-def _rounded(row) -> dict:
-    return {"d_k": row.d_k, **{key: round_sig(getattr(row, key))
-                                for key in ("score_std", "max_weight", "entropy", "gradient")}}
+def _rounded(row) -> SaturationPoint:
+    return SaturationPoint(d_k=row.d_k, **{key: round_sig(getattr(row, key))
+                                           for key in ("score_std", "max_weight", "entropy", "gradient")})
 
 
-def _summary(per_head: list[dict]) -> dict:
+def _summary(per_head: list[HeadSpread]) -> dict[str, dict[str, float]]:
     """Per kind, the mean over layers and heads of each head figure (one point per kind on a chart)."""
     out = {}
+    figures = [key for key in HeadSpread.model_fields if key not in ("kind", "layer", "head", "d_k")]
     for kind in ("encoder", "decoder", "cross"):
-        rows = [h for h in per_head if h["kind"] == kind]
+        rows = [h for h in per_head if h.kind == kind]
         if rows:
-            out[kind] = {key: round_sig(sum(h[key] for h in rows) / len(rows))
-                         for key in rows[0] if key not in ("kind", "layer", "head", "d_k")}
+            out[kind] = {key: round_sig(sum(getattr(h, key) for h in rows) / len(rows)) for key in figures}
     return out
 

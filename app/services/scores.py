@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import threading
 
+from app.schemas import Blend, Scores
 from app.services.inference import GREEDY, InvalidOptionError, decode_tokens, stop_when
 from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
@@ -24,7 +25,7 @@ DEFINITION = ("e_j = score(s, h_j): s the decoder state that produced output pie
 
 
 def attention_scores(registry: ModelRegistry, text: str, name: str | None = None, row: int = 0,
-                     temperature: float = 1.0, cancel: threading.Event | None = None) -> dict:
+                     temperature: float = 1.0, cancel: threading.Event | None = None) -> Scores:
     """The attention of `name` (default: the first recurrent model with attention) when it
     produced piece `row` of its greedy translation of `text`; a row past the translation's end is
     an InvalidOptionError (the request's schema keeps row >= 0 and the temperature in range)."""
@@ -32,7 +33,7 @@ def attention_scores(registry: ModelRegistry, text: str, name: str | None = None
     entry = scoring_model(registry, name)
     limit, stop = registry.limits.max_target_tokens, stop_when(cancel)
 
-    def compute() -> dict:
+    def compute() -> Scores:
         tokens, finished = decode_tokens(entry, source, GREEDY, limit, stop)
         if row >= len(tokens):
             raise InvalidOptionError("row", f"the translation has {len(tokens)} pieces: row must be 0 to "
@@ -41,19 +42,18 @@ def attention_scores(registry: ModelRegistry, text: str, name: str | None = None
         own, other = spread(scored.weights), reweight(scored.scores, temperature)
         units = most_varying(scored.states, UNITS)
         result = translation_fields(entry.name, registry.tokenizer, source, tokens, finished)
-        return {**result, "row": row, "query_token": result["target_tokens"][row],
-                "attention": entry.capabilities.attention, "formula": f"e_j = {scored.formula}",
-                "definition": DEFINITION, "scores": round_sig(scored.scores),
-                "weights": round_sig(own.weights), "entropy": round_sig(own.entropy),
-                "max_weight": round_sig(own.max_weight), "temperature": temperature,
-                "reweighted": round_sig(other.weights), "reweighted_entropy": round_sig(other.entropy),
-                "reweighted_max_weight": round_sig(other.max_weight), "entropy_unit": "nats",
-                "max_entropy": round_sig(math.log(len(source.ids))),
-                "blend": {"rule": RULE, "units": units.tolist(), "hidden_size": scored.states.size(1),
-                          "states": round_sig(scored.states[:, units]),
-                          "context": round_sig(scored.context[units]),
-                          "state_norms": round_sig(scored.states.norm(dim=-1)),
-                          "context_norm": round_sig(float(scored.context.norm()))}}
+        blend = Blend(rule=RULE, units=units.tolist(), hidden_size=scored.states.size(1),
+                      states=round_sig(scored.states[:, units]), context=round_sig(scored.context[units]),
+                      state_norms=round_sig(scored.states.norm(dim=-1)),
+                      context_norm=round_sig(float(scored.context.norm())))
+        return Scores(**result, row=row, query_token=result["target_tokens"][row],
+                      attention=entry.capabilities.attention, formula=f"e_j = {scored.formula}",
+                      definition=DEFINITION, scores=round_sig(scored.scores),
+                      weights=round_sig(own.weights), entropy=round_sig(own.entropy),
+                      max_weight=round_sig(own.max_weight), temperature=temperature,
+                      reweighted=round_sig(other.weights), reweighted_entropy=round_sig(other.entropy),
+                      reweighted_max_weight=round_sig(other.max_weight), entropy_unit="nats",
+                      max_entropy=round_sig(math.log(len(source.ids))), blend=blend)
 
     return registry.jobs.result(("scores", entry.name, source.text, row, temperature), compute, cancel)
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 import torch
 
+from app.schemas import LengthTiming, TimingRoles, Timings, TimingStatus
 from app.services.inference import InvalidOptionError, pick_model
 from app.services.registry import LoadedModel, ModelRegistry
 from app.services.rounding import round_sig
@@ -55,18 +56,18 @@ class TimingBench:
     def __init__(self, limit_s: float = LIMIT_S, repeats: int = REPEATS):
         self.limit_s, self.repeats = limit_s, repeats
         self._lock = threading.Lock()
-        self._results: OrderedDict[tuple, dict] = OrderedDict()
+        self._results: OrderedDict[tuple, Timings] = OrderedDict()
         self._started: float | None = None  # time.monotonic() of the running measurement
         self._done, self._total = 0, 0
 
-    def status(self) -> dict:
+    def status(self) -> TimingStatus:
         started = self._started
         running = started is not None
-        return {"running": running, "done": self._done, "total": self._total, "limit_s": self.limit_s,
-                "elapsed_s": round(time.monotonic() - started, 1) if running else None}
+        return TimingStatus(running=running, done=self._done, total=self._total, limit_s=self.limit_s,
+                            elapsed_s=round(time.monotonic() - started, 1) if running else None)
 
     def timing(self, registry: ModelRegistry, lengths: list[int] | None = None, refresh: bool = False,
-               recurrent: str | None = None, parallel: str | None = None) -> dict:
+               recurrent: str | None = None, parallel: str | None = None) -> Timings:
         """The kept result for the server's device, these lengths (default LENGTHS) and models, else
         (or with `refresh`) a new measurement; BusyError while another one runs."""
         chosen = check_lengths(lengths)
@@ -89,7 +90,7 @@ class TimingBench:
             self._started = None
             self._lock.release()
 
-    def _measure(self, registry: ModelRegistry, models: dict, lengths: tuple[int, ...]) -> dict:
+    def _measure(self, registry: ModelRegistry, models: dict, lengths: tuple[int, ...]) -> Timings:
         """`models`: {recurrent name: model, parallel name: model}, in that order."""
         vocab = min(m.config.vocab_size for m in models.values())
         worker = registry.jobs.worker
@@ -106,21 +107,20 @@ class TimingBench:
         short, long = lengths[0], lengths[-1]
         recurrent, parallel = list(models)
         slow, fast = median[recurrent], median[parallel]
-        return {
-            "device": registry.device.type, "device_name": device_name(registry.device),
-            "torch_threads": threads,
-            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 2),
-            "limit_s": self.limit_s, "max_repeats": self.repeats,
-            "complete": all(t.repeats == self.repeats for rows in timings.values() for t in rows),
-            "definition": DEFINITION, "lengths": list(lengths),
-            "roles": {"recurrent": recurrent, "parallel": parallel},
-            "encoders": {name: describe_encoder(model) for name, model in models.items()},
-            "timings": {name: [{"length": t.length, "median_ms": round_sig(t.median_ms), "repeats": t.repeats}
-                               for t in rows] for name, rows in timings.items()},
-            "growth": {name: round_sig(m[long] / m[short]) for name, m in median.items()},
-            "parallel_longest_over_recurrent_shortest": round_sig(fast[long] / slow[short]),
-            "recurrent_over_parallel_longest": round_sig(slow[long] / fast[long]),
-        }
+        return Timings(
+            device=registry.device.type, device_name=device_name(registry.device), torch_threads=threads,
+            measured_at=datetime.now(UTC).isoformat(timespec="seconds"), seconds=round(seconds, 2),
+            limit_s=self.limit_s, max_repeats=self.repeats,
+            complete=all(t.repeats == self.repeats for rows in timings.values() for t in rows),
+            definition=DEFINITION, lengths=list(lengths),
+            roles=TimingRoles(recurrent=recurrent, parallel=parallel),
+            encoders={name: describe_encoder(model) for name, model in models.items()},
+            timings={name: [LengthTiming(length=t.length, median_ms=round_sig(t.median_ms), repeats=t.repeats)
+                            for t in rows] for name, rows in timings.items()},
+            growth={name: round_sig(m[long] / m[short]) for name, m in median.items()},
+            parallel_longest_over_recurrent_shortest=round_sig(fast[long] / slow[short]),
+            recurrent_over_parallel_longest=round_sig(slow[long] / fast[long]),
+        )
 
     def _progress(self, done: int, total: int) -> None:
         self._done, self._total = done, total

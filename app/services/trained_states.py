@@ -5,10 +5,11 @@ few at a time; and the shipped weights. Each is served as the registry serves it
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torch import nn
 
+from app.schemas import SnapshotPoint
 from models import snapshots
 from models.architectures import initialized
 from models.serving import served
@@ -46,15 +47,15 @@ class TrainedStates:
             self.untrained[name] = self._served(model)
         return self.untrained[name]
 
-    def snapshot_point(self, name: str, step: int) -> dict[str, Any]:
+    def snapshot_point(self, name: str, step: int) -> SnapshotPoint:
         """Model `name`'s timeline point at training step `step` (UnknownSnapshotError if none)."""
         timeline = self.get(name).timeline()
         for point in timeline:
-            if point["step"] == step:
+            if point.step == step:
                 return point
         if not timeline:
             raise UnknownSnapshotError(f"model {name!r} was trained without snapshots")
-        steps = ", ".join(str(p["step"]) for p in timeline)
+        steps = ", ".join(str(p.step) for p in timeline)
         raise UnknownSnapshotError(f"model {name!r} has no snapshot at step {step}; steps: {steps}")
 
     def at_step(self, name: str, step: int) -> nn.Module:
@@ -62,9 +63,9 @@ class TrainedStates:
         stored snapshot (loaded on demand, at most SNAPSHOTS_KEPT held) or the shipped weights.
         Call it from the model thread, like any model work."""
         point = self.snapshot_point(name, step)
-        if point["weights"] == "shipped":
+        if point.weights == "shipped":
             return self.get(name).model
-        if point["weights"] == "initialized":
+        if point.weights == "initialized":
             return self.initialized(name)
         key = (name, step)
         if key not in self.snapshot_models:

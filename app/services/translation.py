@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from app.schemas import Alternative, Candidate, Step, Translation
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, decode_tokens, stop_when
 from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
@@ -18,7 +19,7 @@ from models.tokenizer import EOS_ID, BPETokenizer
 def translation(
     registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     cancel: threading.Event | None = None,
-) -> dict:
+) -> Translation:
     """`cancel` set (the client hung up): the work is skipped, or stopped between decoder steps."""
     return registry.jobs.result(*translation_job(registry, name, text, options, cancel), cancel)
 
@@ -26,7 +27,7 @@ def translation(
 def translation_job(
     registry: ModelRegistry, name: str | None, text: str, options: DecodeOptions = GREEDY,
     cancel: threading.Event | None = None,
-) -> tuple[tuple, Callable[[], dict]]:
+) -> tuple[tuple, Callable[[], Translation]]:
     """(cache key, computation) of `translation`; the text and the model name are checked here."""
     source = registry.source(text)
     entry = chosen_model(registry, name)  # None: the catalogue's default
@@ -37,23 +38,22 @@ def translation_job(
 
 
 def _translate(entry, tokenizer: BPETokenizer, source: Source, options: DecodeOptions, max_tokens: int,
-               stop=None) -> dict:
+               stop=None) -> Translation:
     if options.beam_size == 1 and not options.top_k:  # the plain translation: no internals needed
         tokens, finished = decode_tokens(entry, source, options, max_tokens, stop)
-        return translation_fields(entry.name, tokenizer, source, tokens, finished)
+        return Translation(**translation_fields(entry.name, tokenizer, source, tokens, finished))
     decoded = decode(entry, source, options, max_tokens, stop)
-    result = translation_fields(entry.name, tokenizer, source, decoded.tokens, decoded.finished)
-    if options.top_k:
-        result["steps"] = steps(tokenizer, decoded, options.top_k)
-    if options.beam_size > 1:
-        result["candidates"] = candidates(tokenizer, decoded)
-    return result
+    return Translation(
+        **translation_fields(entry.name, tokenizer, source, decoded.tokens, decoded.finished),
+        steps=steps(tokenizer, decoded, options.top_k) if options.top_k else None,
+        candidates=candidates(tokenizer, decoded) if options.beam_size > 1 else None)
 
 
 def translation_fields(
     name: str, tokenizer: BPETokenizer, source: Source, tokens: list[int], finished: bool
 ) -> dict[str, Any]:
-    """The fields every decoding response starts with (translate and attention share them)."""
+    """The fields of `Translation`, which every decoding response extends (as keyword arguments
+    for its constructor)."""
     return {
         "model": name,
         "translation": tokenizer.decode(tokens),
@@ -63,7 +63,7 @@ def translation_fields(
     }
 
 
-def steps(tokenizer: BPETokenizer, decoded: Decoded, k: int) -> list[dict]:
+def steps(tokenizer: BPETokenizer, decoded: Decoded, k: int) -> list[Step]:
     """Per output position: the piece chosen there (the last one is <eos>) and the k most
     probable next pieces the decoder saw. A sentence cut by the length limit chose no <eos>, so
     its last position is left out."""
@@ -71,20 +71,17 @@ def steps(tokenizer: BPETokenizer, decoded: Decoded, k: int) -> list[dict]:
     out = []
     for token, alternatives in zip(chosen, decoded.top_k, strict=False):
         ids, probs = zip(*alternatives[:k], strict=True)
-        out.append({
-            "token": tokenizer.pieces([token])[0],
-            "top": [{"token": piece, "probability": p}
-                    for piece, p in zip(tokenizer.pieces(ids), round_sig(probs), strict=True)],
-        })
+        out.append(Step(token=tokenizer.pieces([token])[0],
+                        top=[Alternative(token=piece, probability=p)
+                             for piece, p in zip(tokenizer.pieces(ids), round_sig(probs), strict=True)]))
     return out
 
 
-def candidates(tokenizer: BPETokenizer, decoded: Decoded) -> list[dict]:
+def candidates(tokenizer: BPETokenizer, decoded: Decoded) -> list[Candidate]:
     """The final beam, best first, with the scores beam search ranked them by."""
     return [
-        {"translation": tokenizer.decode(c.tokens), "tokens": tokenizer.pieces(c.tokens),
-         "log_prob": round_sig(c.log_prob), "score": round_sig(c.score),
-         "finished": c.finished}
+        Candidate(translation=tokenizer.decode(c.tokens), tokens=tokenizer.pieces(c.tokens),
+                  log_prob=round_sig(c.log_prob), score=round_sig(c.score), finished=c.finished)
         for c in decoded.beam
     ]
 

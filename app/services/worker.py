@@ -37,6 +37,7 @@ import torch
 
 from app.services.cores import CoreShare
 from models.decoding import Stopped
+from models.serving.threads import intra_op, set_intra_op
 
 T = TypeVar("T")
 
@@ -100,13 +101,11 @@ class ModelThread:
     def _setup(self) -> None:
         yield_cpu(self.nice)  # before torch starts its OpenMP threads, which inherit it
         if self.torch_threads:
-            torch.set_num_threads(self.torch_threads)
+            set_intra_op(self.torch_threads)
 
     def _share_cores(self) -> None:
         if self.cores is not None:
-            threads = self.cores.threads()
-            if threads != torch.get_num_threads():
-                torch.set_num_threads(threads)
+            set_intra_op(self.cores.threads())
 
     def submit(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None, **kwargs) -> Future[T]:
         """Queue fn(*args, **kwargs) for the model thread; its Future. If `cancel` is set by the
@@ -153,7 +152,7 @@ class ModelThread:
                     future.set_exception(error)
 
         def lane() -> None:
-            torch.set_num_threads(1)  # MKL's count is process-wide: each lane sets it again
+            set_intra_op(1)  # MKL's count is process-wide: each lane sets it again
             drain()
 
         def lead() -> None:
@@ -163,14 +162,12 @@ class ModelThread:
             if lanes == 1:  # as `submit` runs a job
                 self._share_cores()
                 return drain()
-            before = torch.get_num_threads()
-            torch.set_num_threads(1)
-            others = [self._side.submit(lane) for _ in range(lanes - 1)]
-            try:
-                drain()
-            finally:
-                wait(others)  # the model thread is free again only when no lane runs
-                torch.set_num_threads(before)
+            with intra_op(1):
+                others = [self._side.submit(lane) for _ in range(lanes - 1)]
+                try:
+                    drain()
+                finally:
+                    wait(others)  # the model thread is free again only when no lane runs
 
         self._pool.submit(lead)
         return futures

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from models.config import TransformerConfig
+from models.serving.threads import intra_op
 from models.tokenizer import UNK_ID
 
 LENGTHS = (10, 18, 32, 56, 100, 178, 316, 562, 1000)  # quarter decades, 10^(1 + k/4) rounded
@@ -67,19 +68,12 @@ def random_ids(length: int, vocab_size: int, device) -> torch.Tensor:
 def time_encode(model, ids: torch.Tensor, threads: int) -> float:
     """Seconds of one `model.encode(ids)` under inference_mode with `threads` intra-op threads
     (the caller's count is restored), waiting for a GPU to finish the work."""
-    before = torch.get_num_threads()
-    if threads != before:
-        torch.set_num_threads(threads)
-    try:
-        with torch.inference_mode():
-            _synchronize(ids.device)
-            start = time.perf_counter()
-            model.encode(ids)
-            _synchronize(ids.device)
-            return time.perf_counter() - start
-    finally:
-        if threads != before:
-            torch.set_num_threads(before)
+    with intra_op(threads), torch.inference_mode():
+        _synchronize(ids.device)
+        start = time.perf_counter()
+        model.encode(ids)
+        _synchronize(ids.device)
+        return time.perf_counter() - start
 
 
 def _synchronize(device: torch.device) -> None:

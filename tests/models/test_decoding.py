@@ -235,29 +235,3 @@ def test_a_prefix_as_long_as_the_limit_is_the_whole_output():
     for search in (greedy, beam_search):
         decoded = search(model, [5, 9], max_len=3, prefix=[6, 7, 8])
         assert decoded.tokens == [6, 7, 8] and not decoded.finished
-
-
-@pytest.mark.parametrize("search", ["greedy", "greedy_tokens", "beam_search"])
-@torch.inference_mode()
-def test_a_search_runs_on_one_intra_op_thread_and_gives_the_threads_back(search):
-    """A search's ops are too small to split (models.decoding._one_thread): it runs on one thread,
-    even when it fails, and leaves the caller's count as it was."""
-    model = _model("transformer")
-    run = {"greedy": greedy, "greedy_tokens": greedy_tokens, "beam_search": beam_search}[search]
-    seen, decode = [], model.decode
-
-    def counting(*args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return decode(*args, **kwargs)
-
-    model.decode = counting
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        run(model, [5, 9, 12], max_len=6)
-        assert seen and set(seen) == {1} and torch.get_num_threads() == 2
-        with pytest.raises(Stopped):
-            run(model, [5, 9, 12], max_len=6, stop=lambda: True)
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)

@@ -6,6 +6,9 @@ import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from pydantic import BaseModel
+
+from app.schemas import Attention, AttentionMap
 from app.services.cache import ResultCache, approx_bytes
 
 
@@ -46,21 +49,26 @@ def _deep_size(value, seen: set[int]) -> int:
     if id(value) in seen:
         return 0
     seen.add(id(value))
-    inside = value.items() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+    if isinstance(value, BaseModel):  # its fields, and the set naming those that were given
+        fields = _deep_size(value.__dict__, seen) + _deep_size(value.model_fields_set, seen)
+        return sys.getsizeof(value) + fields
+    listed = isinstance(value, list | tuple | set)
+    inside = value.items() if isinstance(value, dict) else value if listed else ()
     parts = [x for pair in inside for x in pair] if isinstance(value, dict) else list(inside)
     return sys.getsizeof(value) + sum(_deep_size(x, seen) for x in parts)
 
 
 def test_the_memory_estimate_is_close_to_what_a_result_really_holds():
-    """An attention answer's shape (maps of rounded floats, each a distinct object as rounding makes
+    """An attention answer (maps of rounded floats, each a distinct object as rounding makes
     them): the estimate is at least what sys.getsizeof counts and not far over it. Measured on the
     shipped Transformer (docs/SERVER.md): 1.05x for a 500-character result, RSS growing as the estimate."""
     rng = random.Random(0)
     pieces = [f"▁mot{i}" for i in range(60)]
-    maps = [{"kind": "encoder", "layer": layer, "head": head, "rows": pieces, "columns": pieces,
-             "weights": [[round(rng.random(), 4) for _ in pieces] for _ in pieces]}
+    maps = [AttentionMap(kind="encoder", layer=layer, head=head, rows=pieces, cols=pieces,
+                         weights=[[round(rng.random(), 4) for _ in pieces] for _ in pieces])
             for layer in range(3) for head in range(8)]
-    result = {"model": "transformer", "translation": "I eat bread.", "source_tokens": pieces, "maps": maps}
+    result = Attention(model="transformer", translation="I eat bread.", source_tokens=pieces,
+                       target_tokens=pieces[:4], maps=maps)
     estimate, real = approx_bytes(result), _deep_size(result, set())
     assert real > 2**20
     assert 1.0 <= estimate / real <= 1.2, (estimate, real)

@@ -8,6 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+from app.schemas import Attention, AttentionMap, ModelFailure, Translation
 from app.services.comparison import as_ready, comparison, queue_comparison
 from app.services.worker import Abandoned
 from models.decoding import Stopped
@@ -33,9 +34,9 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
                         lambda jobs, *rest: queued.append(len(jobs)) or real_together(jobs, *rest))
     answers = comparison(cached_registry, TEXT, ("lstm", "transformer"))
     assert queued == [2]  # both queued, as one batch, before the first answer is read
-    assert next(answers)["model"] == "lstm"  # while the transformer waits
+    assert next(answers).model == "lstm"  # while the transformer waits
     release.set()
-    assert next(answers)["model"] == "transformer"
+    assert next(answers).model == "transformer"
     assert list(answers) == []
 
 
@@ -60,12 +61,12 @@ def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
     from app.services.translation import translation
 
     names = tuple(cached_registry.names)
-    together = {a["model"]: a for a in comparison(cached_registry, TEXT, names)}
+    together = {a.model: a for a in comparison(cached_registry, TEXT, names)}
     cached_registry.jobs.cache.clear()
     for name in names:
         entry = cached_registry.get(name)
         alone = attention_maps(cached_registry, name, TEXT) if entry.capabilities.attention_kinds else \
-            {**translation(cached_registry, name, TEXT), "maps": []}
+            Attention(**dict(translation(cached_registry, name, TEXT)), maps=[])
         assert together[name] == alone, name
 
 
@@ -118,26 +119,36 @@ def _lines_of(pending, take=None):
     return asyncio.run(read())
 
 
+def _translated(name: str) -> Translation:
+    return Translation(model=name, translation="Hi.", source_tokens=["▁Salut", "."], target_tokens=["▁Hi", "."])
+
+
+def _attended(name: str) -> Attention:
+    one = AttentionMap(kind="cross", layer=0, head=0, rows=["▁Hi", "."], cols=["▁Salut", "."],
+                       weights=[[1.0, 0.0], [0.0, 1.0]])
+    return Attention(**dict(_translated(name)), maps=[one])
+
+
 def test_the_event_loop_s_stream_hands_over_the_first_finished_first():
     first, second, failed = Future(), Future(), Future()
-    timer = threading.Timer(0.05, lambda: (second.set_result({"model": "b", "maps": [1]}),
-                                           first.set_result({"model": "a"}),
+    timer = threading.Timer(0.05, lambda: (second.set_result(_attended("b")),
+                                           first.set_result(_translated("a")),
                                            failed.set_exception(RuntimeError("broke"))))
     timer.start()
     lines = _lines_of([("a", first), ("b", second), ("c", failed)])
     timer.join()
-    assert [line["model"] for line in lines][0] in ("a", "b")  # whichever the loop saw done first
-    assert sorted(lines, key=lambda line: line["model"]) == [
-        {"model": "a", "maps": []},  # a model without attention: no maps, as /api/attention's shape
-        {"model": "b", "maps": [1]},
-        {"model": "c", "error": "RuntimeError: broke"},  # one failure leaves the others standing
+    assert [line.model for line in lines][0] in ("a", "b")  # whichever the loop saw done first
+    assert sorted(lines, key=lambda line: line.model) == [
+        Attention(**dict(_translated("a")), maps=[]),  # no attention: no maps, as /api/attention's shape
+        _attended("b"),
+        ModelFailure(model="c", error="RuntimeError: broke"),  # one failure leaves the others standing
     ]
 
 
 def test_the_event_loop_s_stream_ends_when_the_client_has_gone_and_drops_what_has_not_started():
     done, stopped, waiting = Future(), Future(), Future()
-    done.set_result({"model": "a", "maps": []})
-    assert _lines_of([("a", done), ("b", waiting)], take=1) == [{"model": "a", "maps": []}]
+    done.set_result(_attended("a"))
+    assert _lines_of([("a", done), ("b", waiting)], take=1) == [_attended("a")]
     assert waiting.cancelled()  # the model thread skips a cancelled job (worker.run_together)
     stopped.set_exception(Stopped())
     later = Future()
@@ -148,8 +159,8 @@ def test_the_event_loop_s_stream_ends_when_the_client_has_gone_and_drops_what_ha
 def test_the_event_loop_s_answers_are_comparison_s(cached_registry):
     names = ("lstm", "transformer")
     streamed = _lines_of(queue_comparison(cached_registry, TEXT, names))
-    assert sorted(streamed, key=lambda a: a["model"]) == sorted(comparison(cached_registry, TEXT, names),
-                                                                key=lambda a: a["model"])
+    assert sorted(streamed, key=lambda a: a.model) == sorted(comparison(cached_registry, TEXT, names),
+                                                             key=lambda a: a.model)
 
 
 @pytest.mark.parametrize("error", [Abandoned(), Stopped()])
@@ -168,8 +179,8 @@ def test_work_dropped_after_its_reader_left_is_never_logged_as_unretrieved(error
         sys.set_asyncgen_hooks(finalizer=lambda agen: None)  # a dropped stream is never closed
         first, rest = Future(), [Future(), Future()]
         stream = as_ready([("a", first), ("b", rest[0]), ("c", rest[1])])
-        first.set_result({"model": "a", "maps": []})
-        assert (await anext(stream))["model"] == "a"
+        first.set_result(_attended("a"))
+        assert (await anext(stream)).model == "a"
         for job in rest:  # the model thread settles the rest while nobody reads
             job.set_running_or_notify_cancel()
             job.set_exception(error)

@@ -7,6 +7,7 @@ import torch
 
 from app.services.gradients import GATE_UNITS, gate_summary, gradient_curves, recurrent_models, repeat_to
 from app.services.inference import InvalidOptionError
+from tests.app.answers import sent
 
 
 def test_repeat_to():
@@ -24,15 +25,15 @@ def test_by_default_the_recurrent_models_without_attention_are_measured(registry
 
 
 def test_the_length_limit_is_the_registry_s(registry):
-    answer = gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length)
+    answer = sent(gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length))
     assert len(answer["tokens"]) == registry.limits.max_gradient_length
     with pytest.raises(InvalidOptionError, match="1 to 200") as error:
-        gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length + 1)
+        sent(gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length + 1))
     assert error.value.field == "length"
 
 
 def test_gates_come_from_the_first_lstm_with_the_units_that_vary_most(registry):
-    answer = gradient_curves(registry, "Je mange du pain.", 7)
+    answer = sent(gradient_curves(registry, "Je mange du pain.", 7))
     assert [c["model"] for c in answer["curves"]] == ["rnn", "lstm"]
     gates = answer["gates"]
     assert gates["model"] == "lstm" and len(gates["units"]) == min(GATE_UNITS, 32)
@@ -42,15 +43,15 @@ def test_gates_come_from_the_first_lstm_with_the_units_that_vary_most(registry):
 
 def test_gate_summary_rounds_a_known_tensor():
     gates = torch.rand(4, 3, 60, generator=torch.Generator().manual_seed(0))
-    summary = gate_summary(gates)
+    summary = sent(gate_summary("lstm", gates))
     assert len(summary["units"]) == GATE_UNITS and summary["units"] == sorted(summary["units"])
     assert summary["mean"]["output"] == pytest.approx(gates[:, 2].mean(-1).tolist(), abs=1e-3)
 
 
 def test_initialized_curves_are_rebuilt_identically_and_differ_from_the_trained(registry):
-    first = gradient_curves(registry, "Je mange du pain.", 12, initialized=True)
+    first = sent(gradient_curves(registry, "Je mange du pain.", 12, initialized=True))
     registry.states.untrained.clear()  # rebuilt from the config and seed, not remembered
-    again = gradient_curves(registry, "Je mange du pain.", 12, initialized=True)
+    again = sent(gradient_curves(registry, "Je mange du pain.", 12, initialized=True))
     assert first == again
     assert [(c["model"], c["weights"]) for c in first["curves"]] == [
         ("rnn", "trained"), ("rnn", "initialized"), ("lstm", "trained"), ("lstm", "initialized")]
@@ -59,9 +60,9 @@ def test_initialized_curves_are_rebuilt_identically_and_differ_from_the_trained(
 
 
 def test_factors_come_with_each_curve_when_asked(registry):
-    plain = gradient_curves(registry, "Je mange du pain.", 9)
+    plain = sent(gradient_curves(registry, "Je mange du pain.", 9))
     assert "step_factor" not in plain["curves"][0]
-    rnn, lstm = gradient_curves(registry, "Je mange du pain.", 9, factors=True)["curves"]
+    rnn, lstm = sent(gradient_curves(registry, "Je mange du pain.", 9, factors=True))["curves"]
     for curve in (rnn, lstm):
         assert len(curve["state_norm"]) == len(curve["step_factor"]) == 9 and len(curve["shrink"]) == 8
         assert all(s <= f * 1.05 for s, f in zip(curve["shrink"], curve["step_factor"], strict=False))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from app.services.heads import heads
+from tests.app.answers import sent
 
 TEXT = "Je mange du pain."
 
 
 def test_contributions_ranking_and_rollout(registry):
-    answer = heads(registry, TEXT)
+    answer = sent(heads(registry, TEXT))
     assert answer["model"] == "transformer" and "effect" not in answer
     assert len(answer["contributions"]) == 3 * 2 * 4 and not any(h["off"] for h in answer["contributions"])
     alignment = answer["alignment"]
@@ -24,7 +25,7 @@ def test_contributions_ranking_and_rollout(registry):
 
 
 def test_a_silenced_head_adds_nothing_and_its_effect_is_scored(registry):
-    answer = heads(registry, TEXT, heads_off=(("cross", 1, 2), ("encoder", 0, 1)))
+    answer = sent(heads(registry, TEXT, heads_off=(("cross", 1, 2), ("encoder", 0, 1))))
     off = [h for h in answer["contributions"] if h["off"]]
     assert {(h["kind"], h["layer"], h["head"]) for h in off} == {("cross", 1, 2), ("encoder", 0, 1)}
     assert all(n == 0 for h in off for n in h["norms"])

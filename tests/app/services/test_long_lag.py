@@ -8,6 +8,7 @@ from app.config import REPO_ROOT
 from app.services.inference import InvalidOptionError
 from app.services.loading import load_registry
 from app.services.long_lag import NoResultsError, lag_gradients, results
+from tests.app.answers import sent
 
 SHIPPED = REPO_ROOT / "checkpoints"
 
@@ -19,7 +20,7 @@ def registry():
 
 
 def test_results_name_the_lag_where_each_cell_falls_to_chance(registry):
-    body = results(registry)
+    body = sent(results(registry))
     assert body["chance"] == 1 / body["task"]["symbols"]
     assert set(body["chance_lag"]) == {"blank", "noise"}
     for filler, cells in body["chance_lag"].items():
@@ -32,16 +33,16 @@ def test_results_name_the_lag_where_each_cell_falls_to_chance(registry):
 
 
 def test_gradients_of_the_tiny_models_at_a_lag(registry):
-    lag = results(registry)["runs"][0]["lag"]
-    body = lag_gradients(registry, lag, "noise")
+    lag = sent(results(registry))["runs"][0]["lag"]
+    body = sent(lag_gradients(registry, lag, "noise"))
     assert len(body["tokens"]) == lag + 2
     assert {(c["model"], c["weights"]) for c in body["curves"]} == {
         ("rnn", "trained"), ("rnn", "initialized"), ("lstm", "trained"), ("lstm", "initialized")}
     with pytest.raises(InvalidOptionError):
-        lag_gradients(registry, 7000)
+        sent(lag_gradients(registry, 7000))
 
 
 def test_no_results_is_a_clear_error(tmp_path, tiny_checkpoints):
     with load_registry(tiny_checkpoints, names=(), device="cpu") as registry:
         with pytest.raises(NoResultsError, match="models.long_lag"):
-            results(registry)
+            sent(results(registry))

@@ -10,6 +10,7 @@ import torch
 from app.services.inference import DecodeOptions
 from app.services.maps import attention_maps
 from models.decoding import Stopped
+from tests.app.answers import sent
 
 
 def test_positional_switch_permutes_encoder_attention(registry):
@@ -17,8 +18,8 @@ def test_positional_switch_permutes_encoder_attention(registry):
     the encoder self-attention."""
     words = ["▁Le", "▁chat", "▁dort"]
     no_positions = DecodeOptions(positional=False)
-    original = attention_maps(registry, "transformer", "Le chat dort", no_positions, ("encoder",))
-    shuffled = attention_maps(registry, "transformer", "dort Le chat", no_positions, ("encoder",))
+    original = sent(attention_maps(registry, "transformer", "Le chat dort", no_positions, ("encoder",)))
+    shuffled = sent(attention_maps(registry, "transformer", "dort Le chat", no_positions, ("encoder",)))
     assert original["source_tokens"] == words
     order = [shuffled["source_tokens"].index(w) for w in words]
     a = torch.tensor(original["maps"][0]["weights"])
@@ -39,12 +40,12 @@ def test_decoding_for_a_client_that_left_stops(cached_registry, monkeypatch):
 
     monkeypatch.setattr(model, "decode", decode_then_hang_up)
     with pytest.raises(Stopped):
-        attention_maps(cached_registry, "transformer", "Je mange du pain.", cancel=gone)
+        sent(attention_maps(cached_registry, "transformer", "Je mange du pain.", cancel=gone))
     assert len(steps) == 1 and len(cached_registry.jobs.cache) == 0
 
 
 def test_only_the_kinds_asked_for_in_the_canonical_order(registry):
-    answer = attention_maps(registry, "transformer", "Je mange du pain.", kinds=("cross", "decoder"))
+    answer = sent(attention_maps(registry, "transformer", "Je mange du pain.", kinds=("cross", "decoder")))
     kinds = [m["kind"] for m in answer["maps"]]
     assert kinds == ["cross"] * 8 + ["decoder"] * 8  # 2 layers x 4 heads each
     cross = answer["maps"][0]
@@ -52,4 +53,4 @@ def test_only_the_kinds_asked_for_in_the_canonical_order(registry):
 
 
 def test_models_without_attention_have_no_maps(registry):
-    assert attention_maps(registry, "lstm", "Je mange du pain.")["maps"] == []
+    assert sent(attention_maps(registry, "lstm", "Je mange du pain."))["maps"] == []

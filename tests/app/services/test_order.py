@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from app.services.order import order
+from tests.app.answers import sent
 
 TEXT = "Je mange du pain."
 
 
 def test_the_identity_holds_off_and_fails_on(registry):
-    answer = order(registry, TEXT, seed=1)
+    answer = sent(order(registry, TEXT, seed=1))
     assert sorted(answer["permutation"]) == list(range(len(answer["source_tokens"])))
     assert answer["shuffled_tokens"] == [answer["source_tokens"][i] for i in answer["permutation"]]
     assert answer["checks"]["pe_off"]["max_abs_difference"] < 1e-5

@@ -8,6 +8,7 @@ from app.services.inference import DecodeOptions, InvalidOptionError
 from app.services.predict import prediction
 from app.services.registry import UnknownModelError
 from app.services.translation import translation
+from tests.app.answers import sent
 
 TEXT = "Je mange du pain."
 NAMES = ["transformer", "lstm-additive", "rnn"]
@@ -15,8 +16,8 @@ NAMES = ["transformer", "lstm-additive", "rnn"]
 
 @pytest.mark.parametrize("name", NAMES)
 def test_greedy_steps_match_translate(registry, name):
-    answer = prediction(registry, TEXT, name, top_k=3)
-    plain = translation(registry, name, TEXT, DecodeOptions(top_k=3))
+    answer = sent(prediction(registry, TEXT, name, top_k=3))
+    plain = sent(translation(registry, name, TEXT, DecodeOptions(top_k=3)))
     assert answer["translation"] == plain["translation"] and answer["target_tokens"] == plain["target_tokens"]
     assert [{"token": s["token"], "top": s["top"]} for s in answer["steps"]] == plain["steps"]
     assert "tree" not in answer and "candidates" not in answer and answer["prefix"] == []
@@ -29,15 +30,15 @@ def test_greedy_steps_match_translate(registry, name):
 
 
 def test_the_default_model_has_switches(registry):
-    assert prediction(registry, TEXT)["model"] == "transformer"
+    assert sent(prediction(registry, TEXT))["model"] == "transformer"
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_a_forced_prefix_is_kept_verbatim(registry, name, beam_size):
-    plain = prediction(registry, TEXT, name)
+    plain = sent(prediction(registry, TEXT, name))
     pieces = registry.tokenizer.pieces(range(20, 23))  # ordinary pieces, not the model's choice
-    answer = prediction(registry, TEXT, name, prefix=tuple(pieces), beam_size=beam_size)
+    answer = sent(prediction(registry, TEXT, name, prefix=tuple(pieces), beam_size=beam_size))
     assert answer["target_tokens"][:3] == pieces and answer["prefix"] == pieces
     assert [s["forced"] for s in answer["steps"][:4]] == [True, True, True, False][: len(answer["steps"])]
     assert [s["token"] for s in answer["steps"][:3]] == pieces
@@ -45,17 +46,17 @@ def test_a_forced_prefix_is_kept_verbatim(registry, name, beam_size):
         assert all(c["tokens"][:3] == pieces for c in answer["candidates"])
         assert [[n["status"] for n in step] for step in answer["tree"][:3]] == [["forced"]] * 3
     own = tuple(plain["target_tokens"][:2])  # the greedy output's own start: the same translation
-    assert prediction(registry, TEXT, name, prefix=own)["target_tokens"] == plain["target_tokens"]
+    assert sent(prediction(registry, TEXT, name, prefix=own))["target_tokens"] == plain["target_tokens"]
 
 
 def test_beam_candidates_are_sorted_and_the_tree_leads_to_them(registry):
-    answer = prediction(registry, TEXT, "transformer", beam_size=4, top_k=2)
+    answer = sent(prediction(registry, TEXT, "transformer", beam_size=4, top_k=2))
     scores = [c["score"] for c in answer["candidates"]]
     assert 1 <= len(scores) <= 4 and scores == sorted(scores, reverse=True)
     assert answer["translation"] == answer["candidates"][0]["translation"]
     tree = answer["tree"]
     ends = {n["rank"]: (s, i) for s, step in enumerate(tree) for i, n in enumerate(step)
-            if n["rank"] is not None}
+            if n.get("rank") is not None}  # absent (None) where no candidate ends
     assert sorted(ends) == list(range(len(scores)))
     for rank, candidate in enumerate(answer["candidates"]):
         s, i = ends[rank]
@@ -63,33 +64,35 @@ def test_beam_candidates_are_sorted_and_the_tree_leads_to_them(registry):
         while s >= 0:
             node = tree[s][i]
             path.append(node["token"])
-            assert node["parent"] is None if s == 0 else tree[s - 1][node["parent"]]["status"] == "kept"
-            s, i = s - 1, node["parent"]
+            parent = node.get("parent")  # absent (None) at step 0
+            assert parent is None if s == 0 else tree[s - 1][parent]["status"] == "kept"
+            s, i = s - 1, parent
         assert path[::-1] == candidate["tokens"] + (["<eos>"] if candidate["finished"] else [])
     assert all(len(step) <= 8 for step in tree)
-    assert prediction(registry, TEXT, "transformer", beam_size=1)["translation"] == \
-        translation(registry, "transformer", TEXT)["translation"]
+    assert sent(prediction(registry, TEXT, "transformer", beam_size=1))["translation"] == \
+        sent(translation(registry, "transformer", TEXT))["translation"]
 
 
 @pytest.mark.parametrize("prefix", [("not-a-piece",), ("<eos>",), ("<bos>",), ("<pad>",)])
 def test_a_bad_prefix_is_refused(registry, prefix):
     with pytest.raises(InvalidOptionError) as error:
-        prediction(registry, TEXT, prefix=prefix)
+        sent(prediction(registry, TEXT, prefix=prefix))
     assert error.value.field == "prefix"
 
 
 def test_a_prefix_longer_than_the_output_limit_is_refused(registry):
     piece = registry.tokenizer.pieces([20])[0]
     limit = registry.limits.max_target_tokens
-    answer = prediction(registry, TEXT, "lstm", prefix=(piece,) * 40)  # longer than the usual limit: stretched
+    # longer than the usual limit: stretched
+    answer = sent(prediction(registry, TEXT, "lstm", prefix=(piece,) * 40))
     assert answer["target_tokens"][:40] == [piece] * 40
     with pytest.raises(InvalidOptionError):
-        prediction(registry, TEXT, prefix=(piece,) * (limit + 1))
+        sent(prediction(registry, TEXT, prefix=(piece,) * (limit + 1)))
 
 
 def test_an_unknown_model_is_not_found(registry):
     with pytest.raises(UnknownModelError):
-        prediction(registry, TEXT, "nope")
+        sent(prediction(registry, TEXT, "nope"))
 
 
 def test_bad_input(client):

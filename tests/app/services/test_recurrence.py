@@ -9,6 +9,7 @@ from app.services.inference import InvalidOptionError
 from app.services.recurrence import UNITS, recurrence, recurrent_model
 from app.services.registry import UnknownModelError
 from models.probes.recurrence import read
+from tests.app.answers import sent
 
 TEXT = "Je mange du pain."
 
@@ -29,7 +30,7 @@ def test_without_a_plain_rnn_the_first_recurrent_model_reads(cached_registry):
 
 @pytest.mark.parametrize("name", ["rnn", "lstm"])
 def test_states_are_the_encoder_s_for_the_units_shown(registry, name):
-    answer = recurrence(registry, TEXT, name)
+    answer = sent(recurrence(registry, TEXT, name))
     source = registry.source(TEXT)
     states = read(registry.get(name).model, source.ids).states
     assert answer["model"] == name and answer["tokens"] == source.pieces

@@ -8,12 +8,13 @@ import pytest
 
 from app.services.inference import InvalidOptionError
 from app.services.scaling import D_KS, scaling
+from tests.app.answers import sent
 
 TEXT = "Je mange du pain."
 
 
 def test_the_curves_and_the_heads(registry):
-    answer = scaling(registry, TEXT)
+    answer = sent(scaling(registry, TEXT))
     assert answer["model"] == "transformer" and answer["d_k"] == 8  # tiny: d_model 32, 4 heads
     sampled = answer["sampled"]
     assert [p["d_k"] for p in sampled["scaled"]] == list(D_KS) == sampled["d_k"]
@@ -30,9 +31,9 @@ def test_the_curves_and_the_heads(registry):
 
 def test_only_models_with_switches_and_d_k_in_range(registry, client):
     with pytest.raises(InvalidOptionError) as error:
-        scaling(registry, TEXT, "lstm")
+        sent(scaling(registry, TEXT, "lstm"))
     assert error.value.field == "model"
-    assert scaling(registry, TEXT, d_ks=(64, 4))["sampled"]["d_k"] == [4, 64]
+    assert sent(scaling(registry, TEXT, d_ks=(64, 4)))["sampled"]["d_k"] == [4, 64]
     assert client.post("/api/scaling", json={"text": TEXT, "d_k": [16]}).status_code == 200
     for body, field in [({"model": "rnn"}, "model"), ({"d_k": [0]}, "d_k"), ({"d_k": []}, "d_k"),
                         ({"keys": 1}, "keys")]:

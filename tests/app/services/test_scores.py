@@ -10,6 +10,7 @@ import torch
 from app.services.inference import InvalidOptionError
 from app.services.maps import attention_maps
 from app.services.scores import UNITS, attention_scores, scoring_model
+from tests.app.answers import sent
 
 TEXT = "Je mange du pain."
 
@@ -25,9 +26,9 @@ def test_recurrent_models_with_attention_apply(registry):
 
 @pytest.mark.parametrize("name", ["lstm-additive", "lstm-dot"])
 def test_the_weights_are_the_softmax_of_the_scores_and_the_cross_map_s_row(registry, name):
-    cross = attention_maps(registry, name, TEXT)["maps"][0]
+    cross = sent(attention_maps(registry, name, TEXT))["maps"][0]
     for row in range(min(3, len(cross["rows"]))):
-        answer = attention_scores(registry, TEXT, name, row)
+        answer = sent(attention_scores(registry, TEXT, name, row))
         assert answer["target_tokens"] == cross["rows"] and answer["source_tokens"] == cross["cols"]
         assert answer["query_token"] == cross["rows"][row]
         assert answer["weights"] == cross["weights"][row]  # the same numbers, the same rounding
@@ -40,20 +41,20 @@ def test_the_weights_are_the_softmax_of_the_scores_and_the_cross_map_s_row(regis
 
 
 def test_the_blend_is_the_weighted_sum_of_the_states(registry):
-    answer = attention_scores(registry, TEXT, "lstm-dot", 0)
+    answer = sent(attention_scores(registry, TEXT, "lstm-dot", 0))
     blend = answer["blend"]
     assert len(blend["units"]) == min(UNITS, blend["hidden_size"]) and blend["units"] == sorted(blend["units"])
     weights, states = torch.tensor(answer["weights"]), torch.tensor(blend["states"])  # (S,), (S, units)
     torch.testing.assert_close(weights @ states, torch.tensor(blend["context"]), rtol=0, atol=2e-3)
     assert len(blend["state_norms"]) == len(answer["source_tokens"]) and blend["context_norm"] > 0
     assert answer["formula"] == "e_j = s . h_j" and answer["attention"] == "dot"
-    additive = attention_scores(registry, TEXT, "lstm-additive", 0)
+    additive = sent(attention_scores(registry, TEXT, "lstm-additive", 0))
     assert additive["formula"] == "e_j = v^T tanh(W s + U h_j)"
 
 
 def test_temperature_reweights(registry):
-    cold = attention_scores(registry, TEXT, "lstm-additive", 0, temperature=0.05)
-    hot = attention_scores(registry, TEXT, "lstm-additive", 0, temperature=20)
+    cold = sent(attention_scores(registry, TEXT, "lstm-additive", 0, temperature=0.05))
+    hot = sent(attention_scores(registry, TEXT, "lstm-additive", 0, temperature=20))
     assert cold["weights"] == hot["weights"]  # the model's own do not move
     assert cold["reweighted_max_weight"] >= cold["max_weight"] >= hot["reweighted_max_weight"]
     assert hot["reweighted_entropy"] <= hot["max_entropy"]

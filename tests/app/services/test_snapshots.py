@@ -10,13 +10,14 @@ from app.services.catalog import model_infos
 from app.services.maps import attention_maps
 from app.services.snapshots import snapshot_maps
 from app.services.trained_states import UnknownSnapshotError
+from tests.app.answers import sent
 from tests.tiny import SNAPSHOT_MODELS, SNAPSHOT_STEPS
 
 TEXT = "Je mange du pain."
 
 
 def test_models_trained_with_snapshots_list_their_timeline(registry):
-    infos = {info["name"]: info for info in model_infos(registry)}
+    infos = {info["name"]: info for info in sent(model_infos(registry))}
     for name, info in infos.items():
         if name not in SNAPSHOT_MODELS:
             assert info["snapshots"] == []
@@ -31,8 +32,8 @@ def test_models_trained_with_snapshots_list_their_timeline(registry):
 @pytest.mark.parametrize("name", SNAPSHOT_MODELS)
 def test_every_point_gives_maps_whose_rows_sum_to_one(registry, name):
     seen = set()
-    for point in registry.get(name).timeline():
-        answer = snapshot_maps(registry, name, TEXT, point["step"], ("cross",))
+    for point in sent(registry.get(name).timeline()):
+        answer = sent(snapshot_maps(registry, name, TEXT, point["step"], ("cross",)))
         assert answer["snapshot"] == point
         weights = answer["maps"][0]["weights"]
         assert all(abs(sum(row) - 1) < 1e-3 for row in weights)
@@ -42,10 +43,10 @@ def test_every_point_gives_maps_whose_rows_sum_to_one(registry, name):
 
 @pytest.mark.parametrize("name", SNAPSHOT_MODELS)
 def test_the_last_point_is_the_shipped_model_and_the_first_its_initialization(registry, name):
-    last = registry.get(name).timeline()[-1]["step"]
-    shipped = attention_maps(registry, name, TEXT, kinds=("cross",))
-    assert {k: v for k, v in snapshot_maps(registry, name, TEXT, last, ("cross",)).items() if k != "snapshot"} \
-        == shipped
+    last = registry.get(name).timeline()[-1].step
+    shipped = sent(attention_maps(registry, name, TEXT, kinds=("cross",)))
+    at_last = sent(snapshot_maps(registry, name, TEXT, last, ("cross",)))
+    assert {k: v for k, v in at_last.items() if k != "snapshot"} == shipped
     assert registry.states.at_step(name, 0) is registry.states.initialized(name)
 
 
@@ -59,9 +60,9 @@ def test_few_snapshots_are_held_in_memory(registry, monkeypatch):
 
 def test_an_unknown_step_or_a_model_without_snapshots_is_refused_before_any_work(registry):
     with pytest.raises(UnknownSnapshotError, match="steps: 0, 1, 2, 3"):
-        snapshot_maps(registry, "transformer", TEXT, 7)
+        sent(snapshot_maps(registry, "transformer", TEXT, 7))
     with pytest.raises(UnknownSnapshotError, match="without snapshots"):
-        snapshot_maps(registry, "lstm", TEXT, 0)
+        sent(snapshot_maps(registry, "lstm", TEXT, 0))
 
 
 def test_the_endpoint(client):

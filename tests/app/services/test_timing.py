@@ -11,10 +11,11 @@ import pytest
 from app.services.inference import InvalidOptionError
 from app.services.timing import MAX_LENGTH, MAX_LENGTHS, BusyError, TimingBench, bench, check_lengths
 from models.probes.timing import LENGTHS
+from tests.app.answers import sent
 
 
 def test_the_answer_gives_each_model_s_time_by_length(registry):
-    answer = TimingBench(limit_s=10, repeats=2).timing(registry, [600, 5, 40])  # 600: past max_len 512
+    answer = sent(TimingBench(limit_s=10, repeats=2).timing(registry, [600, 5, 40]))  # 600: past max_len 512
     assert answer["lengths"] == [5, 40, 600] and answer["device"] == "cpu" and answer["torch_threads"] >= 1
     assert set(answer["timings"]) == set(answer["encoders"]) == set(answer["growth"]) == {"lstm", "transformer"}
     for rows in answer["timings"].values():
@@ -32,7 +33,7 @@ def test_the_answer_gives_each_model_s_time_by_length(registry):
 
 def test_the_encoders_are_chosen_by_what_they_have_inside(registry):
     timings = TimingBench(limit_s=2, repeats=1)
-    answer = timings.timing(registry, [3, 6], recurrent="lstm-dot")  # any model with an LSTM encoder
+    answer = sent(timings.timing(registry, [3, 6], recurrent="lstm-dot"))  # any model with an LSTM encoder
     assert answer["roles"] == {"recurrent": "lstm-dot", "parallel": "transformer"}
     assert set(answer["timings"]) == {"lstm-dot", "transformer"}
     for field, ask in (("recurrent", {"recurrent": "rnn"}), ("recurrent", {"recurrent": "transformer"}),
@@ -48,7 +49,7 @@ def test_a_kept_result_is_answered_again_until_refreshed(registry):
     time.sleep(1.1)  # measured_at has whole seconds
     assert timings.timing(registry, [9, 3]) is first  # the same lengths, kept
     again = timings.timing(registry, [3, 9], refresh=True)
-    assert again["measured_at"] > first["measured_at"]
+    assert again.measured_at > first.measured_at
     assert timings.timing(registry, [3, 9]) is again
 
 
@@ -58,20 +59,20 @@ def test_one_measurement_at_a_time(registry):
     answers = []
     first = threading.Thread(target=lambda: answers.append(timings.timing(registry, [4, 8])))
     first.start()
-    while not timings.status()["running"]:
+    while not timings.status().running:
         time.sleep(0.01)
     with pytest.raises(BusyError) as busy:
         timings.timing(registry, [4, 16])
     assert 1 <= busy.value.retry_after <= 5
     hold.set()
     first.join(10)
-    assert answers and not timings.status()["running"]
-    assert timings.status()["done"] == timings.status()["total"] == 4  # 2 models x 2 lengths x 1 repeat
+    assert answers and not timings.status().running
+    assert timings.status().done == timings.status().total == 4  # 2 models x 2 lengths x 1 repeat
 
 
 def test_no_repeat_starts_after_the_limit(registry):
     start = time.monotonic()
-    answer = TimingBench(limit_s=0.0, repeats=50).timing(registry, [20, 200])
+    answer = sent(TimingBench(limit_s=0.0, repeats=50).timing(registry, [20, 200]))
     assert not answer["complete"] and answer["max_repeats"] == 50
     assert all(r["repeats"] == 1 for rows in answer["timings"].values() for r in rows)
     assert time.monotonic() - start < 5

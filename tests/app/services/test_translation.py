@@ -7,21 +7,23 @@ import pytest
 from app.services.inference import DecodeOptions, InvalidOptionError
 from app.services.maps import attention_maps
 from app.services.translation import translation
+from tests.app.answers import sent
 
 
 def test_chapter_experiments_are_one_call_each(registry):
     """Chapters 8-10 as the services will serve them: PE off, a head off, top-k, beam."""
     text = "Le chat dort sur la table."
-    no_pe = attention_maps(registry, "transformer", text, DecodeOptions(positional=False), kinds=("encoder",))
+    no_pe = sent(attention_maps(registry, "transformer", text, DecodeOptions(positional=False),
+                                kinds=("encoder",)))
     assert {m["kind"] for m in no_pe["maps"]} == {"encoder"}
-    head_off = translation(registry, "transformer", text, DecodeOptions(heads_off=(("cross", 0, 1),)))
+    head_off = sent(translation(registry, "transformer", text, DecodeOptions(heads_off=(("cross", 0, 1),))))
     assert head_off["model"] == "transformer"
-    steps = translation(registry, "transformer", text, DecodeOptions(top_k=5))["steps"]
+    steps = sent(translation(registry, "transformer", text, DecodeOptions(top_k=5)))["steps"]
     assert all(len(s["top"]) == 5 for s in steps)
-    beam = translation(registry, "lstm-dot", text, DecodeOptions(beam_size=4))
+    beam = sent(translation(registry, "lstm-dot", text, DecodeOptions(beam_size=4)))
     assert 1 <= len(beam["candidates"]) <= 4
     with pytest.raises(InvalidOptionError):
-        translation(registry, "lstm-dot", text, DecodeOptions(heads_off=(("cross", 0, 0),)))
+        sent(translation(registry, "lstm-dot", text, DecodeOptions(heads_off=(("cross", 0, 0),))))
 
 
 def test_a_cache_hit_equals_a_fresh_answer(cached_registry, registry):
