@@ -38,7 +38,10 @@ lint: $(STAMP)
 # changes any translation or map on the test split (bench/fidelity.py), our translation against
 # CTranslate2's on the same weights (bench/peer.py; ctranslate2 is installed for it, the app does not
 # use it), 16 clients for 60 s of mixed requests (bench/load.py), then keystroke -> update in a real
-# browser (bench/bench_page.py; compare it across machines beside floor.json's bandwidth); figures
+# browser (bench/bench_page.py; compare it across machines beside floor.json's bandwidth), the page
+# under Lighthouse, desktop and mobile presets (bench/lighthouse.py; it installs the pinned Lighthouse
+# with npm into ~/.cache/attention-lab on first use, so it needs Node 18+; nothing else does) and a
+# shared chapter link, /?ch=1 to 11, timed in a fresh browser (bench/chapter_links.py); figures
 # printed and written to bench/results/. Run on a quiet machine.
 bench: $(STAMP)
 	$(PY) -m pip install --quiet "ctranslate2>=4.5"
@@ -47,6 +50,8 @@ bench: $(STAMP)
 	$(PY) bench/peer.py --json bench/results/peer.json
 	$(PY) bench/load.py --json bench/results/load.json
 	$(PY) bench/bench_page.py --json > bench/results/page.json
+	$(PY) bench/lighthouse.py --runs 3 --json bench/results/lighthouse.json
+	$(PY) bench/chapter_links.py --runs 3 --json bench/results/chapter_links.json
 
 # Re-train and re-evaluate all five shipped models from scratch (hours on a 2-core CPU; see README).
 checkpoints: $(STAMP)

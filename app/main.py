@@ -34,6 +34,7 @@ from app.routes import (
     order,
     pages,
     predict,
+    recap,
     recurrence,
     scaling,
     scores,
@@ -42,6 +43,7 @@ from app.routes import (
     translate,
 )
 from app.schemas import ErrorBody
+from app.services import ahead
 from app.services.inference import InvalidOptionError
 from app.services.live import LiveRuns
 from app.services.loading import load_registry
@@ -72,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice),
             settings.layout, settings.precision, settings.step,
         )
+        ahead.start(app.state.registry)  # the default sentence's answers, computed while nobody waits
         yield
         app.state.registry.close()
 
@@ -92,7 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
     app.add_middleware(RequestLog)  # outermost of ours: every answer is timed and logged
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, predict, snapshots, live, pages):
+                   scaling, order, heads, predict, snapshots, live, recap, pages):
         document_errors(module.router)
         app.include_router(module.router)
     if settings.docs:

@@ -2,6 +2,7 @@
 // typed sentence's length group shaded.
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
+import { headline } from "./recap.js";
 
 const BUCKETS = ["1-5", "6-10", "11-15", "16+"];
 
@@ -44,8 +45,9 @@ export class BleuChart {
     }
   }
 
-  /** Draw for the sentence's `bucket` with `selected` emphasised; nothing to do when neither changed. */
+  /** Draw for the sentence's `bucket` with `selected` emphasised (and say the chapter's headline); nothing to do when neither changed. */
   show(bucket, selected) {
+    bottleneckHeadline(this.catalog, bucket);
     const key = `${bucket}|${selected}`;
     if (key === this.shown || !this.evaluated.length) return;
     this.shown = key;
@@ -96,4 +98,15 @@ export class BleuChart {
     this.traces = { selected, data };
     return data;
   }
+}
+
+/** Chapter 4's headline: in the typed sentence's length bucket, the best BLEU without and with attention. */
+function bottleneckHeadline(catalog, bucket) {
+  const best = (has) => catalog.models.filter(has).map((m) => {
+    const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket);
+    return row ? { name: m.name, bleu: row.bleu } : null;
+  }).filter(Boolean).sort((a, b) => b.bleu - a.bleu)[0];
+  const [squeezed, looking] = [best((m) => !m.cross_attention), best((m) => m.cross_attention)];
+  const say = (b) => (b ? `${b.name} ${b.bleu.toFixed(1)}` : "none evaluated");
+  headline(4, `on test sentences of ${bucket.replace("-", "–")} words, best BLEU with one vector: ${say(squeezed)}; looking back: ${say(looking)}.`);
 }

@@ -51,6 +51,11 @@ class Catalog {
     return this.models.filter((m) => m.recurrent && m.cross_attention);
   }
 
+  /** Every kind of attention map some model returns, in the server's order (encoder, decoder, cross). */
+  get kinds() {
+    return [...new Set(this.models.flatMap((m) => m.attention_kinds))];
+  }
+
   /** Models with self-attention in layers of heads. */
   get withHeads() {
     return this.models.filter((m) => m.attention_kinds.includes("encoder"));

@@ -4,12 +4,13 @@
 import * as api from "./api.js";
 import { whenNear } from "./lazy.js";
 import { showEmpty } from "./plots.js";
+import { Latest } from "./requests.js";
 
 export class Experiment {
   /** `anchor`: the plot whose nearness starts it; `call(text, signal)`; `show(answer)`; `plots`: divs for a failure. */
   constructor(anchor, call, show, plots, what) {
     Object.assign(this, { anchor, call, show, plots, what });
-    this.controller = null;
+    this.latest = new Latest();
   }
 
   /** Ask about `text` when the chapter is near; resolves to a failure line or null. */
@@ -18,15 +19,10 @@ export class Experiment {
   }
 
   async ask(text) {
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
     try {
-      const answer = await this.call(text, controller.signal);
-      if (!controller.signal.aborted) this.show(answer);
+      await this.latest.ask((signal) => this.call(text, signal), this.show);
       return null;
     } catch (error) {
-      if (api.isAbort(error) || controller.signal.aborted) return null;
       const why = error instanceof api.ApiError && error.status === 404 ? "no model for it is loaded" : api.explain(error);
       for (const div of this.plots) showEmpty(div, `The ${this.what} could not be shown (${why}).`);
       return `${this.what}: ${why}`;

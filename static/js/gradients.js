@@ -7,7 +7,8 @@ import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
 import { FACTORS, drawStepFactors } from "./step-factors.js";
-import { fillStory, storyFacts } from "./vanishing-story.js";
+import { fillStory } from "./facts.js";
+import { storyFacts } from "./vanishing-story.js";
 
 const GATE_NAMES = ["input", "forget", "output"];
 

@@ -8,9 +8,8 @@ import { $, el } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, onPlot, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
-const KINDS = ["encoder", "decoder", "cross"];
 const HIGHLIGHT = "#e8542f";
 /** Which text each axis of a map of each kind reads, and the offset of its first token there. */
 const SIDES = { cross: { rows: ["target", 0], cols: ["source", 0] }, encoder: { rows: ["source", 0], cols: ["source", 0] },
@@ -175,7 +174,7 @@ export class HeadsLab {
     const div = $("heads-contrib");
     const data = [];
     const axes = {};
-    const present = KINDS.filter((k) => answer.contributions.some((c) => c.kind === k));
+    const present = [...new Set(answer.contributions.map((c) => c.kind))]; // in the server's order
     present.forEach((kind, i) => {
       const rows = answer.contributions.filter((c) => c.kind === kind);
       const layers = Math.max(...rows.map((c) => c.layer)) + 1;

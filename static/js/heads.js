@@ -3,9 +3,9 @@
 // its tokens on the axes.
 import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
+import { headline } from "./recap.js";
 import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, onPlot, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 
-export const KINDS = ["cross", "encoder", "decoder"];
 const KIND_AXES = {
   cross: ["source", "output"],
   encoder: ["source (keys)", "source (queries)"],
@@ -139,6 +139,8 @@ export class HeadsView {
     this.model = this.infos.has(model) ? model : catalog.withHeads[0]?.name;
     this.answers = new Map(); // model -> its latest /api/attention answer
     Object.assign(this, { kind, layer, head, onChange });
+    const first = catalog.withHeads[0];
+    if (first) headline(9, `${first.name} asks ${first.layers * first.heads} questions at once per attention kind: ${first.layers} layers × ${first.heads} heads.`);
     this.radios = [...document.querySelectorAll('input[name="kind"]')];
     for (const input of this.radios) input.addEventListener("change", () => this.pick({ kind: input.value }));
     $("pick-layer").addEventListener("change", (e) => this.pick({ layer: Number(e.target.value) - 1 }));

@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { $ } from "./dom.js";
 import { MODEL_MARKERS, MODEL_PALETTE, baseLayout, draw, plotText, showEmpty } from "./plots.js";
+import { Latest } from "./requests.js";
 
 /** The cells the server trained, in its order (GET /api/long-lag `cells`): colour, marker, label. */
 export function cellStyle(results, cell) {
@@ -19,7 +20,7 @@ export class LongLagView {
     this.results = results;
     this.state = { ...state };
     this.onChange = onChange;
-    this.controller = null;
+    this.latest = new Latest();
     const filler = $("lag-filler");
     filler.value = this.fillers.includes(this.state.filler) ? this.state.filler : this.fillers[0];
     this.state.filler = filler.value;
@@ -52,13 +53,12 @@ export class LongLagView {
 
   async draw() {
     drawAccuracy($("lag-accuracy"), this.results, this.state);
-    if (this.controller) this.controller.abort();
-    this.controller = new AbortController();
+    const { lag, filler } = this.state;
     try {
-      const answer = await api.lagGradients(this.state.lag, this.state.filler, this.controller.signal);
-      drawLagGradients($("lag-gradients"), answer, this.results);
+      await this.latest.ask((signal) => api.lagGradients(lag, filler, signal),
+        (answer) => drawLagGradients($("lag-gradients"), answer, this.results));
     } catch (error) {
-      if (!api.isAbort(error)) showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${api.explain(error)}).`);
+      showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${api.explain(error)}).`);
     }
   }
 }

@@ -16,11 +16,11 @@ import { whenNear } from "./lazy.js";
 import { LiveTraining } from "./live.js";
 import { LongLagView } from "./long-lag.js";
 import { OrderView, askOrder } from "./order.js";
-import { showEmpty } from "./plots.js";
+import { loadPlotly, showEmpty } from "./plots.js";
 import { PredictView } from "./predict.js";
-import { headline } from "./recap.js";
+import { newText, showRecap } from "./recap.js";
 import { RecurrenceView } from "./recurrence.js";
-import { Requests } from "./requests.js";
+import { Latest, Requests } from "./requests.js";
 import { ScalingView } from "./scaling.js";
 import { ScoresView } from "./scores.js";
 import { Scrubber } from "./scrubber.js";
@@ -52,9 +52,9 @@ function update(lab) {
     return;
   }
   const failures = [];
+  newText();
   cards.setBucket(bucketOf(page.text));
   lab.bleu.show(bucketOf(page.text), page.model);
-  bottleneckHeadline(lab.catalog, bucketOf(page.text));
   // asked while typing already (an example picked is asked here)
   const answers = requests.ahead(page.text, heaviestFirst(lab));
   const jobs = lab.catalog.names.map(async (name) => {
@@ -90,12 +90,9 @@ function update(lab) {
 async function updateGradients(lab, failures) {
   const { page, composer } = lab;
   if (composer.problem(page.text)) return failures;
-  const round = lab.requests.replaceable();
   try {
-    const answer = await api.gradients(page.text.trim(), page.length, round.signal);
-    if (round.current) lab.gradients.show(answer);
+    await lab.measuring.ask((signal) => api.gradients(page.text.trim(), page.length, signal), (a) => lab.gradients.show(a));
   } catch (error) {
-    if (api.isAbort(error) || !round.current) return failures;
     const why = api.explain(error);
     for (const id of ["grad-plot", "factor-plot", "gates-plot"]) showEmpty($(id), `The gradient experiment could not be measured (${why}).`);
     failures.push(`gradients: ${why}`);
@@ -107,30 +104,14 @@ async function updateGradients(lab, failures) {
 async function updateRecurrence(lab, failures) {
   const { page, composer } = lab;
   if (composer.problem(page.text)) return failures;
-  lab.recurrenceAsk?.abort();
-  const ask = new AbortController();
-  lab.recurrenceAsk = ask;
   try {
-    const answer = await api.recurrence(page.text.trim(), ask.signal);
-    if (!ask.signal.aborted) lab.recurrence.show(answer);
+    await lab.reading.ask((signal) => api.recurrence(page.text.trim(), signal), (a) => lab.recurrence.show(a));
   } catch (error) {
-    if (api.isAbort(error)) return failures;
     const why = error instanceof api.ApiError && error.status === 404 ? "no plain recurrent model is loaded" : api.explain(error);
     for (const id of ["recurrence-plot", "recurrence-change"]) showEmpty($(id), `The recurrence could not be shown (${why}).`);
     failures.push(`recurrence: ${why}`);
   }
   return failures;
-}
-
-/** Chapter 4's headline: in the typed sentence's length bucket, the best BLEU without and with attention. */
-function bottleneckHeadline(catalog, bucket) {
-  const best = (has) => catalog.models.filter(has).map((m) => {
-    const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket);
-    return row ? { name: m.name, bleu: row.bleu } : null;
-  }).filter(Boolean).sort((a, b) => b.bleu - a.bleu)[0];
-  const [squeezed, looking] = [best((m) => !m.cross_attention), best((m) => m.cross_attention)];
-  const say = (b) => (b ? `${b.name} ${b.bleu.toFixed(1)}` : "none evaluated");
-  headline(4, `on test sentences of ${bucket.replace("-", "–")} words, best BLEU with one vector: ${say(squeezed)}; looking back: ${say(looking)}.`);
 }
 
 function sayIfFailed(failures) {
@@ -151,6 +132,8 @@ async function start() {
   const page = new UrlState(location.search, catalog);
   $("numerics").textContent = catalog.numericsLine;
   const lab = { catalog, page, requests };
+  lab.measuring = new Latest(() => requests.signal); // chapter 3's gradients: the length slider asks again
+  lab.reading = new Latest(); // chapter 2's recurrence
   const later = debounce(() => update(lab), PAUSE_MS);
   lab.composer = new Composer(page.text, catalog.limits.max_chars, (text) => {
     requests.ahead(lab.composer.problem(text) ? null : text, heaviestFirst(lab));
@@ -183,8 +166,6 @@ async function start() {
   lab.recurrence = new RecurrenceView(page, (step) => page.set({ step }));
   lab.timing = new TimingView(catalog, page);
   lab.experiments = chapterExperiments(lab);
-  const heads = catalog.withHeads[0];
-  if (heads) headline(9, `${heads.name} asks ${heads.layers * heads.heads} questions at once per attention kind: ${heads.layers} layers × ${heads.heads} heads.`);
   lab.chapters = new Chapters(page);
   showLongLag(lab);
   showLiveTraining(lab);
@@ -225,6 +206,7 @@ function chapterExperiments(lab) {
     weighing,
     ordering,
     new Experiment($("scaling-curves"), api.scaling, (a) => scaling.show(a), [$("scaling-curves"), $("scaling-heads")], "scaling experiment"),
+    new Experiment($("recap"), api.recap, showRecap, [], "recap"),
   ];
 }
 
@@ -243,4 +225,7 @@ async function showLongLag(lab) {
   }
 }
 
+// A shared chapter link opens on that chapter's figures: Plotly is fetched now, while the
+// catalogue loads, instead of by the first figure drawn.
+if (new URLSearchParams(location.search).has("ch")) loadPlotly().catch(() => {});
 start();

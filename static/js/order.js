@@ -8,7 +8,7 @@ import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
 /** Below this the two maps are the same up to float32 rounding. */
 export const ROUNDING = 1e-5;

@@ -6,7 +6,8 @@ import { $, el } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty, showToken } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { Latest } from "./requests.js";
+import { fillStory, fmt } from "./facts.js";
 
 const STATUS = { kept: "#0072B2", finished: "#009E73", dropped: "#B0B6C3", forced: "#D55E00" };
 
@@ -14,6 +15,7 @@ export class PredictView {
   /** `page`: the URL state (pmodel, beam, prefix); `onChange(state)`. */
   constructor(catalog, page, onChange) {
     Object.assign(this, { page, onChange });
+    this.latest = new Latest();
     const select = $("predict-model");
     select.replaceChildren(...catalog.names.map((n) => new Option(n, n)));
     if (!catalog.info(page.pmodel)) page.pmodel = (catalog.withHeads[0] || catalog.models[0]).name;
@@ -45,13 +47,9 @@ export class PredictView {
   /** Both searches for `text` (greedy and the beam), asked together; resolves when shown. */
   async ask(text) {
     this.text = text;
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
     const { pmodel, prefix, beam } = this.page;
-    const [greedy, wide] = await Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, b, controller.signal)));
-    if (controller.signal.aborted) return;
-    this.show(greedy, wide);
+    await this.latest.ask((signal) => Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, b, signal))),
+      ([greedy, wide]) => this.show(greedy, wide));
   }
 
   show(greedy, wide) {

@@ -1,8 +1,29 @@
-// Chapter 11's registry of headline facts: each chapter's view states its one number here as it
-// measures it (on the typed sentence, or from the shipped evaluation), and the recap shows it.
+// Chapter 11's recap: one number per chapter. The numbers that need no sentence (the shipped
+// evaluation, the catalogue) are written as the page loads; those measured on the sentence come
+// in one request (POST /api/recap) when the recap comes near the screen, and a chapter that
+// measures its own headline on the sentence replaces its row.
 
-/** Chapter `chapter`'s headline is now `text`. */
-export function headline(chapter, text) {
+const written = new Set(); // chapters whose view wrote their row for the current text
+const lasting = new Set(); // chapters whose row holds for any text (a timing of this server)
+
+/** Chapter `chapter`'s headline is now `text`; `forAnyText`: it does not depend on the sentence. */
+export function headline(chapter, text, forAnyText = false) {
+  written.add(String(chapter));
+  if (forAnyText) lasting.add(String(chapter));
   const node = document.querySelector(`[data-recap="${chapter}"]`);
   if (node) node.textContent = text;
+}
+
+/** A new text: rows measured on the old one are no longer the chapters' word on it. */
+export function newText() {
+  written.clear();
+  for (const chapter of lasting) written.add(chapter);
+}
+
+/** POST /api/recap's rows, for every chapter that has not written its own for this text. */
+export function showRecap(answer) {
+  for (const row of answer.rows) {
+    const node = document.querySelector(`[data-recap="${row.chapter}"]`);
+    if (node && !written.has(String(row.chapter))) node.textContent = row.text;
+  }
 }

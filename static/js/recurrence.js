@@ -5,7 +5,7 @@ import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
 const READING = "#D55E00"; // Okabe-Ito vermillion: the piece being read
 const READ = "#56B4E9";

@@ -1,6 +1,8 @@
 // The request lifecycle. Each edit asks the server at once (speculate.js); after a pause in typing
 // a new round of updates begins: the previous round's requests are aborted and any answer that
-// still arrives for it is ignored, so the latest text always wins.
+// still arrives for it is ignored, so the latest text always wins. Within a round, every other
+// request of the page is a `Latest`: a newer ask of the same kind replaces the older one.
+import { isAbort } from "./api.js";
 import { Speculation, unlessAborted } from "./speculate.js";
 
 window.attentionLab = { lastUpdate: null };
@@ -11,7 +13,6 @@ export class Requests {
     this.speculation = new Speculation(compare);
     this.generation = 0;
     this.controller = new AbortController(); // aborts the latest round's requests
-    this.replaced = new AbortController(); // aborts the latest replaceable request
   }
 
   /** Ask about `text` (null: about nothing) now, before the pause; Map name -> Promise of its answer. */
@@ -26,14 +27,46 @@ export class Requests {
     return new Round(this, ++this.generation, this.controller.signal);
   }
 
+  /** The signal of the current round: aborted when the next one begins. */
+  get signal() {
+    return this.controller.signal;
+  }
+}
+
+/**
+ * One kind of request, asked again and again: each ask aborts the one before, and an answer that
+ * arrives after a newer ask (or after `within()`, the round's signal, is aborted) is never shown.
+ */
+export class Latest {
+  constructor(within = null) {
+    this.within = within;
+    this.controller = null;
+  }
+
+  /** Abort the ask in flight, if any: its answer will not be shown. */
+  cancel() {
+    this.controller?.abort();
+  }
+
   /**
-   * The current round, for a request that a newer one of its kind replaces even within a round
-   * (the gradient experiment: the length slider asks it again). It is over when the round is.
+   * `call(signal)` -> Promise of the answer; `show(answer)` runs only if this is still the latest
+   * ask. Resolves to true once shown, false when replaced; a failure of the latest ask is thrown.
    */
-  replaceable() {
-    this.replaced.abort();
-    this.replaced = new AbortController();
-    return new Round(this, this.generation, AbortSignal.any([this.replaced.signal, this.controller.signal]));
+  async ask(call, show) {
+    this.controller?.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    const signal = this.within ? AbortSignal.any([controller.signal, this.within()]) : controller.signal;
+    let answer;
+    try {
+      answer = await call(signal);
+    } catch (error) {
+      if (isAbort(error) || signal.aborted) return false;
+      throw error;
+    }
+    if (signal.aborted) return false;
+    await show(answer);
+    return true;
   }
 }
 

@@ -6,7 +6,7 @@ import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
 const RAW = "#D55E00";
 const SCALED = "#0072B2";

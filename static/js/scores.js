@@ -7,8 +7,9 @@ import { $, el } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
+import { Latest } from "./requests.js";
 import { TEMPERATURES } from "./url-state.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
 const OWN = "#0072B2"; // Okabe-Ito blue: the model's weights (T = 1)
 const AT_T = "#D55E00"; // vermillion: softmax(e / T)
@@ -25,7 +26,7 @@ export class ScoresView {
     this.page = page;
     this.models = catalog.aligning.map((m) => m.name);
     this.targets = new Map(); // model -> its output pieces for the latest text
-    this.controllers = new Map();
+    this.latest = new Map(); // model name -> its Latest scores request
     this.timer = 0;
     this.panels = new Map(this.models.map((name) => [name, panel(catalog.info(name))]));
     const container = $("scores-panels");
@@ -59,7 +60,7 @@ export class ScoresView {
   showProblem(name, message) {
     if (!this.panels.has(name)) return;
     this.targets.delete(name);
-    this.controllers.get(name)?.abort();
+    this.latest.get(name)?.cancel();
     const { plot, blend } = this.panels.get(name);
     for (const div of [plot, blend]) whenNear(div, () => showEmpty(div, message));
   }
@@ -104,16 +105,14 @@ export class ScoresView {
       if (!targets || !targets.length || !text) continue;
       const row = Math.min(this.page.row, targets.length - 1);
       whenNear(plot, async () => {
-        this.controllers.get(name)?.abort();
-        const controller = new AbortController();
-        this.controllers.set(name, controller);
+        if (!this.latest.has(name)) this.latest.set(name, new Latest());
         try {
-          const answer = await api.scores(text, name, row, temperature, controller.signal);
-          drawScores(plot, answer);
-          whenNear(blend, () => drawBlend(blend, answer));
-          this.tell(name, answer);
+          await this.latest.get(name).ask((signal) => api.scores(text, name, row, temperature, signal), (answer) => {
+            drawScores(plot, answer);
+            whenNear(blend, () => drawBlend(blend, answer));
+            this.tell(name, answer);
+          });
         } catch (error) {
-          if (api.isAbort(error)) return;
           for (const div of [plot, blend]) showEmpty(div, `The scores could not be computed (${api.explain(error)}).`);
         }
       });

@@ -7,6 +7,7 @@ import { el } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { alignmentLayout } from "./alignment.js";
 import { attentionTrace, baseLayout, draw, showEmpty } from "./plots.js";
+import { Latest } from "./requests.js";
 
 const PLAY_MS = 1400; // a frame's time on screen while playing
 
@@ -23,7 +24,7 @@ export class Scrubber {
   constructor(container, candidates, page, key, onStep) {
     Object.assign(this, { page, key, onStep });
     this.model = candidates.find((m) => m.snapshots && m.snapshots.length > 1) || null;
-    this.controller = null;
+    this.latest = new Latest();
     this.text = "";
     if (!this.model) {
       const who = candidates.map((m) => m.name).join(", ") || "none is loaded";
@@ -94,19 +95,15 @@ export class Scrubber {
   }
 
   async ask() {
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
     const point = this.timeline[this.index];
     this.mapPlot.dataset.step = "";
     try {
-      const answer = await api.snapshot(this.text, this.model.name, point.step, controller.signal);
-      if (controller.signal.aborted) return null;
-      this.answer = answer;
-      this.redraw();
+      await this.latest.ask((signal) => api.snapshot(this.text, this.model.name, point.step, signal), (answer) => {
+        this.answer = answer;
+        this.redraw();
+      });
       return null;
     } catch (error) {
-      if (api.isAbort(error) || controller.signal.aborted) return null;
       for (const div of [this.mapPlot, this.curvePlot]) showEmpty(div, `The training replay could not be shown (${api.explain(error)}).`);
       this.stop();
       return `training replay: ${api.explain(error)}`;

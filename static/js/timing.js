@@ -8,7 +8,7 @@ import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
 const POLL_MS = 400;
 const ROUGHLY = 1.5; // "in roughly the time": within this factor
@@ -24,7 +24,6 @@ export class TimingView {
     this.running = false;
     showEmpty($("timing-plot"), "Press “Measure on this server” to time both encoders here.");
     $("timing-measure").addEventListener("click", () => this.measure());
-    headline(6, "not measured yet: press Measure in chapter 6.");
   }
 
   async measure() {
@@ -121,7 +120,7 @@ export class TimingView {
         : `The ${a.limit_s} s limit cut some lengths short of ${a.max_repeats} repeats.`,
     });
     for (const p of document.querySelectorAll("#timing-story .timing-result")) p.hidden = false;
-    headline(6, `at ${longest} pieces the LSTM encoder took ${fmt(faster)}× the Transformer's time (${a.device}).`);
+    headline(6, `at ${longest} pieces the LSTM encoder took ${fmt(faster)}× the Transformer's time (${a.device}).`, true);
   }
 }
 

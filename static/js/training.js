@@ -6,7 +6,7 @@ import { $ } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./vanishing-story.js";
+import { fillStory, fmt } from "./facts.js";
 
 const X = { step: { title: "training step", of: (p) => p.step }, minutes: { title: "training minutes", of: (p) => p.seconds / 60 } };
 

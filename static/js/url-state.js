@@ -11,7 +11,6 @@
 // training step replayed in chapters 5 and 9; absent: the shipped weights); tt, tl, tc, tseed and
 // tsteps (chapter 4's live run: task, length, contestants comma-separated, seed, steps). A value the server's limits or catalogue do not allow
 // is ignored.
-import { KINDS } from "./heads.js";
 import { offKey, parseOff } from "./heads-lab.js";
 import { FACTORS } from "./step-factors.js";
 
@@ -30,7 +29,7 @@ export class UrlState {
     const longest = catalog.limits.max_gradient_length;
     this.text = q.has("text") ? q.get("text") : DEFAULT_TEXT;
     this.model = catalog.info(q.get("model")) ? q.get("model") : defaultModel(catalog);
-    this.kind = KINDS.includes(q.get("kind")) ? q.get("kind") : "cross";
+    this.kind = catalog.kinds.includes(q.get("kind")) ? q.get("kind") : "cross";
     [this.layer, this.head] = [0, 0];
     const head = /^(\d+)\.(\d+)$/.exec(q.get("head") || "");
     const [layer, index] = head ? [Number(head[1]) - 1, Number(head[2]) - 1] : [-1, -1];

@@ -1,6 +1,7 @@
 // Chapter 3's prose, from the numbers the server just measured: every figure and every "more" or
 // "less" in the text is computed here from the API's answers, never written in advance. The
 // page's test reads these same facts back (data-fact) and checks them against the API.
+import { compare, fmt } from "./facts.js";
 
 /** The curve of `model` with `weights` ("trained" | "initialized"), or null. */
 export function curveOf(answer, model, weights) {
@@ -17,21 +18,6 @@ const median = (values) => {
   const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
   return sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)] : null;
 };
-
-const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
-
-/** Two significant digits; very small or large numbers as 1.1×10⁻¹³. */
-export const fmt = (x) => {
-  if (x === null || x === undefined || !Number.isFinite(x)) return "–";
-  if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e4)) {
-    const [mantissa, exponent] = x.toExponential(1).split("e");
-    return `${mantissa}×10${[...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join("")}`;
-  }
-  return x >= 10 ? x.toFixed(0) : x.toPrecision(2);
-};
-
-/** "more" / "less" / "as much": how a compares with b. */
-export const compare = (a, b) => (a === null || b === null ? "–" : a > b ? "more" : a < b ? "less" : "as much");
 
 /**
  * The facts the chapter states, each a string for the page. `answer`: POST /api/gradients with
@@ -103,12 +89,4 @@ function holdsOut(lags) {
   const longest = Math.max(...lags.map(([, lag]) => lag));
   const best = lags.filter(([, lag]) => lag === longest);
   return best.length === lags.length ? "both hold out as long" : `the ${best.map(([c]) => c.toUpperCase()).join(" and ")} holds out longer`;
-}
-
-/** Write the facts into the elements marked data-fact="name" below `root` (as text). */
-export function fillStory(root, facts) {
-  for (const node of root.querySelectorAll("[data-fact]")) {
-    const value = facts[node.dataset.fact];
-    node.textContent = value === undefined ? "–" : value;
-  }
 }

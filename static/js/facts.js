@@ -1,0 +1,27 @@
+// The prose helpers every chapter shares: numbers as the page writes them, the word for how two
+// compare, and a story's sentences filled from the facts its view measured. A sentence whose slot
+// is still empty stays hidden behind a placeholder line (app.css), so a slot is never left empty on
+// purpose: a fact the answer lacks is written as "–".
+
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+/** Two significant digits; very small or large numbers as 1.1×10⁻¹³. */
+export const fmt = (x) => {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "–";
+  if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e4)) {
+    const [mantissa, exponent] = x.toExponential(1).split("e");
+    return `${mantissa}×10${[...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join("")}`;
+  }
+  return x >= 10 ? x.toFixed(0) : x.toPrecision(2);
+};
+
+/** "more" / "less" / "as much": how a compares with b. */
+export const compare = (a, b) => (a === null || b === null ? "–" : a > b ? "more" : a < b ? "less" : "as much");
+
+/** Write the facts into the elements marked data-fact="name" below `root` (as text). */
+export function fillStory(root, facts) {
+  for (const node of root.querySelectorAll("[data-fact]")) {
+    const value = facts[node.dataset.fact];
+    node.textContent = value === undefined ? "–" : value;
+  }
+}
