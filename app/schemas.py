@@ -79,7 +79,8 @@ class TranslateRequest(TextRequest):
 
 
 class AttentionRequest(TextRequest):
-    model: str = Field("transformer", examples=["transformer"])
+    model: str | None = Field(None, description="one of the loaded models (GET /api/models); default: as for "
+                              "POST /api/translate", examples=["transformer"])
     kinds: list[Literal["cross", "encoder", "decoder"]] = Field(
         ["cross", "encoder", "decoder"], min_length=1, max_length=3,
         description="which maps to return (all by default; fewer keeps long inputs' payloads small)")
