@@ -825,6 +825,74 @@ class Sweep(Response):
     rows: list[SweepRow]
 
 
+class TrainProbe(Response):
+    source: list[int] = Field(description="the probe pair's source symbols, whose map is drawn as it trains")
+    target: list[int]
+
+
+class TrainStart(Response):
+    """The first line of a run: its settings, chance, and the probe pair."""
+
+    settings: LiveConfig
+    chance: float = Field(description="exact-sequence accuracy of guessing: (1 / alphabet)^length")
+    probe: TrainProbe
+
+
+class TrainProgress(Response):
+    """A contestant's turn: where it stands on the held-out sequences."""
+
+    contestant: Literal[CONTESTANTS]
+    step: int
+    seconds: float = Field(description="training seconds so far")
+    loss: float = Field(description="mean training loss over the turn")
+    accuracy: float = Field(description="share of held-out sequences written back exactly")
+    token_accuracy: float = Field(description="share of held-out symbols written back right")
+    map: list[list[float]] | None = Field(None, description="the probe's cross-attention (output x source, "
+                                                            "the last layer's heads averaged); null without "
+                                                            "attention")
+
+
+class TrainFinal(TrainProgress):
+    """A contestant's last line."""
+
+    done: Literal[True]
+    stopped_by: Literal["steps", "seconds", "reader"]
+    attention: str | None = Field(description="null for the bottleneck, else how it looks back")
+    first_losses: list[float] = Field(description="its first training losses, step by step")
+
+
+class Standing(Response):
+    contestant: Literal[CONTESTANTS]
+    accuracy: float
+
+
+class Verdict(Response):
+    best_attention: Standing | None
+    best_bottleneck: Standing | None
+    gap: float | None = Field(None, description="best_attention's accuracy minus best_bottleneck's")
+
+
+class TrainSummary(Response):
+    finished: Literal[True]
+    summary: Verdict
+
+
+class ProcessEnd(Response):
+    peak_mb: float = Field(description="the training process's largest resident memory")
+    exit: int | None = Field(description="its exit status")
+
+
+class TrainEnd(Response):
+    """The last line: the training process's own account, and why it was stopped if it was."""
+
+    process: ProcessEnd
+    error: str | None = None
+
+
+# A line of POST /api/train: each is checked against this as it passes through the server
+TrainLine = TrainStart | TrainFinal | TrainProgress | TrainSummary | TrainEnd
+
+
 class TrainInfo(Response):
     tasks: list[str]
     contestants: list[TrainContestant]

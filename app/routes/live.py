@@ -21,10 +21,12 @@ async def describe(request: Request) -> TrainInfo:
 
 
 @router.post("/train", response_class=StreamingResponse, responses={
-    200: {"description": "One JSON object per line as the run goes: the settings and the probe first, "
-                         "then progress lines {contestant, step, seconds, loss, accuracy, token_accuracy, "
-                         "map?}, each contestant's last line with done: true, a summary, and the process's "
-                         "own line (peak memory, and an error when it was stopped).",
+    200: {"description": "One JSON object per line as the run goes (each checked by the server against "
+                         "these shapes): the settings and the probe first (TrainStart), then progress lines "
+                         "{contestant, step, seconds, loss, accuracy, token_accuracy, map?} (TrainProgress), "
+                         "each contestant's last line with done: true (TrainFinal), a summary (TrainSummary), "
+                         "and the process's own line (TrainEnd: peak memory, and an error when it was "
+                         "stopped).",
           "content": {NDJSON: {}}},
     429: {"model": ErrorBody}})
 async def train(body: TrainRequest, request: Request) -> StreamingResponse:

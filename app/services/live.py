@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ctypes
 import json
+import logging
 import math
 import os
 import signal
@@ -25,7 +26,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.schemas import Sweep, TrainContestant, TrainInfo
+from pydantic import TypeAdapter, ValidationError
+
+from app.schemas import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine
 from app.services.inference import InvalidOptionError
 from app.services.timing import BusyError
 from models import live
@@ -34,6 +37,8 @@ from models.live_config import LiveLimits
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SWEEP = Path("live") / "sweep.json"  # under the checkpoints folder: the reference table
 NICE = 10  # added to the run's nice value: translation requests come first
+LINE = TypeAdapter(TrainLine)
+log = logging.getLogger("attention_lab")
 POLL_S = 0.25  # how often the run's memory is read
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
 START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch, scoring, writing
@@ -113,14 +118,22 @@ class LiveRuns:
         peak = [0.0]
         watch = asyncio.create_task(self._watch(process, wall_cap(config), peak))
         try:
+            why = None
             while line := await process.stdout.readline():
+                try:
+                    LINE.validate_json(line)
+                except ValidationError as error:  # the process broke the contract: stop it there
+                    log.error("train: a line outside the contract: %s", error)
+                    process.kill()
+                    why = "the training process wrote a line outside the contract"
+                    break
                 yield line.decode()
             await process.wait()
-            why = watch.result() if watch.done() else None
+            why = why or (watch.result() if watch.done() else None)
             if why is None and process.returncode != 0:
                 why = f"the training process failed (exit {process.returncode})"
-            yield json.dumps({"process": {"peak_mb": round(peak[0], 1), "exit": process.returncode},
-                              **({"error": why} if why else {})}) + "\n"
+            last = TrainEnd(process=ProcessEnd(peak_mb=round(peak[0], 1), exit=process.returncode), error=why)
+            yield last.model_dump_json(exclude_none=True) + "\n"
         finally:  # also when the client leaves: the process goes with it
             watch.cancel()
             await end(process)

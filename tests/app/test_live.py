@@ -10,7 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import TypeAdapter
 
+from app.schemas import TrainEnd, TrainLine
+from app.services import live as live_service
 from app.services.live import LiveLimits
 from bench.serving import live_processes, serve
 from models import live
@@ -60,6 +63,22 @@ def test_a_run_streams_progress_then_each_final_and_frees_its_slot(client):
     assert [f["contestant"] for f in finals] == QUICK["contestants"]
     assert all(f["step"] == 12 and 0 <= f["accuracy"] <= 1 for f in finals)
     assert lines[-2]["finished"] and lines[-1]["process"]["exit"] == 0 and "error" not in lines[-1]
+    assert client.get("/api/train").json()["running"] == 0
+
+
+def test_every_line_of_a_run_is_one_of_the_contract_s_shapes(client):
+    with client.stream("POST", "/api/train", json=QUICK) as response:
+        lines = [line for line in response.iter_lines() if line]
+    shapes = [type(TypeAdapter(TrainLine).validate_json(line)).__name__ for line in lines]
+    assert shapes[0] == "TrainStart" and shapes[-2:] == ["TrainSummary", "TrainEnd"]
+    assert {"TrainProgress", "TrainFinal"} <= set(shapes)
+
+
+def test_a_line_outside_the_contract_stops_the_run_and_says_so(client, monkeypatch):
+    monkeypatch.setattr(live_service, "LINE", TypeAdapter(TrainEnd))  # every line the process writes is "wrong"
+    with client.stream("POST", "/api/train", json=QUICK) as response:
+        lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert len(lines) == 1 and "outside the contract" in lines[0]["error"]
     assert client.get("/api/train").json()["running"] == 0
 
 
