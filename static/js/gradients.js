@@ -23,6 +23,7 @@ export class GradientsView {
     this.longLag = null; // GET /api/long-lag, for the prose
     const factor = $("factor-view");
     factor.value = FACTORS[page.factor] ? page.factor : "shrink";
+    if (factor.value !== page.factor) onFactor(factor.value); // the URL named no such view
     factor.addEventListener("change", () => {
       onFactor(factor.value);
       if (this.answer) whenNear($("factor-plot"), () => this.drawFactors());

@@ -1,46 +1,20 @@
-// Chapter 9's experiments on the heads (POST /api/heads): switch heads off and re-translate at
-// once (the changed words marked, the log-probability change stated), each head's contribution
-// through its share of W_o, the cross heads ranked by alignment with a recurrent model's, the
-// encoder's attention rollout, and linked views: hovering a token (in either text, or a row or
-// column of a map) highlights it everywhere in the chapter; clicking source words sums their
-// attention in the enlarged head.
+// Chapter 9's experiments on the heads (POST /api/heads), wired: switch heads off and re-translate
+// at once, the encoder's attention rollout, and linked views: hovering a token (in either text, or a
+// row or column of a map) highlights it everywhere in the chapter; clicking source words sums their
+// attention in the enlarged head. What the answer says (each head's contribution, the translation
+// heads, the effect of the heads off, the prose) is drawn by heads-weighing.js.
 import { $, el } from "./dom.js";
 import { whenNear } from "./lazy.js";
-import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, onPlot, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
+import { fillStory } from "./facts.js";
+import { changedIndices, drawContributions, drawRanking, headsFacts, showEffect } from "./heads-weighing.js";
 import { headline } from "./recap.js";
-import { fillStory, fmt } from "./facts.js";
+import { offKey } from "./url-state.js";
 
 const HIGHLIGHT = "#e8542f";
 /** Which text each axis of a map of each kind reads, and the offset of its first token there. */
 const SIDES = { cross: { rows: ["target", 0], cols: ["source", 0] }, encoder: { rows: ["source", 0], cols: ["source", 0] },
   decoder: { rows: ["target", 0], cols: ["target", 1] } };
-
-/** "kind.layer.head" (counted from 1) <-> {kind, layer, head} (from 0): the URL's `off`. */
-export const offKey = (h) => `${h.kind}.${h.layer + 1}.${h.head + 1}`;
-export function parseOff(value) {
-  return (value || "").split(";").map((s) => /^(encoder|decoder|cross)\.(\d+)\.(\d+)$/.exec(s)).filter(Boolean)
-    .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
-}
-
-const headName = (h) => `${h.kind} L${h.layer + 1} H${h.head + 1}`;
-
-/** The prose's facts from /api/heads. */
-export function headsFacts(answer) {
-  const ranking = answer.alignment ? answer.alignment.ranking : [];
-  const cross = answer.contributions.filter((c) => c.kind === "cross" && !c.off);
-  const sharpest = cross.reduce((a, c) => (c.max_weight > a.max_weight ? c : a), cross[0]);
-  const strongest = cross.reduce((a, c) => (c.mean > a.mean ? c : a), cross[0]);
-  const top = ranking.slice(0, 3).map((r) => `L${r.layer + 1} H${r.head + 1} (${fmt(r.score)})`).join(", ");
-  return {
-    reference: answer.alignment ? answer.alignment.reference : "no reference model",
-    top: top || "–",
-    sharpest: sharpest ? headName(sharpest) : "–", "sharpest-weight": sharpest ? fmt(sharpest.max_weight) : "–",
-    "sharpest-adds": sharpest ? fmt(sharpest.mean) : "–",
-    strongest: strongest ? headName(strongest) : "–", "strongest-adds": strongest ? fmt(strongest.mean) : "–",
-    "strongest-weight": strongest ? fmt(strongest.max_weight) : "–",
-    "same-head": sharpest === strongest ? "the same head" : "not the same head: sharp attention is not a large effect",
-  };
-}
 
 export class HeadsLab {
   /** `heads`: the HeadsView (its model, kind, layer, head, answers); `page`: the URL state (off, rollout, sel). */
@@ -110,8 +84,8 @@ export class HeadsLab {
     const ranking = answer.alignment ? answer.alignment.ranking : [];
     if (ranking.length) headline(9, `the cross heads that align best with ${answer.alignment.reference}: ${headsFacts(answer).top}.`);
     this.showTexts(answer);
-    this.showEffect(answer);
-    whenNear($("heads-contrib"), () => this.drawContributions(answer));
+    showEffect($("heads-effect"), answer);
+    whenNear($("heads-contrib"), () => drawContributions($("heads-contrib"), answer, this.off, (h) => this.toggle(h)));
     whenNear($("heads-ranking"), () => drawRanking($("heads-ranking"), answer));
     this.refresh();
   }
@@ -138,22 +112,6 @@ export class HeadsLab {
     strip("heads-target", answer.target_tokens, changedIndices(answer));
   }
 
-  showEffect(answer) {
-    const line = $("heads-effect");
-    const effect = answer.effect;
-    if (!effect) {
-      line.textContent = "Every head is on. Click a head in the contributions map (or the button) to switch it off.";
-      line.dataset.changed = "";
-      return;
-    }
-    const { original, changed } = effect;
-    const delta = original.log_prob_heads_off - original.log_prob_all_heads;
-    line.dataset.changed = String(changedIndices(answer).size);
-    line.dataset.delta = String(delta);
-    line.textContent = `With ${answer.heads_off.map(headName).join(", ")} off: “${changed.translation}” (with every head: “${original.translation}”). ` +
-      `The log-probability of “${original.translation}” goes from ${fmt(original.log_prob_all_heads)} to ${fmt(original.log_prob_heads_off)} (${delta >= 0 ? "+" : ""}${fmt(delta)}).`;
-  }
-
   /** Hover: the token outlined in both texts and every map of the chapter in view (shapes only). */
   highlight(hover) {
     this.hover = hover;
@@ -168,40 +126,6 @@ export class HeadsLab {
       window.Plotly.relayout(div, { shapes: hoverShapes(kind || div.dataset.kind, hover) });
     }
     document.documentElement.dataset.headsHover = hover ? `${hover.side}.${hover.index}` : "";
-  }
-
-  drawContributions(answer) {
-    const div = $("heads-contrib");
-    const data = [];
-    const axes = {};
-    const present = [...new Set(answer.contributions.map((c) => c.kind))]; // in the server's order
-    present.forEach((kind, i) => {
-      const rows = answer.contributions.filter((c) => c.kind === kind);
-      const layers = Math.max(...rows.map((c) => c.layer)) + 1;
-      const heads = Math.max(...rows.map((c) => c.head)) + 1;
-      const z = Array.from({ length: layers }, () => Array(heads).fill(null));
-      const text = Array.from({ length: layers }, () => Array(heads).fill(""));
-      for (const c of rows) {
-        z[c.layer][c.head] = c.mean;
-        text[c.layer][c.head] = c.off ? "off" : "";
-      }
-      const n = i ? String(i + 1) : "";
-      data.push({ type: "heatmap", z, text, texttemplate: "%{text}", name: kind, xaxis: `x${n}`, yaxis: `y${n}`, colorscale: WEIGHT_SCALE,
-        zmin: 0, showscale: false, xgap: 2, ygap: 2, meta: { colorbarTitle: "‖c_h W_o‖", kind },
-        hovertemplate: `${kind} layer %{y}, head %{x}<br>adds %{z:.3g} on average<br>click to switch off or on<extra></extra>`,
-        x: Array.from({ length: heads }, (_, h) => h + 1), y: Array.from({ length: layers }, (_, l) => l + 1) });
-      const gap = 0.06;
-      axes[`xaxis${n}`] = { domain: [i / present.length + gap / 2, (i + 1) / present.length - gap / 2], anchor: `y${n}`, dtick: 1,
-        title: { text: `${kind}: head` }, showgrid: false, zeroline: false };
-      axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : "layer" }, showgrid: false, zeroline: false };
-    });
-    div.dataset.off = this.off.map(offKey).join(";");
-    draw(div, data, baseLayout({ margin: { l: 44, r: 8, t: 8, b: 44 }, ...axes }), `${answer.model}-head-contributions`, answer);
-    onPlot(div, "plotly_click", (event) => {
-      const point = event.points && event.points[0];
-      if (!point || point.z === null) return;
-      this.toggle({ kind: point.data.meta.kind, layer: point.y - 1, head: point.x - 1 });
-    });
   }
 
   drawRollout() {
@@ -245,13 +169,6 @@ export class HeadsLab {
   }
 }
 
-/** Indices of the changed translation's pieces that differ from the original's at the same place. */
-function changedIndices(answer) {
-  if (!answer.effect) return new Set();
-  const [a, b] = [answer.effect.original.tokens, answer.effect.changed.tokens];
-  return new Set(b.map((t, i) => (t === a[i] ? -1 : i)).filter((i) => i >= 0));
-}
-
 /** Outline the hovered token's row and column in a map of `kind`. */
 function hoverShapes(kind, hover) {
   if (!hover || !SIDES[kind]) return [];
@@ -268,18 +185,4 @@ function hoverShapes(kind, hover) {
     shapes.push({ type: "rect", yref: "paper", y0: 0, y1: 1, x0: x - 0.5, x1: x + 0.5, line });
   }
   return shapes;
-}
-
-function drawRanking(div, answer) {
-  if (!answer.alignment) {
-    showEmpty(div, "No recurrent model with attention is loaded to compare the cross heads with.");
-    return;
-  }
-  const ranking = answer.alignment.ranking;
-  const labels = ranking.map((r) => `L${r.layer + 1} H${r.head + 1}${r.off ? " (off)" : ""}`);
-  draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: "#009E73" },
-    hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
-  baseLayout({ margin: { l: 90, r: 8, t: 8, b: 40 }, yaxis: { autorange: "reversed", type: "category" },
-    xaxis: { range: [0, 1], title: { text: `overlap with ${plotText(answer.alignment.reference)}'s alignment` }, gridcolor: "#eceef3" } }),
-  `${answer.model}-translation-heads`, answer.alignment);
 }

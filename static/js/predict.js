@@ -18,7 +18,7 @@ export class PredictView {
     this.latest = new Latest();
     const select = $("predict-model");
     select.replaceChildren(...catalog.names.map((n) => new Option(n, n)));
-    if (!catalog.info(page.pmodel)) page.pmodel = (catalog.withHeads[0] || catalog.models[0]).name;
+    if (!catalog.info(page.pmodel)) onChange({ pmodel: (catalog.withHeads[0] || catalog.models[0]).name });
     select.value = page.pmodel;
     select.addEventListener("change", () => this.change({ pmodel: select.value, prefix: [] }));
     const beam = $("predict-beam");

@@ -11,8 +11,13 @@
 // training step replayed in chapters 5 and 9; absent: the shipped weights); tt, tl, tc, tseed and
 // tsteps (chapter 4's live run: task, length, contestants comma-separated, seed, steps). A value the server's limits or catalogue do not allow
 // is ignored.
-import { offKey, parseOff } from "./heads-lab.js";
-import { FACTORS } from "./step-factors.js";
+
+/** "kind.layer.head" (counted from 1) <-> {kind, layer, head} (from 0): the URL's `off`. */
+export const offKey = (h) => `${h.kind}.${h.layer + 1}.${h.head + 1}`;
+export function parseOff(value) {
+  return (value || "").split(";").map((s) => /^(encoder|decoder|cross)\.(\d+)\.(\d+)$/.exec(s)).filter(Boolean)
+    .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
+}
 
 const DEFAULT_TEXT = "Je mange du pain.";
 const DEFAULT_LENGTH = 80;
@@ -38,7 +43,7 @@ export class UrlState {
     }
     const length = Number(q.get("len"));
     this.length = Number.isInteger(length) && length >= 1 && length <= longest ? length : Math.min(DEFAULT_LENGTH, longest);
-    this.factor = FACTORS[q.get("factor")] ? q.get("factor") : "shrink";
+    this.factor = q.get("factor") || "shrink"; // checked against its views by gradients.js
     // checked against the long-lag results once they arrive (long-lag.js)
     this.filler = q.get("filler") || "blank";
     this.lag = Number(q.get("lag")) || null;
