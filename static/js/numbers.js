@@ -17,7 +17,7 @@ export function offerNumbers(div, numbers, name) {
     div.after(button);
   }
   latest.set(div, { numbers, name });
-  button.hidden = numbers === undefined;
+  button.classList.toggle("numbers--none", numbers === undefined); // keeps its room: nothing moves
   button.setAttribute("aria-label", `Download the numbers of ${div.getAttribute("aria-label") || "this figure"} as JSON`);
 }
 

@@ -73,6 +73,7 @@ export class Scrubber {
     this.story.setAttribute("aria-live", "polite");
     this.mapPlot = figure(`Cross-attention of ${name} at this step`, `scrub-map-${name}`, "plot plot--align");
     this.curvePlot = figure("Validation BLEU at each stored step", `scrub-curve-${name}`, "plot plot--small");
+    this.curvePlot.dataset.waiting = "Reading the stored steps…";
     const pair = el("div", "pair");
     pair.append(this.mapPlot.parentElement, this.curvePlot.parentElement);
     container.replaceChildren(toolbar, this.story, pair);

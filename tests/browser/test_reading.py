@@ -54,8 +54,9 @@ SHIFTS = """() => {
   }).observe({ type: "layout-shift", buffered: true });
 }"""
 
-PLOT_HEIGHTS = ("() => Object.fromEntries([...document.querySelectorAll('.plot[id]')]"
-                ".filter(p => p.offsetParent).map(p => [p.id, p.offsetHeight]))")
+# each figure's height, and its panel's (the plot, its caption and its download button's room)
+PLOT_HEIGHTS = ("() => Object.fromEntries([...document.querySelectorAll('.plot[id]')].filter(p => p.offsetParent)"
+                ".map(p => [p.id, [p.offsetHeight, p.closest('figure').offsetHeight]]))")
 
 
 def open_fresh(page, server: str, width: int = 1280, height: int = 900) -> None:
@@ -96,7 +97,7 @@ def test_figures_keep_their_first_size_and_the_first_screen_does_not_shift(brows
     problems.clear()
     open_fresh(page, server)
     first = page.evaluate(PLOT_HEIGHTS)
-    assert first and all(h > 0 for h in first.values()), first
+    assert first and all(h > 0 for h, _ in first.values()), first
     # until drawn, a figure says so: its placeholder line is there from the first paint
     waiting = page.locator(".plot:empty").first
     label = waiting.evaluate("el => getComputedStyle(el, '::before').content")
