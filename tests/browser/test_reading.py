@@ -55,7 +55,8 @@ SHIFTS = """() => {
 }"""
 
 # each figure's height, and its panel's (the plot, its caption and its download button's room)
-PLOT_HEIGHTS = ("() => Object.fromEntries([...document.querySelectorAll('.plot[id]')].filter(p => p.offsetParent)"
+PLOT_HEIGHTS = ("() => Object.fromEntries([...document.querySelectorAll('.plot[id]')]"
+                ".filter(p => p.offsetParent)"
                 ".map(p => [p.id, [p.offsetHeight, p.closest('figure').offsetHeight]]))")
 
 
