@@ -74,8 +74,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice),
             settings.layout, settings.precision, settings.step,
         )
-        ahead.start(app.state.registry)  # the default sentence's answers, computed while nobody waits
+        work = ahead.start(app.state.registry)  # the default sentence's answers, computed while nobody waits
         yield
+        if work is not None:
+            work.stop()
         app.state.registry.close()
 
     app = FastAPI(

@@ -904,17 +904,15 @@ class TrainInfo(Response):
                                                 "contestant at the default budget")
 
 
-class RecapRow(BaseModel):
+class RecapRow(Response):
     """One row of chapter 11's recap: its chapter's one number on the reader's sentence, in a sentence."""
 
-    model_config = ConfigDict(extra="forbid")
     chapter: int = Field(ge=1, le=11, description="the chapter the row recaps (its number in the story)")
     text: str = Field(description="the row's sentence, with the number measured on the text")
 
 
-class Recap(BaseModel):
-    """POST /api/recap: the recap rows that depend on the text, for the chapters whose models are loaded."""
+class Recap(Response):
+    """POST /api/recap: the recap rows that depend on the text, for the chapters whose models are loaded.
+    (The text is not echoed: a client knows what it sent.)"""
 
-    model_config = ConfigDict(extra="forbid")
-    text: str
     rows: list[RecapRow]

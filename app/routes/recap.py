@@ -1,6 +1,6 @@
 from fastapi import APIRouter
 
-from app.dependencies import Registry
+from app.dependencies import ClientGone, Registry
 from app.schemas import ErrorBody, Recap, TextRequest
 from app.services.recap import recap as gather
 
@@ -8,7 +8,7 @@ router = APIRouter(prefix="/api", tags=["recap"])
 
 
 @router.post("/recap", response_model=Recap, responses={404: {"model": ErrorBody}})
-async def recap(body: TextRequest, registry: Registry) -> Recap:
-    """Chapter 11: one number per chapter measured on the text, gathered from the chapters' own
-    requests (cheap forms where a chapter's default is heavy); rows whose models are not loaded are left out."""
-    return await gather(registry, body.text)
+def recap(body: TextRequest, registry: Registry, gone: ClientGone) -> Recap:
+    """Chapter 11: one number per chapter measured on the text, from the chapters' own service calls
+    (cheap forms where a chapter's default is heavy); rows whose models are not loaded are left out."""
+    return gather(registry, body.text, gone)

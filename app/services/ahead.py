@@ -87,30 +87,47 @@ def first_visit(registry: ModelRegistry, text: str = DEFAULT_TEXT) -> list[tuple
     return [*asks, ("/api/recap", {"text": text})]  # chapter 11
 
 
-async def ask_all(client: InProcess, asks: list[tuple[str, dict[str, Any]]]) -> int:
-    """Ask each in turn; returns how many were answered (a failure is logged, not raised)."""
+async def ask_all(client: InProcess, asks: list[tuple[str, dict[str, Any]]],
+                  stopped: threading.Event | None = None) -> int:
+    """Ask each in turn until `stopped` is set (the server is shutting down); returns how many were
+    answered (a failure is logged, not raised)."""
     answered = 0
     for path, body in asks:
+        if stopped is not None and stopped.is_set():
+            break
         try:
             await client.post(path, body)
             answered += 1
         except Exception as error:  # noqa: BLE001 - ahead-of-time work must never stop the server
-            log.warning("computing %s ahead failed: %s", path, error)
+            if stopped is None or not stopped.is_set():  # the model thread closing: not a failure
+                log.warning("computing %s ahead failed: %s", path, error)
     return answered
 
 
-def start(registry: ModelRegistry) -> threading.Thread | None:
-    """Compute the default sentence's answers on a thread of its own (None: no cache to keep them in)."""
-    if registry.jobs.cache.size <= 0:
-        return None
+class Ahead(threading.Thread):
+    """The default sentence's answers computed on a thread of its own; `stop()` before the registry
+    closes ends it after the answer being computed."""
 
-    def run() -> None:
+    def __init__(self, registry: ModelRegistry):
+        super().__init__(name="ahead", daemon=True)
+        self.registry = registry
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
         began = time.perf_counter()
-        asks = first_visit(registry)
-        answered = asyncio.run(ask_all(InProcess(registry), asks))
+        asks = first_visit(self.registry)
+        answered = asyncio.run(ask_all(InProcess(self.registry), asks, self.stopped))
         log.info("default sentence: %d of %d answers computed ahead in %.1f s", answered, len(asks),
                  time.perf_counter() - began)
 
-    thread = threading.Thread(target=run, name="ahead", daemon=True)
-    thread.start()
-    return thread
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def start(registry: ModelRegistry) -> Ahead | None:
+    """Compute the default sentence's answers ahead (None: no cache to keep them in)."""
+    if registry.jobs.cache.size <= 0:
+        return None
+    work = Ahead(registry)
+    work.start()
+    return work

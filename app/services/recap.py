@@ -2,23 +2,29 @@
 number measured on it, gathered in one request so the recap is complete before any chapter is
 opened. (The rows that need no sentence, chapters 1, 4 and 9, the page writes from the catalogue.)
 
-Each number comes from the same request its chapter makes, asked through the app's own routes in
-process (app/services/ahead.py), so the recap and the chapter share cache entries and never
-disagree. The cheap form is chosen where a chapter's default is heavy: chapter 3's gradient at the
-sentence's own length instead of its repeats to 80 pieces, chapter 6's step counts instead of a
-timing (which only the reader starts).
+Each number comes from the same service call its chapter's request makes, with the same
+arguments, so the recap and the chapter share cache entries and never disagree. The cheap form is
+chosen where a chapter's default is heavy: chapter 3's gradient at the sentence's own length
+instead of its repeats to 80 pieces, chapter 6's step counts instead of a timing (which only the
+reader starts).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-
-import httpx
+import threading
 
 from app.schemas import Recap, RecapRow
-from app.services.ahead import DEFAULT_SEED, TOP_K, InProcess
-from app.services.registry import LoadedModel, ModelRegistry
+from app.services.ahead import DEFAULT_SEED, TOP_K
+from app.services.gradients import gradient_curves
+from app.services.inference import InvalidOptionError
+from app.services.order import order as shuffled
+from app.services.predict import prediction
+from app.services.recurrence import recurrence as read_sentence
+from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
+from app.services.scaling import scaling as saturation
+from app.services.scores import attention_scores
 
 log = logging.getLogger("attention_lab")
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -44,51 +50,49 @@ def first(registry: ModelRegistry, test) -> LoadedModel | None:
     return next((m for m in registry.models.values() if test(m.capabilities)), None)
 
 
-async def recap(registry: ModelRegistry, text: str) -> Recap:
+def recap(registry: ModelRegistry, text: str, cancel: threading.Event | None = None) -> Recap:
+    """The rows for `text`, in the chapters' order; a chapter that cannot answer (its model is not
+    loaded) has no row. `cancel` set (the client hung up): the work not started is skipped."""
     registry.source(text)  # an invalid text is refused here (422), before any work
-    client = InProcess(registry)
     rows = []
     for row in (recurrence, gradients, scores, steps, scaling, order, predict):
         try:
-            rows.append(await row(client, registry, text))
-        except httpx.HTTPStatusError as error:  # that chapter cannot answer (its model is missing): no row
-            log.warning("recap: %s answered %d", error.request.url.path, error.response.status_code)
-    return Recap(text=text, rows=[r for r in rows if r is not None])
+            rows.append(row(registry, text, cancel))
+        except (UnknownModelError, InvalidOptionError) as error:
+            log.warning("recap: %s gave no row: %s", row.__name__, error)
+    return Recap(rows=[r for r in rows if r is not None])
 
 
-async def recurrence(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def recurrence(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.recurrent and c.attention is None and not c.gates) is None:
         return None
-    answer = await client.post("/api/recurrence", {"text": text})
-    most = max(range(len(answer["change"])), key=lambda i: answer["change"][i])
-    where = piece(answer["tokens"][most])
-    return RecapRow(chapter=2, text=f"the {answer['model']}'s state moves most at {where} "
-                                    f"(‖h_t − h_(t−1)‖ = {fmt(answer['change'][most])}).")
+    answer = read_sentence(registry, text, None, cancel)
+    most = max(range(len(answer.change)), key=answer.change.__getitem__)
+    return RecapRow(chapter=2, text=f"the {answer.model}'s state moves most at {piece(answer.tokens[most])} "
+                                    f"(‖h_t − h_(t−1)‖ = {fmt(answer.change[most])}).")
 
 
-async def gradients(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def gradients(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.recurrent and c.attention is None) is None:
         return None
-    answer = await client.post("/api/gradients", {"text": text})
-    back = len(answer["tokens"]) - 1
-    said = [f"{fmt(c['norm'][back] / c['norm'][0] if c['norm'][0] > 0 else None)}× for {c['model']}"
-            for c in answer["curves"]]
+    answer = gradient_curves(registry, text, None, (), cancel)
+    back = len(answer.tokens) - 1
+    said = [f"{fmt(c.norm[back] / c.norm[0] if c.norm[0] > 0 else None)}× for {c.model}" for c in answer.curves]
     return RecapRow(chapter=3, text=f"{back} pieces back from the end of your sentence, the gradient reaching "
                                     f"the input, as a multiple of the last piece's: {', '.join(said)}.")
 
 
-async def scores(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     model = first(registry, lambda c: c.recurrent and c.cross_attention)
     if model is None:
         return None
-    answer = await client.post("/api/scores", {"text": text, "model": model.name, "row": 0, "temperature": 1})
-    onto = max(range(len(answer["weights"])), key=lambda j: answer["weights"][j])
-    return RecapRow(chapter=5, text=f"{model.name}: {piece(answer['query_token'])} puts "
-                                    f"{fmt(answer['max_weight'])} of its weight on "
-                                    f"{piece(answer['source_tokens'][onto])}.")
+    answer = attention_scores(registry, text, model.name, 0, 1.0, cancel)
+    onto = max(range(len(answer.weights)), key=answer.weights.__getitem__)
+    return RecapRow(chapter=5, text=f"{model.name}: {piece(answer.query_token)} puts {fmt(answer.max_weight)} "
+                                    f"of its weight on {piece(answer.source_tokens[onto])}.")
 
 
-async def steps(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def steps(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     recurrent = first(registry, lambda c: c.architecture == "lstm") or first(registry, lambda c: c.recurrent)
     parallel = first(registry, lambda c: not c.recurrent)
     if recurrent is None or parallel is None:
@@ -100,33 +104,31 @@ async def steps(client: InProcess, registry: ModelRegistry, text: str) -> RecapR
                                     "each over every piece at once.")
 
 
-async def scaling(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.switches) is None:
         return None
-    answer = await client.post("/api/scaling", {"text": text})
-    at = answer["sampled"]["at_model_d_k"]
-    return RecapRow(chapter=7, text=f"at {answer['model']}'s d_k = {answer['d_k']}, random scores' largest "
-                                    f"softmax weight is {fmt(at['unscaled']['max_weight'])} unscaled, "
-                                    f"{fmt(at['scaled']['max_weight'])} divided by √d_k.")
+    answer = saturation(registry, text, cancel=cancel)
+    at = answer.sampled.at_model_d_k
+    return RecapRow(chapter=7, text=f"at {answer.model}'s d_k = {answer.d_k}, random scores' largest "
+                                    f"softmax weight is {fmt(at['unscaled'].max_weight)} unscaled, "
+                                    f"{fmt(at['scaled'].max_weight)} divided by √d_k.")
 
 
-async def order(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def order(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.switches) is None:
         return None
-    answer = await client.post("/api/order", {"text": text, "seed": DEFAULT_SEED})
-    checks = answer["checks"]
+    checks = shuffled(registry, text, seed=DEFAULT_SEED, cancel=cancel).checks
     return RecapRow(chapter=8, text="shuffled, with positional encoding off the encoder's maps differ by "
-                                    f"{fmt(checks['pe_off']['max_abs_difference'])} (rounding); on, by "
-                                    f"{fmt(checks['pe_on']['max_abs_difference'])}.")
+                                    f"{fmt(checks['pe_off'].max_abs_difference)} (rounding); on, by "
+                                    f"{fmt(checks['pe_on'].max_abs_difference)}.")
 
 
-async def predict(client: InProcess, registry: ModelRegistry, text: str) -> RecapRow | None:
+def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     model = first(registry, lambda c: "encoder" in c.attention_kinds)
     if model is None:
         return None
-    answer = await client.post("/api/predict", {"text": text, "model": model.name, "prefix": [], "top_k": TOP_K,
-                                                "beam_size": 1})
-    step = answer["steps"][0] if answer["steps"] else None
-    said = f"{piece(step['token'])} with probability {fmt(step['probability'])}" if step else "nothing"
+    answer = prediction(registry, text, model.name, (), TOP_K, 1, cancel)
+    step = answer.steps[0] if answer.steps else None
+    said = f"{piece(step.token)} with probability {fmt(step.probability)}" if step else "nothing"
     return RecapRow(chapter=10, text=f"{model.name}'s first piece is {said}; greedy writes "
-                                     f"“{answer['translation']}”.")
+                                     f"“{answer.translation}”.")
