@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from models import decoding
+from models.serving import search
 
 
 def set_intra_op(threads: int) -> None:
@@ -49,5 +50,5 @@ def one_thread(search: Callable) -> Callable:
 
 
 greedy = one_thread(decoding.greedy)
-greedy_tokens = one_thread(decoding.greedy_tokens)
+greedy_tokens = one_thread(search.greedy_tokens)  # one sentence through the recorded step: search.py
 beam_search = one_thread(decoding.beam_search)

@@ -1,0 +1,84 @@
+"""One sentence's greedy search through the recorded step (models/serving/search.py): the same
+pieces as models.decoding's search, with fewer calls between steps; anything else is decoding's."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from models import checkpoint, decoding
+from models.decoding import Stopped
+from models.serving import search, served
+from models.tokenizer import BPETokenizer
+
+ROOT = Path(__file__).resolve().parents[3] / "checkpoints"
+SENTENCES = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin, alors nous restons à la maison.",
+             "Le chat noir dort sur le lit de ma sœur pendant que nous préparons le dîner pour nos amis.",
+             "Nous avons un chat et un chat.", "Tom ne sait pas nager."]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    tokenizer = BPETokenizer.load(ROOT / "tokenizer.json")
+    model = served(checkpoint.load(ROOT / "transformer").requires_grad_(False), "input-major", "fp16-weights",
+                   "graph")
+    return model, [tokenizer.encode(s) for s in SENTENCES]
+
+
+def _counted(model, monkeypatch) -> dict[str, int]:
+    """How often the search reached the model's general decode and its recorded graph."""
+    calls = {"decode": 0, "graph": 0}
+    decode, graph = model.decode, model.graph
+
+    def counted_decode(*args, **kwargs):
+        calls["decode"] += 1
+        return decode(*args, **kwargs)
+
+    class CountedGraph:
+        def __call__(self, *args):
+            calls["graph"] += 1
+            return graph(*args)
+
+    monkeypatch.setattr(model, "decode", counted_decode)
+    monkeypatch.setattr(model, "graph", CountedGraph())
+    return calls
+
+
+@torch.inference_mode()
+def test_the_same_pieces_as_decoding_s_search_through_the_graph_alone(shipped, monkeypatch):
+    model, sources = shipped
+    expected = [decoding.greedy_tokens(model, src) for src in sources]
+    expected_cut = [decoding.greedy_tokens(model, src, max_len=3) for src in sources]
+    calls = _counted(model, monkeypatch)
+    assert [search.greedy_tokens(model, src) for src in sources] == expected
+    assert [search.greedy_tokens(model, src, max_len=3) for src in sources] == expected_cut  # cut: not finished
+    assert not any(finished for _, finished in expected_cut)
+    assert calls["decode"] == 0 and calls["graph"] > len(sources)
+
+
+@torch.inference_mode()
+def test_a_stop_between_steps_raises_stopped(shipped):
+    model, sources = shipped
+    asked = []
+    with pytest.raises(Stopped):
+        search.greedy_tokens(model, sources[2], stop=lambda: asked.append(1) or len(asked) > 2)
+    assert len(asked) == 3
+
+
+@torch.inference_mode()
+def test_options_and_other_models_are_decoding_s_own_search(shipped, monkeypatch):
+    model, sources = shipped
+    expected = decoding.greedy_tokens(model, sources[1], positional=False)
+    calls = _counted(model, monkeypatch)
+    assert search.greedy_tokens(model, sources[1], positional=False) == expected
+    assert calls["decode"] > 0  # options: through the general decode
+    lstm = served(checkpoint.load(ROOT / "lstm").requires_grad_(False), "input-major", "fp16-weights", "graph")
+    assert search.greedy_tokens(lstm, sources[0]) == decoding.greedy_tokens(lstm, sources[0])
+
+
+def test_with_gradients_on_it_is_decoding_s_search(shipped):
+    model, sources = shipped
+    with torch.no_grad():
+        expected = decoding.greedy_tokens(model, sources[0])
+    with torch.enable_grad():
+        assert search.greedy_tokens(model, sources[0]) == expected
