@@ -9,6 +9,11 @@ from typing import Annotated
 
 from pydantic import Field
 
+# Fixed by the contract (the request schemas' own bounds), told to clients with the settable ones
+MAX_BEAM_SIZE = 8  # hypotheses a beam search keeps
+MAX_TIMING_LENGTH = 2000  # longest input chapter 6 times, in pieces
+MAX_TIMING_LENGTHS = 16  # input lengths per timing
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -18,3 +23,9 @@ class Limits:
     # output pieces: bounds the work when a model does not stop
     max_target_tokens: Annotated[int, Field(description="longest output, in pieces")] = 128
     max_gradient_length: Annotated[int, Field(description="longest repeated input of /api/gradients")] = 200
+    max_beam_size: Annotated[int, Field(description="largest beam_size of /api/translate and /api/predict")] = \
+        MAX_BEAM_SIZE
+    max_timing_length: Annotated[int, Field(description="longest input length of /api/timing")] = \
+        MAX_TIMING_LENGTH
+    max_timing_lengths: Annotated[int, Field(description="most input lengths in one /api/timing")] = \
+        MAX_TIMING_LENGTHS

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.limits import Limits
+from app.limits import MAX_BEAM_SIZE, MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS, Limits
 from models.live_config import CONTESTANTS, LiveConfig, LiveLimits
 from models.serving.options import LAYOUTS, PRECISIONS
 
@@ -72,7 +72,8 @@ class TranslateRequest(TextRequest):
     model: str | None = Field(None, description="one of the loaded models (GET /api/models); default: the "
                               "first whose heads can be switched (the Transformer), else the last loaded",
                               examples=["transformer"])
-    beam_size: int = Field(1, ge=1, le=8, description="1: greedy search; 2-8: beam search")
+    beam_size: int = Field(1, ge=1, le=MAX_BEAM_SIZE,
+                           description=f"1: greedy search; 2-{MAX_BEAM_SIZE}: beam search")
     top_k: int = Field(0, ge=0, le=10, description="report the k likeliest next pieces at each step (0: off)")
     positional: bool | None = Field(None, description="Transformer only: switch the positional encoding")
     heads_off: list[HeadSwitch] = Field([], max_length=64, description="Transformer only: heads switched off")
@@ -144,7 +145,8 @@ class Health(Response):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
          "unavailable": {"rnn": "CheckpointError: rnn/model.safetensors is missing"},
-         "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
+         "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200, "max_beam_size": 8,
+                    "max_timing_length": 2000, "max_timing_lengths": 16},
          "numerics": {"precision": "fp16-weights", "layout": "input-major"},
          "dropped": {"skipped": 3, "stopped": 5}}]})
 
@@ -432,8 +434,9 @@ class Scores(Translation):
 
 
 class TimingRequest(Request):
-    lengths: list[int] | None = Field(None, max_length=64, description="input lengths in pieces, 2 to 16 "
-                                      "different ones, each 1 to 2000 (default: 10, 18, 32, 56, 100, 178, "
+    lengths: list[int] | None = Field(None, max_length=64, description="input lengths in pieces, 2 to "
+                                      f"{MAX_TIMING_LENGTHS} different ones, each 1 to {MAX_TIMING_LENGTH} "
+                                      "(default: 10, 18, 32, 56, 100, 178, "
                                       "316, 562, 1000)", examples=[[10, 100, 1000]])
     refresh: bool = Field(False, description="measure again even when a result for this device and these "
                                              "lengths is kept")
@@ -722,8 +725,9 @@ class PredictRequest(TextRequest):
                     "vocabulary, <pad>, <bos> or <eos> is 422",
         examples=[["▁We"]])
     top_k: int = Field(5, ge=1, le=10, description="next pieces reported per step")
-    beam_size: int = Field(1, ge=1, le=8, description="1: greedy search; 2-8: beam search (with the prefix "
-                                                      "too: every hypothesis starts with it)")
+    beam_size: int = Field(1, ge=1, le=MAX_BEAM_SIZE,
+                           description=f"1: greedy search; 2-{MAX_BEAM_SIZE}: beam search (with the prefix "
+                                       "too: every hypothesis starts with it)")
 
 
 class PredictedStep(Step):

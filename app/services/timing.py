@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 import torch
 
+from app.limits import MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS
 from app.schemas import LengthTiming, TimingRoles, Timings, TimingStatus
 from app.services.inference import InvalidOptionError, pick_model
 from app.services.registry import LoadedModel, ModelRegistry
@@ -28,8 +29,7 @@ from models.probes.timing import LENGTHS, describe_encoder, device_name, measure
 
 LIMIT_S = 20.0  # no repeat starts after this many seconds
 REPEATS = 7  # at most, per model and length
-MAX_LENGTH = 2000  # longest input, in pieces
-MAX_LENGTHS = 16  # lengths per request
+MAX_LENGTH, MAX_LENGTHS = MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS  # longest input in pieces; lengths per request
 KEPT = 16  # results kept (per device and lengths), the oldest dropped first
 DEFINITION = (f"median wall time of one model.encode(ids) call (the encoder, and for the Transformer the "
               f"projection of the source's keys and values for its decoder layers, which encode includes; "

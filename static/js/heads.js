@@ -130,15 +130,16 @@ function drawHeadDetail(div, model, response, kind, layer, head) {
 
 /**
  * The heads view: the grid and the enlarged head of one model with heads (the selected card's
- * when it has them), the kind of attention, and the layer and head to enlarge.
- * `onChange({kind, layer, head})` runs when the reader picks another.
+ * when it has them), the kind of attention, and the layer and head to enlarge. The selection has
+ * one owner, the URL state `page` (kind, layer, head): this view reads it there and asks
+ * `onChange(changes)` to change it (the reader picked another, or the model shown has fewer).
  */
 export class HeadsView {
-  constructor(catalog, { kind, layer, head }, model, onChange) {
+  constructor(catalog, page, model, onChange) {
     this.infos = new Map(catalog.withHeads.map((m) => [m.name, m]));
     this.model = this.infos.has(model) ? model : catalog.withHeads[0]?.name;
     this.answers = new Map(); // model -> its latest /api/attention answer
-    Object.assign(this, { kind, layer, head, onChange });
+    Object.assign(this, { page, onChange });
     const first = catalog.withHeads[0];
     if (first) headline(9, `${first.name} asks ${first.layers * first.heads} questions at once per attention kind: ${first.layers} layers × ${first.heads} heads.`);
     this.radios = [...document.querySelectorAll('input[name="kind"]')];
@@ -154,9 +155,9 @@ export class HeadsView {
     }
   }
 
-  get selection() {
-    return { kind: this.kind, layer: this.layer, head: this.head };
-  }
+  get kind() { return this.page.kind; }
+  get layer() { return this.page.layer; }
+  get head() { return this.page.head; }
 
   /** Show `name`'s heads if it has any (the reader selected its card); else keep the model shown. */
   follow(name) {
@@ -182,16 +183,15 @@ export class HeadsView {
   }
 
   pick(changes) {
-    Object.assign(this, changes);
+    this.onChange(changes);
     this.draw();
-    this.onChange(this.selection);
   }
 
   /** The model's name in the caption, and only the kinds of attention it has. */
   showModel() {
     $("heads-model").textContent = this.model;
     const kinds = this.infos.get(this.model).attention_kinds;
-    if (!kinds.includes(this.kind)) this.kind = kinds[0];
+    if (!kinds.includes(this.kind)) this.onChange({ kind: kinds[0] });
     for (const input of this.radios) {
       input.disabled = !kinds.includes(input.value);
       input.checked = input.value === this.kind;
@@ -214,8 +214,8 @@ export class HeadsView {
     const dims = mapsOfKind(answer, this.kind);
     const layers = dims.layers || info.layers;
     const heads = dims.heads || info.heads;
-    this.layer = Math.min(this.layer, layers - 1);
-    this.head = Math.min(this.head, heads - 1);
+    const within = { layer: Math.min(this.layer, layers - 1), head: Math.min(this.head, heads - 1) };
+    if (within.layer !== this.layer || within.head !== this.head) this.onChange(within);
     for (const [id, count, value] of [["pick-layer", layers, this.layer], ["pick-head", heads, this.head]]) {
       const select = $(id);
       if (select.options.length !== count) {

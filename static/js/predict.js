@@ -22,6 +22,7 @@ export class PredictView {
     select.value = page.pmodel;
     select.addEventListener("change", () => this.change({ pmodel: select.value, prefix: [] }));
     const beam = $("predict-beam");
+    beam.max = String(catalog.limits.max_beam_size); // the server's bound (GET /api/health)
     beam.value = String(page.beam);
     $("predict-beam-value").textContent = String(page.beam);
     beam.addEventListener("input", () => {

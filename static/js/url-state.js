@@ -65,7 +65,7 @@ export class UrlState {
     this.sel = (q.get("sel") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number);
     this.pmodel = catalog.info(q.get("pmodel")) ? q.get("pmodel") : null;
     const beam = Number(q.get("beam"));
-    this.beam = Number.isInteger(beam) && beam >= 1 && beam <= 8 ? beam : 1;
+    this.beam = Number.isInteger(beam) && beam >= 1 && beam <= catalog.limits.max_beam_size ? beam : 1;
     this.prefix = (q.get("prefix") || "").split(" ").filter(Boolean);
     this.astep = q.has("astep") ? count(q.get("astep")) : null; // checked against the timeline (scrubber.js)
     this.hstep = q.has("hstep") ? count(q.get("hstep")) : null;
@@ -75,7 +75,8 @@ export class UrlState {
     this.tc = (q.get("tc") || "").split(",").filter(Boolean);
     this.tseed = q.has("tseed") ? count(q.get("tseed")) : null;
     this.tsteps = q.has("tsteps") ? count(q.get("tsteps")) : null;
-    this.tlen = lengths.length >= 2 && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= 2000) ? lengths : null;
+    const timed = lengths.length >= 2 && lengths.length <= catalog.limits.max_timing_lengths;
+    this.tlen = timed && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= catalog.limits.max_timing_length) ? lengths : null;
   }
 
   /** Change some keys and write them to the URL (in place: typing would flood the back button). */

@@ -17,7 +17,8 @@ def test_health_lists_every_loaded_model(client):
     assert set(dropped) == {"skipped", "stopped"}
     assert all(isinstance(n, int) and n >= 0 for n in dropped.values())
     assert body == {"status": "ok", "device": "cpu", "models": list(MODEL_NAMES), "unavailable": {},
-                    "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200},
+                    "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
+                               "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16},
                     "numerics": {"precision": "fp16-weights", "layout": "input-major"}}
 
 

@@ -12,7 +12,8 @@ from tests.tiny import CURVE, SNAPSHOT_MODELS, write_tiny_checkpoints
 def test_health_gives_the_limits_and_the_models(registry):
     body = sent(health(registry))
     assert body["status"] == "ok" and body["models"] == registry.names
-    assert body["limits"] == {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200}
+    assert body["limits"] == {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
+                              "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16}
     assert body["numerics"] == {"precision": "fp16-weights", "layout": "input-major"}
 
 
