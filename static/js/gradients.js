@@ -2,7 +2,7 @@
 // encoders without attention (log scale), as shipped and at their seeded initialization; the
 // per-step factors behind those curves; how open an LSTM's gates are at each token; and the prose,
 // whose every number comes from the same answers (vanishing-story.js).
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
@@ -14,40 +14,44 @@ const GATE_NAMES = ["input", "forget", "output"];
 
 /** The controls (input length, gate view) and the two plots of the last /api/gradients answer. */
 export class GradientsView {
-  /** `page`: the URL state (len, factor); `onLength(length)` as the reader moves the slider;
-   * `onFactor(factor)` when the factor view changes. */
-  constructor(catalog, page, onLength, onFactor) {
+  /** `root`: chapter 3's section; `page`: the URL state (len, factor); `onChange({ length })` as
+   * the reader moves the slider, `onChange({ factor })` when the factor view changes. */
+  constructor(root, { catalog, page, onChange }) {
     const length = page.length;
+    this.root = root;
+    this.$ = partsOf(root);
+    this.anchor = this.$("grad-plot"); // its nearness starts the experiment
+    this.plots = ["grad-plot", "factor-plot", "gates-plot"].map(this.$);
     this.catalog = catalog;
     this.answer = null;
     this.longLag = null; // GET /api/long-lag, for the prose
-    const factor = $("factor-view");
+    const factor = this.$("factor-view");
     factor.value = FACTORS[page.factor] ? page.factor : "shrink";
-    if (factor.value !== page.factor) onFactor(factor.value); // the URL named no such view
+    if (factor.value !== page.factor) onChange({ factor: factor.value }); // the URL named no such view
     factor.addEventListener("change", () => {
-      onFactor(factor.value);
-      if (this.answer) whenNear($("factor-plot"), () => this.drawFactors());
+      onChange({ factor: factor.value });
+      if (this.answer) whenNear(this.$("factor-plot"), () => this.drawFactors());
     });
-    const slider = $("grad-length");
+    const slider = this.$("grad-length");
     slider.max = String(catalog.limits.max_gradient_length);
     slider.value = String(length);
     this.showLength(length);
     slider.addEventListener("input", () => {
       this.showLength(Number(slider.value));
-      onLength(Number(slider.value));
+      onChange({ length: Number(slider.value) });
     });
-    $("gate-view").addEventListener("change", () => {
-      if (this.answer) whenNear($("gates-plot"), () => this.drawGates());
+    this.$("gate-view").addEventListener("change", () => {
+      if (this.answer) whenNear(this.$("gates-plot"), () => this.drawGates());
     });
   }
 
   showLength(length) {
-    $("grad-length-value").textContent = `${length} tokens`;
+    this.$("grad-length-value").textContent = `${length} tokens`;
   }
 
   show(answer) {
     this.answer = answer;
-    drawGradients($("grad-plot"), answer, this.catalog);
+    drawGradients(this.$("grad-plot"), answer, this.catalog);
     this.drawFactors();
     this.drawGates();
     this.tell();
@@ -62,20 +66,20 @@ export class GradientsView {
   /** Every data-fact of the chapter, from the answers so far ("–" for what is not measured yet). */
   tell() {
     const facts = storyFacts(this.answer, this.catalog, this.longLag);
-    fillStory($("gradients"), facts);
+    fillStory(this.root, facts);
     if (this.answer) {
       headline(3, `${facts.distance} pieces back, ${facts.plain} keeps ${facts["plain-trained"]} of the last piece's gradient, ${facts.gated} ${facts["gated-trained"]}.`);
     }
   }
 
   drawFactors() {
-    drawStepFactors($("factor-plot"), this.answer, $("factor-view").value, this.catalog);
+    drawStepFactors(this.$("factor-plot"), this.answer, this.$("factor-view").value, this.catalog);
   }
 
   drawGates() {
     const model = (this.answer.gates && this.answer.gates.model) || "";
-    $("gates-model").textContent = model;
-    drawGates($("gates-plot"), this.answer, $("gate-view").value, model);
+    this.$("gates-model").textContent = model;
+    drawGates(this.$("gates-plot"), this.answer, this.$("gate-view").value, model);
   }
 }
 

@@ -7,7 +7,7 @@ import { BleuChart, bucketOf } from "./bleu.js";
 import { loadCatalog } from "./catalog.js";
 import { Chapters } from "./chapters.js";
 import { Composer, say } from "./composer.js";
-import { $ } from "./dom.js";
+import { $, chapterRoot } from "./dom.js";
 import { Experiment } from "./experiment.js";
 import { GradientsView } from "./gradients.js";
 import { HeadsView } from "./heads.js";
@@ -20,7 +20,7 @@ import { loadPlotly, showEmpty } from "./plots.js";
 import { PredictView } from "./predict.js";
 import { newText, showRecap } from "./recap.js";
 import { RecurrenceView } from "./recurrence.js";
-import { Latest, Requests } from "./requests.js";
+import { Requests } from "./requests.js";
 import { ScalingView } from "./scaling.js";
 import { ScoresView } from "./scores.js";
 import { Scrubber } from "./scrubber.js";
@@ -73,11 +73,7 @@ function update(lab) {
       for (const view of [lab.alignment, lab.heads, lab.scores]) view.showProblem(name, why);
     }
   });
-  // the gradient experiment is the heaviest request: it runs only once its plots are near the screen
-  const measure = () => updateGradients(lab, failures);
-  jobs.push(whenNear($("grad-plot"), measure, () => updateGradients(lab, []).then(sayIfFailed)));
-  jobs.push(whenNear($("recurrence-plot"), () => updateRecurrence(lab, failures), () => updateRecurrence(lab, [])));
-  // the chapter experiments: each asked once its figures come near the screen
+  // the chapter experiments (the gradients the heaviest): each asked once its figures come near the screen
   for (const experiment of lab.experiments) jobs.push(experiment.update(page.text.trim()).then((f) => f && failures.push(f)));
   Promise.all(jobs).then(() => {
     if (!round.current) return;
@@ -86,36 +82,9 @@ function update(lab) {
   });
 }
 
-/** Ask the gradient experiment again (a newer ask replaces it); its failures go to `failures`. */
-async function updateGradients(lab, failures) {
-  const { page, composer } = lab;
-  if (composer.problem(page.text)) return failures;
-  try {
-    await lab.measuring.ask((signal) => api.gradients(page.text.trim(), page.length, signal), (a) => lab.gradients.show(a));
-  } catch (error) {
-    const why = api.explain(error);
-    for (const id of ["grad-plot", "factor-plot", "gates-plot"]) showEmpty($(id), `The gradient experiment could not be measured (${why}).`);
-    failures.push(`gradients: ${why}`);
-  }
-  return failures;
-}
-
-/** Chapter 2: the plain RNN reading the text (a newer text's request replaces it). */
-async function updateRecurrence(lab, failures) {
-  const { page, composer } = lab;
-  if (composer.problem(page.text)) return failures;
-  try {
-    await lab.reading.ask((signal) => api.recurrence(page.text.trim(), signal), (a) => lab.recurrence.show(a));
-  } catch (error) {
-    const why = error instanceof api.ApiError && error.status === 404 ? "no plain recurrent model is loaded" : api.explain(error);
-    for (const id of ["recurrence-plot", "recurrence-change"]) showEmpty($(id), `The recurrence could not be shown (${why}).`);
-    failures.push(`recurrence: ${why}`);
-  }
-  return failures;
-}
-
-function sayIfFailed(failures) {
-  if (failures.length) say(`The gradient experiment failed (${failures.join("; ")}).`, "error");
+/** A failure no round is waiting for (the gradients asked again later): said in the status line. */
+function sayIfFailed(failure) {
+  if (failure) say(`The gradient experiment failed (${failure}).`, "error");
 }
 
 // The server runs the models in the order asked: heaviest first (the catalogue lists the story's
@@ -132,8 +101,6 @@ async function start() {
   const page = new UrlState(location.search, catalog);
   $("numerics").textContent = catalog.numericsLine;
   const lab = { catalog, page, requests };
-  lab.measuring = new Latest(() => requests.signal); // chapter 3's gradients: the length slider asks again
-  lab.reading = new Latest(); // chapter 2's recurrence
   const later = debounce(() => update(lab), PAUSE_MS);
   lab.composer = new Composer(page.text, catalog.limits.max_chars, (text) => {
     requests.ahead(lab.composer.problem(text) ? null : text, heaviestFirst(lab));
@@ -152,18 +119,20 @@ async function start() {
   lab.bleu = new BleuChart($("bleu-plot"), catalog);
   lab.scores = new ScoresView(catalog, page, (state) => page.set(state));
   lab.alignment = new AlignmentView($("alignment-plots"), catalog, (row) => lab.scores.pick(row));
-  lab.heads = new HeadsView(catalog, page, page.model, (selection) => {
-    page.set(selection);
+  lab.heads = new HeadsView(catalog, page, page.model, (changes) => {
+    page.set(changes);
     lab.headsLab?.refresh();
   });
-  const measureLater = debounce(() => updateGradients(lab, []).then(sayIfFailed), PAUSE_MS);
-  lab.gradients = new GradientsView(catalog, page, (length) => {
-    page.set({ length });
-    measureLater();
-  }, (factor) => page.set({ factor }));
+  const measureLater = debounce(() => {
+    if (!lab.composer.problem(page.text)) lab.measuring.ask(page.text.trim()).then(sayIfFailed);
+  }, PAUSE_MS);
+  lab.gradients = new GradientsView(chapterRoot(3), { catalog, page, onChange: (changes) => {
+    page.set(changes);
+    if ("length" in changes) measureLater();
+  } });
   lab.training = new TrainingView(catalog, page, (state) => page.set(state));
   lab.training.load();
-  lab.recurrence = new RecurrenceView(page, (step) => page.set({ step }));
+  lab.recurrence = new RecurrenceView(chapterRoot(2), { page, onChange: (changes) => page.set(changes) });
   lab.timing = new TimingView(catalog, page);
   lab.experiments = chapterExperiments(lab);
   lab.chapters = new Chapters(page);
@@ -185,30 +154,39 @@ async function showLiveTraining(lab) {
   }
 }
 
-/** Chapters 7 to 10's experiments on the text in the box (POST /api/scaling, /api/order, /api/heads, /api/predict). */
+/** Every chapter's experiment on the text in the box (POST /api/recurrence, /api/gradients, /api/scaling, ...). */
 function chapterExperiments(lab) {
-  const { page } = lab;
+  const { page, requests } = lab;
+  const reading = new Experiment({ ...views(lab.recurrence), call: api.recurrence, what: "recurrence", missing: "no plain recurrent model is loaded" });
+  // the length slider asks again within the round
+  const measuring = lab.measuring = new Experiment({ ...views(lab.gradients), call: (text, signal) => api.gradients(text, page.length, signal),
+    what: "gradient experiment", missing: null, within: () => requests.signal, late: sayIfFailed });
   const scaling = new ScalingView();
   const order = new OrderView(page, (state) => page.set(state), () => ordering.ask(page.text.trim()));
-  const ordering = new Experiment($("order-maps"), askOrder(page), (a) => order.show(a), [$("order-maps"), $("order-pe")], "order experiment");
+  const ordering = new Experiment({ anchor: $("order-maps"), call: askOrder(page), show: (a) => order.show(a), plots: [$("order-maps"), $("order-pe")], what: "order experiment" });
   const heads = new HeadsLab(lab.heads, page, (state) => page.set(state), () => weighing.ask(page.text.trim()));
   lab.headsLab = heads;
-  const weighing = lab.weighing = new Experiment($("heads-contrib"), (text, signal) => api.heads(text, lab.heads.model, page.off, signal), (a) => heads.show(a),
-    [$("heads-contrib"), $("heads-ranking")], "heads experiment");
+  const weighing = lab.weighing = new Experiment({ anchor: $("heads-contrib"), call: (text, signal) => api.heads(text, lab.heads.model, page.off, signal),
+    show: (a) => heads.show(a), plots: [$("heads-contrib"), $("heads-ranking")], what: "heads experiment" });
   const predict = new PredictView(lab.catalog, page, (state) => page.set(state));
-  const predicting = new Experiment($("predict-tree"), (text) => predict.ask(text), () => {}, [$("predict-tree")], "prediction");
+  const predicting = new Experiment({ anchor: $("predict-tree"), call: (text) => predict.ask(text), show: () => {}, plots: [$("predict-tree")], what: "prediction" });
   const aligning = new Scrubber($("alignment-scrubber"), lab.catalog.aligning, page, "astep", (astep) => page.set({ astep }));
   const learning = new Scrubber($("heads-scrubber"), lab.catalog.withHeads, page, "hstep", (hstep) => page.set({ hstep }));
   return [
+    measuring,
+    reading,
     aligning,
     learning,
     predicting,
     weighing,
     ordering,
-    new Experiment($("scaling-curves"), api.scaling, (a) => scaling.show(a), [$("scaling-curves"), $("scaling-heads")], "scaling experiment"),
-    new Experiment($("recap"), api.recap, showRecap, [], "recap"),
+    new Experiment({ anchor: $("scaling-curves"), call: api.scaling, show: (a) => scaling.show(a), plots: [$("scaling-curves"), $("scaling-heads")], what: "scaling experiment" }),
+    new Experiment({ anchor: $("recap"), call: api.recap, show: showRecap, what: "recap" }),
   ];
 }
+
+/** What an `Experiment` needs of a chapter view built on its root: the anchor, the plots, and `show`. */
+const views = (view) => ({ anchor: view.anchor, plots: view.plots, show: (answer) => view.show(answer) });
 
 /** The long-lag experiment: its results once (they ship with the checkpoints), its figures when near. */
 async function showLongLag(lab) {

@@ -1,7 +1,7 @@
 // Chapter 2, recurrence: the plain RNN's encoder reading the typed sentence (POST /api/recurrence),
 // its state after each piece as a piece x unit heatmap, a step slider that follows the reading
 // with the recurrence written out for that step, and how much each piece moves the state.
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
@@ -11,13 +11,16 @@ const READING = "#D55E00"; // Okabe-Ito vermillion: the piece being read
 const READ = "#56B4E9";
 
 export class RecurrenceView {
-  /** `page`: the URL state (step); `onStep(step)` as the reader moves the slider. */
-  constructor(page, onStep) {
+  /** `root`: chapter 2's section; `page`: the URL state (step); `onChange({ step })` as the reader moves the slider. */
+  constructor(root, { page, onChange }) {
+    this.$ = partsOf(root);
     this.page = page;
     this.answer = null;
-    const slider = $("recurrence-step");
+    this.anchor = this.$("recurrence-plot"); // its nearness starts the experiment
+    this.plots = [this.$("recurrence-plot"), this.$("recurrence-change")];
+    const slider = this.$("recurrence-step");
     slider.addEventListener("input", () => {
-      onStep(Number(slider.value));
+      onChange({ step: Number(slider.value) });
       this.showStep();
       this.redraw();
     });
@@ -25,23 +28,23 @@ export class RecurrenceView {
 
   show(answer) {
     this.answer = answer;
-    const slider = $("recurrence-step");
+    const slider = this.$("recurrence-step");
     slider.max = String(Math.max(answer.tokens.length - 1, 0));
     slider.value = String(Math.min(this.page.step, answer.tokens.length - 1));
-    $("recurrence-rule").textContent = `Units shown: ${answer.rule}; hidden size ${answer.hidden_size}.`;
+    this.$("recurrence-rule").textContent = `Units shown: ${answer.rule}; hidden size ${answer.hidden_size}.`;
     this.showStep();
     this.redraw();
     this.tell();
   }
 
   get step() {
-    return Number($("recurrence-step").value);
+    return Number(this.$("recurrence-step").value);
   }
 
   redraw() {
     if (!this.answer) return;
-    whenNear($("recurrence-plot"), () => drawStates($("recurrence-plot"), this.answer, this.step));
-    whenNear($("recurrence-change"), () => drawChange($("recurrence-change"), this.answer, this.step));
+    whenNear(this.$("recurrence-plot"), () => drawStates(this.$("recurrence-plot"), this.answer, this.step));
+    whenNear(this.$("recurrence-change"), () => drawChange(this.$("recurrence-change"), this.answer, this.step));
   }
 
   /** The slider's label and the recurrence written out for the step, with its numbers. */
@@ -49,13 +52,13 @@ export class RecurrenceView {
     const { tokens, change, norm, equation } = this.answer;
     const t = this.step;
     const token = showToken(tokens[t]);
-    const slider = $("recurrence-step");
+    const slider = this.$("recurrence-step");
     const label = `piece ${t + 1} of ${tokens.length}: “${token}”`;
-    $("recurrence-step-value").textContent = label;
+    this.$("recurrence-step-value").textContent = label;
     slider.setAttribute("aria-valuetext", label);
     const rule = equation.split(",")[0].replace(/\(t-1\)/g, t === 0 ? "(-1)" : String(t - 1)).replace(/_t\b/g, `_${t}`);
     const before = t === 0 ? "h_(-1)" : `h_${t - 1}`;
-    $("recurrence-equation").textContent =
+    this.$("recurrence-equation").textContent =
       `Reading “${token}”: ${rule}   ‖h_${t} − ${before}‖ = ${fmt(change[t])}   ‖h_${t}‖ = ${fmt(norm[t])}`;
   }
 
@@ -64,7 +67,7 @@ export class RecurrenceView {
     const most = change.indexOf(Math.max(...change));
     const least = change.indexOf(Math.min(...change));
     const quote = (i) => `“${showToken(tokens[i])}”`;
-    fillStory($("recurrence-story"), {
+    fillStory(this.$("recurrence-story"), {
       pieces: String(tokens.length), model, "biggest-token": quote(most), "biggest-change": fmt(change[most]),
       "smallest-token": quote(least), "smallest-change": fmt(change[least]), "final-norm": fmt(norm[norm.length - 1]),
       "max-norm": fmt(Math.sqrt(hidden)), hidden: String(hidden),
