@@ -3,7 +3,7 @@
 // row or column of a map) highlights it everywhere in the chapter; clicking source words sums their
 // attention in the enlarged head. What the answer says (each head's contribution, the translation
 // heads, the effect of the heads off, the prose) is drawn by heads-weighing.js.
-import { $, el } from "./dom.js";
+import { el, partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { fillStory } from "./facts.js";
@@ -17,31 +17,38 @@ const SIDES = { cross: { rows: ["target", 0], cols: ["source", 0] }, encoder: { 
   decoder: { rows: ["target", 0], cols: ["target", 1] } };
 
 export class HeadsLab {
-  /** `heads`: the HeadsView (its model, kind, layer, head, answers); `page`: the URL state (off, rollout, sel). */
-  constructor(heads, page, onChange, ask) {
+  /**
+   * `root`: chapter 9's section; `page`: the URL state (off, rollout, sel), changed through
+   * `onChange(changes)`; `heads`: the HeadsView (its model, kind, layer, head, answers); `ask()`:
+   * measure again (a head was switched off or on).
+   */
+  constructor(root, { page, onChange, heads, ask }) {
     Object.assign(this, { heads, page, onChange, ask });
+    this.$ = partsOf(root);
+    this.anchor = this.$("heads-contrib"); // its nearness starts the experiment
+    this.plots = [this.$("heads-contrib"), this.$("heads-ranking")];
     this.hover = null; // {side, index}
     this.answer = null;
-    const toggle = $("heads-rollout-toggle");
+    const toggle = this.$("heads-rollout-toggle");
     toggle.checked = page.rollout;
     toggle.addEventListener("change", () => {
       this.onChange({ rollout: toggle.checked });
       this.drawRollout();
     });
-    $("heads-toggle").addEventListener("click", () => this.toggle({ kind: heads.kind, layer: heads.layer, head: heads.head }));
+    this.$("heads-toggle").addEventListener("click", () => this.toggle({ kind: heads.kind, layer: heads.layer, head: heads.head }));
     for (const side of ["source", "target"]) {
-      const strip = $(`heads-${side}`);
+      const strip = this.$(`heads-${side}`);
       strip.addEventListener("mouseover", (e) => e.target.dataset.index && this.highlight({ side, index: Number(e.target.dataset.index) }));
       strip.addEventListener("mouseleave", () => this.highlight(null));
     }
-    $("heads-source").addEventListener("click", (e) => {
+    this.$("heads-source").addEventListener("click", (e) => {
       if (!e.target.dataset.index) return;
       const index = Number(e.target.dataset.index);
       const sel = this.page.sel.includes(index) ? this.page.sel.filter((i) => i !== index) : [...this.page.sel, index].sort((a, b) => a - b);
       this.onChange({ sel });
       this.refresh();
     });
-    for (const id of ["head-detail", "heads-rollout"]) this.hoverable($(id), id === "heads-rollout" ? "encoder" : null);
+    for (const id of ["head-detail", "heads-rollout"]) this.hoverable(this.$(id), id === "heads-rollout" ? "encoder" : null);
   }
 
   /** Plotly hover on a map: its column's token (the map's kind says which text); bound once it is a plot. */
@@ -80,13 +87,13 @@ export class HeadsLab {
   /** /api/heads answered for the text and the heads off. */
   show(answer) {
     this.answer = answer;
-    fillStory($("heads-story"), headsFacts(answer));
+    fillStory(this.$("heads-story"), headsFacts(answer));
     const ranking = answer.alignment ? answer.alignment.ranking : [];
     if (ranking.length) headline(9, `the cross heads that align best with ${answer.alignment.reference}: ${headsFacts(answer).top}.`);
     this.showTexts(answer);
-    showEffect($("heads-effect"), answer);
-    whenNear($("heads-contrib"), () => drawContributions($("heads-contrib"), answer, this.off, (h) => this.toggle(h)));
-    whenNear($("heads-ranking"), () => drawRanking($("heads-ranking"), answer));
+    showEffect(this.$("heads-effect"), answer);
+    whenNear(this.$("heads-contrib"), () => drawContributions(this.$("heads-contrib"), answer, this.off, (h) => this.toggle(h)));
+    whenNear(this.$("heads-ranking"), () => drawRanking(this.$("heads-ranking"), answer));
     this.refresh();
   }
 
@@ -94,15 +101,15 @@ export class HeadsLab {
   refresh() {
     const key = offKey({ kind: this.heads.kind, layer: this.heads.layer, head: this.heads.head });
     const isOff = this.off.some((o) => offKey(o) === key);
-    $("heads-toggle").textContent = isOff ? "Switch this head back on" : "Switch this head off";
-    $("heads-toggle").setAttribute("aria-pressed", String(isOff));
-    for (const span of $("heads-source").children) span.classList.toggle("token--selected", this.page.sel.includes(Number(span.dataset.index)));
+    this.$("heads-toggle").textContent = isOff ? "Switch this head back on" : "Switch this head off";
+    this.$("heads-toggle").setAttribute("aria-pressed", String(isOff));
+    for (const span of this.$("heads-source").children) span.classList.toggle("token--selected", this.page.sel.includes(Number(span.dataset.index)));
     this.drawRollout();
-    whenNear($("heads-summed"), () => this.drawSummed());
+    whenNear(this.$("heads-summed"), () => this.drawSummed());
   }
 
   showTexts(answer) {
-    const strip = (id, tokens, marked) => $(id).replaceChildren(...tokens.map((t, i) => {
+    const strip = (id, tokens, marked) => this.$(id).replaceChildren(...tokens.map((t, i) => {
       const span = el(marked && marked.has(i) ? "mark" : "span", "token", showToken(t));
       span.dataset.index = String(i);
       span.tabIndex = 0;
@@ -116,12 +123,12 @@ export class HeadsLab {
   highlight(hover) {
     this.hover = hover;
     for (const side of ["source", "target"]) {
-      for (const span of $(`heads-${side}`).children) {
+      for (const span of this.$(`heads-${side}`).children) {
         span.classList.toggle("token--hover", !!hover && hover.side === side && Number(span.dataset.index) === hover.index);
       }
     }
     for (const [id, kind] of [["head-detail", null], ["heads-rollout", "encoder"]]) {
-      const div = $(id);
+      const div = this.$(id);
       if (div.dataset.state !== "drawn" || div.dataset.stale) continue;
       window.Plotly.relayout(div, { shapes: hoverShapes(kind || div.dataset.kind, hover) });
     }
@@ -129,7 +136,7 @@ export class HeadsLab {
   }
 
   drawRollout() {
-    const div = $("heads-rollout");
+    const div = this.$("heads-rollout");
     div.closest("figure").hidden = !this.page.rollout;
     if (!this.page.rollout) showEmpty(div, "Tick “attention rollout” to show it.");
     if (!this.page.rollout || !this.answer) return;
@@ -141,13 +148,13 @@ export class HeadsLab {
       draw(div, [trace], baseLayout({ margin: { l: 60, r: 12, t: 8, b: 60 }, shapes: hoverShapes("encoder", this.hover),
         xaxis: tokenAxis(tokens, { tickangle: -45 }), yaxis: tokenAxis(tokens, { autorange: "reversed" }) }),
       `${model}-rollout-L${layer + 1}`, this.answer);
-      $("heads-rollout-title").textContent = `Encoder rollout through layer ${layer + 1}`;
+      this.$("heads-rollout-title").textContent = `Encoder rollout through layer ${layer + 1}`;
     });
   }
 
   /** The enlarged head's rows, each the sum of its weights on the selected source pieces. */
   drawSummed() {
-    const div = $("heads-summed");
+    const div = this.$("heads-summed");
     const attention = this.heads.answers.get(this.heads.model);
     const kind = this.heads.kind;
     const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === this.heads.layer && m.head === this.heads.head);

@@ -1,7 +1,7 @@
 // Chapter 9, many heads: every layer x head of a model with self-attention (the Transformer) as
 // small multiples in one figure (so it exports as one picture), plus the chosen head enlarged with
 // its tokens on the axes.
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { headline } from "./recap.js";
 import { WEIGHT_SCALE, attentionTrace, baseLayout, draw, onPlot, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
@@ -135,23 +135,25 @@ function drawHeadDetail(div, model, response, kind, layer, head) {
  * `onChange(changes)` to change it (the reader picked another, or the model shown has fewer).
  */
 export class HeadsView {
-  constructor(catalog, page, model, onChange) {
+  /** `root`: chapter 9's section; the model shown first is the URL's (`page.model`) if it has heads. */
+  constructor(root, { catalog, page, onChange }) {
+    this.$ = partsOf(root);
     this.infos = new Map(catalog.withHeads.map((m) => [m.name, m]));
-    this.model = this.infos.has(model) ? model : catalog.withHeads[0]?.name;
+    this.model = this.infos.has(page.model) ? page.model : catalog.withHeads[0]?.name;
     this.answers = new Map(); // model -> its latest /api/attention answer
     Object.assign(this, { page, onChange });
     const first = catalog.withHeads[0];
     if (first) headline(9, `${first.name} asks ${first.layers * first.heads} questions at once per attention kind: ${first.layers} layers × ${first.heads} heads.`);
-    this.radios = [...document.querySelectorAll('input[name="kind"]')];
+    this.radios = [...root.querySelectorAll('input[name="kind"]')];
     for (const input of this.radios) input.addEventListener("change", () => this.pick({ kind: input.value }));
-    $("pick-layer").addEventListener("change", (e) => this.pick({ layer: Number(e.target.value) - 1 }));
-    $("pick-head").addEventListener("change", (e) => this.pick({ head: Number(e.target.value) - 1 }));
+    this.$("pick-layer").addEventListener("change", (e) => this.pick({ layer: Number(e.target.value) - 1 }));
+    this.$("pick-head").addEventListener("change", (e) => this.pick({ head: Number(e.target.value) - 1 }));
     if (this.model) {
       this.showModel();
     } else {
-      showEmpty($("heads-grid"), "No model with layers of attention heads is loaded.");
-      showEmpty($("head-detail"), "The enlarged head appears here once such a model is available.");
-      for (const control of [...this.radios, $("pick-layer"), $("pick-head")]) control.disabled = true;
+      showEmpty(this.$("heads-grid"), "No model with layers of attention heads is loaded.");
+      showEmpty(this.$("head-detail"), "The enlarged head appears here once such a model is available.");
+      for (const control of [...this.radios, this.$("pick-layer"), this.$("pick-head")]) control.disabled = true;
     }
   }
 
@@ -179,7 +181,7 @@ export class HeadsView {
     if (!this.infos.has(name)) return;
     this.answers.delete(name);
     if (name !== this.model) return;
-    for (const id of ["heads-grid", "head-detail"]) whenNear($(id), () => showEmpty($(id), message));
+    for (const id of ["heads-grid", "head-detail"]) whenNear(this.$(id), () => showEmpty(this.$(id), message));
   }
 
   pick(changes) {
@@ -189,7 +191,7 @@ export class HeadsView {
 
   /** The model's name in the caption, and only the kinds of attention it has. */
   showModel() {
-    $("heads-model").textContent = this.model;
+    this.$("heads-model").textContent = this.model;
     const kinds = this.infos.get(this.model).attention_kinds;
     if (!kinds.includes(this.kind)) this.onChange({ kind: kinds[0] });
     for (const input of this.radios) {
@@ -204,8 +206,8 @@ export class HeadsView {
     this.fillPickers(answer);
     const { model, kind, layer, head } = this;
     const onPick = (l, h) => this.pick({ layer: l, head: h });
-    whenNear($("heads-grid"), () => drawHeadGrid($("heads-grid"), model, answer, kind, [layer, head], onPick));
-    whenNear($("head-detail"), () => drawHeadDetail($("head-detail"), model, answer, kind, layer, head));
+    whenNear(this.$("heads-grid"), () => drawHeadGrid(this.$("heads-grid"), model, answer, kind, [layer, head], onPick));
+    whenNear(this.$("head-detail"), () => drawHeadDetail(this.$("head-detail"), model, answer, kind, layer, head));
   }
 
   /** One option per layer and per head of this kind; the choice kept within them. */
@@ -217,12 +219,12 @@ export class HeadsView {
     const within = { layer: Math.min(this.layer, layers - 1), head: Math.min(this.head, heads - 1) };
     if (within.layer !== this.layer || within.head !== this.head) this.onChange(within);
     for (const [id, count, value] of [["pick-layer", layers, this.layer], ["pick-head", heads, this.head]]) {
-      const select = $(id);
+      const select = this.$(id);
       if (select.options.length !== count) {
         select.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i + 1))));
       }
       select.value = String(value + 1); // options count from 1, like the labels
     }
-    $("head-title").textContent = `Layer ${this.layer + 1}, head ${this.head + 1}`;
+    this.$("head-title").textContent = `Layer ${this.layer + 1}, head ${this.head + 1}`;
   }
 }

@@ -119,10 +119,10 @@ async function start() {
   lab.bleu = new BleuChart($("bleu-plot"), catalog);
   lab.scores = new ScoresView(catalog, page, (state) => page.set(state));
   lab.alignment = new AlignmentView($("alignment-plots"), catalog, (row) => lab.scores.pick(row));
-  lab.heads = new HeadsView(catalog, page, page.model, (changes) => {
+  lab.heads = new HeadsView(chapterRoot(9), { catalog, page, onChange: (changes) => {
     page.set(changes);
     lab.headsLab?.refresh();
-  });
+  } });
   const measureLater = debounce(() => {
     if (!lab.composer.problem(page.text)) lab.measuring.ask(page.text.trim()).then(sayIfFailed);
   }, PAUSE_MS);
@@ -164,10 +164,10 @@ function chapterExperiments(lab) {
   const scaling = new ScalingView();
   const order = new OrderView(page, (state) => page.set(state), () => ordering.ask(page.text.trim()));
   const ordering = new Experiment({ anchor: $("order-maps"), call: askOrder(page), show: (a) => order.show(a), plots: [$("order-maps"), $("order-pe")], what: "order experiment" });
-  const heads = new HeadsLab(lab.heads, page, (state) => page.set(state), () => weighing.ask(page.text.trim()));
-  lab.headsLab = heads;
-  const weighing = lab.weighing = new Experiment({ anchor: $("heads-contrib"), call: (text, signal) => api.heads(text, lab.heads.model, page.off, signal),
-    show: (a) => heads.show(a), plots: [$("heads-contrib"), $("heads-ranking")], what: "heads experiment" });
+  const heads = lab.headsLab = new HeadsLab(chapterRoot(9), { page, onChange: (changes) => page.set(changes), heads: lab.heads,
+    ask: () => weighing.ask(page.text.trim()) });
+  const weighing = lab.weighing = new Experiment({ ...views(heads), call: (text, signal) => api.heads(text, lab.heads.model, page.off, signal),
+    what: "heads experiment" });
   const predict = new PredictView(lab.catalog, page, (state) => page.set(state));
   const predicting = new Experiment({ anchor: $("predict-tree"), call: (text) => predict.ask(text), show: () => {}, plots: [$("predict-tree")], what: "prediction" });
   const aligning = new Scrubber($("alignment-scrubber"), lab.catalog.aligning, page, "astep", (astep) => page.set({ astep }));
