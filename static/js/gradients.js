@@ -2,6 +2,7 @@
 // encoders without attention (log scale), as shipped and at their seeded initialization; the
 // per-step factors behind those curves; how open an LSTM's gates are at each token; and the prose,
 // whose every number comes from the same answers (vanishing-story.js).
+import * as api from "./api.js";
 import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
@@ -19,6 +20,7 @@ export class GradientsView {
   constructor(root, { catalog, page, onChange }) {
     const length = page.length;
     this.root = root;
+    this.page = page;
     this.$ = partsOf(root);
     this.anchor = this.$("grad-plot"); // its nearness starts the experiment
     this.plots = ["grad-plot", "factor-plot", "gates-plot"].map(this.$);
@@ -47,6 +49,11 @@ export class GradientsView {
 
   showLength(length) {
     this.$("grad-length-value").textContent = `${length} tokens`;
+  }
+
+  /** The sentence's tokens, repeated up to the URL's length. */
+  call(text, signal) {
+    return api.gradients(text, this.page.length, signal);
   }
 
   show(answer) {

@@ -3,6 +3,7 @@
 // row or column of a map) highlights it everywhere in the chapter; clicking source words sums their
 // attention in the enlarged head. What the answer says (each head's contribution, the translation
 // heads, the effect of the heads off, the prose) is drawn by heads-weighing.js.
+import * as api from "./api.js";
 import { el, partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { attentionTrace, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
@@ -82,6 +83,11 @@ export class HeadsLab {
     const off = this.off.some((o) => offKey(o) === key) ? this.off.filter((o) => offKey(o) !== key) : [...this.off, h];
     this.onChange({ off });
     this.ask();
+  }
+
+  /** The heads of the model the HeadsView shows, with the URL's heads off. */
+  call(text, signal) {
+    return api.heads(text, this.heads.model, this.off, signal);
   }
 
   /** /api/heads answered for the text and the heads off. */

@@ -15,7 +15,7 @@ import { HeadsLab } from "./heads-lab.js";
 import { whenNear } from "./lazy.js";
 import { LiveTraining } from "./live.js";
 import { LongLagView } from "./long-lag.js";
-import { OrderView, askOrder } from "./order.js";
+import { OrderView } from "./order.js";
 import { loadPlotly, showEmpty } from "./plots.js";
 import { PredictView } from "./predict.js";
 import { newText, showRecap } from "./recap.js";
@@ -156,22 +156,18 @@ async function showLiveTraining(lab) {
 
 /** Every chapter's experiment on the text in the box (POST /api/recurrence, /api/gradients, /api/scaling, ...). */
 function chapterExperiments(lab) {
-  const { page, requests } = lab;
-  const reading = new Experiment({ ...views(lab.recurrence), call: api.recurrence, what: "recurrence", missing: "no plain recurrent model is loaded" });
+  const { catalog, page, requests } = lab;
+  const onChange = (changes) => page.set(changes);
+  const reading = new Experiment(lab.recurrence, { what: "recurrence", missing: "no plain recurrent model is loaded" });
   // the length slider asks again within the round
-  const measuring = lab.measuring = new Experiment({ ...views(lab.gradients), call: (text, signal) => api.gradients(text, page.length, signal),
-    what: "gradient experiment", missing: null, within: () => requests.signal, late: sayIfFailed });
-  const scaling = new ScalingView();
-  const order = new OrderView(page, (state) => page.set(state), () => ordering.ask(page.text.trim()));
-  const ordering = new Experiment({ anchor: $("order-maps"), call: askOrder(page), show: (a) => order.show(a), plots: [$("order-maps"), $("order-pe")], what: "order experiment" });
-  const heads = lab.headsLab = new HeadsLab(chapterRoot(9), { page, onChange: (changes) => page.set(changes), heads: lab.heads,
-    ask: () => weighing.ask(page.text.trim()) });
-  const weighing = lab.weighing = new Experiment({ ...views(heads), call: (text, signal) => api.heads(text, lab.heads.model, page.off, signal),
-    what: "heads experiment" });
-  const predict = new PredictView(lab.catalog, page, (state) => page.set(state));
-  const predicting = new Experiment({ anchor: $("predict-tree"), call: (text) => predict.ask(text), show: () => {}, plots: [$("predict-tree")], what: "prediction" });
-  const aligning = new Scrubber($("alignment-scrubber"), lab.catalog.aligning, page, "astep", (astep) => page.set({ astep }));
-  const learning = new Scrubber($("heads-scrubber"), lab.catalog.withHeads, page, "hstep", (hstep) => page.set({ hstep }));
+  const measuring = lab.measuring = new Experiment(lab.gradients, { what: "gradient experiment", missing: null, within: () => requests.signal, late: sayIfFailed });
+  const ordering = new Experiment(new OrderView(chapterRoot(8), { page, onChange, ask: () => ordering.ask(page.text.trim()) }), { what: "order experiment" });
+  lab.headsLab = new HeadsLab(chapterRoot(9), { page, onChange, heads: lab.heads, ask: () => weighing.ask(page.text.trim()) });
+  const weighing = lab.weighing = new Experiment(lab.headsLab, { what: "heads experiment" });
+  // a changed model, beam or prefix searches the sentence last searched
+  const predicting = new Experiment(new PredictView(chapterRoot(10), { catalog, page, onChange, ask: () => predicting.ask() }), { what: "prediction" });
+  const aligning = new Scrubber($("alignment-scrubber"), catalog.aligning, page, "astep", (astep) => page.set({ astep }));
+  const learning = new Scrubber($("heads-scrubber"), catalog.withHeads, page, "hstep", (hstep) => page.set({ hstep }));
   return [
     measuring,
     reading,
@@ -180,13 +176,10 @@ function chapterExperiments(lab) {
     predicting,
     weighing,
     ordering,
-    new Experiment({ anchor: $("scaling-curves"), call: api.scaling, show: (a) => scaling.show(a), plots: [$("scaling-curves"), $("scaling-heads")], what: "scaling experiment" }),
-    new Experiment({ anchor: $("recap"), call: api.recap, show: showRecap, what: "recap" }),
+    new Experiment(new ScalingView(chapterRoot(7)), { what: "scaling experiment" }),
+    new Experiment({ anchor: $("recap"), plots: [], call: api.recap, show: showRecap }, { what: "recap" }),
   ];
 }
-
-/** What an `Experiment` needs of a chapter view built on its root: the anchor, the plots, and `show`. */
-const views = (view) => ({ anchor: view.anchor, plots: view.plots, show: (answer) => view.show(answer) });
 
 /** The long-lag experiment: its results once (they ship with the checkpoints), its figures when near. */
 async function showLongLag(lab) {

@@ -4,7 +4,7 @@
 // rounding), with it on it is not, and the translation changes (POST /api/order). Below, the
 // sinusoidal table itself and the similarity PE(i) . PE(j) of its rows.
 import * as api from "./api.js";
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
@@ -33,38 +33,47 @@ export function orderFacts(answer) {
 }
 
 export class OrderView {
-  /** `page`: the URL state (shuffle, ohead); `onChange(state)` when the reader shuffles or picks a head. */
-  constructor(page, onChange, ask) {
+  /** `root`: chapter 8's section; `page`: the URL state (shuffle, ohead), changed through
+   * `onChange(changes)` when the reader shuffles or picks a head; `ask()`: measure again. */
+  constructor(root, { page, onChange, ask }) {
     Object.assign(this, { page, onChange, ask });
-    $("order-shuffle").addEventListener("click", () => {
+    this.$ = partsOf(root);
+    this.anchor = this.$("order-maps"); // its nearness starts the experiment
+    this.plots = [this.$("order-maps"), this.$("order-pe")];
+    this.$("order-shuffle").addEventListener("click", () => {
       this.onChange({ shuffle: this.page.shuffle + 1 });
       this.ask();
     });
-    $("order-head").addEventListener("change", (e) => {
+    this.$("order-head").addEventListener("change", (e) => {
       this.onChange({ ohead: Number(e.target.value) });
       if (this.answer) this.draw(this.answer);
     });
   }
 
+  /** The sentence, its words shuffled with the URL's seed. */
+  call(text, signal) {
+    return api.order(text, this.page.shuffle, signal);
+  }
+
   show(answer) {
     this.answer = answer;
     const facts = orderFacts(answer);
-    fillStory($("order-story"), facts);
-    $("order-seed").textContent = `seed ${this.page.shuffle}: ${answer.permutation.join(", ")}`;
+    fillStory(this.$("order-story"), facts);
+    this.$("order-seed").textContent = `seed ${this.page.shuffle}: ${answer.permutation.join(", ")}`;
     headline(8, `shuffled, with positional encoding off the encoder's maps differ by ${facts["off-difference"]} (rounding); on, by ${facts["on-difference"]}.`);
     this.draw(answer);
   }
 
   draw(answer) {
     const heads = answer.checks.pe_off.original.length;
-    const select = $("order-head");
+    const select = this.$("order-head");
     if (select.options.length !== heads) {
       select.replaceChildren(...Array.from({ length: heads }, (_, i) => new Option(String(i + 1), String(i))));
     }
     const head = Math.min(this.page.ohead, heads - 1);
     select.value = String(head);
-    whenNear($("order-maps"), () => drawMaps($("order-maps"), answer, head));
-    whenNear($("order-pe"), () => drawTable($("order-pe"), answer));
+    whenNear(this.$("order-maps"), () => drawMaps(this.$("order-maps"), answer, head));
+    whenNear(this.$("order-pe"), () => drawTable(this.$("order-pe"), answer));
   }
 }
 
@@ -115,6 +124,3 @@ function drawTable(div, answer) {
   ];
   draw(div, data, layout, `${answer.model}-positional-encoding`, answer);
 }
-
-/** The request, with the page's seed. */
-export const askOrder = (page) => (text, signal) => api.order(text, page.shuffle, signal);

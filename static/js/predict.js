@@ -2,35 +2,37 @@
 // next pieces (a table; click one to force it, and the model continues from there), greedy against
 // a beam of the reader's size (the final candidates and the beam tree, drawn with Plotly).
 import * as api from "./api.js";
-import { $, el } from "./dom.js";
+import { el, partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty, showToken } from "./plots.js";
 import { headline } from "./recap.js";
-import { Latest } from "./requests.js";
 import { fillStory, fmt } from "./facts.js";
 
 const STATUS = { kept: "#0072B2", finished: "#009E73", dropped: "#B0B6C3", forced: "#D55E00" };
 
 export class PredictView {
-  /** `page`: the URL state (pmodel, beam, prefix); `onChange(state)`. */
-  constructor(catalog, page, onChange) {
-    Object.assign(this, { page, onChange });
-    this.latest = new Latest();
-    const select = $("predict-model");
+  /** `root`: chapter 10's section; `page`: the URL state (pmodel, beam, prefix), changed through
+   * `onChange(changes)`; `ask()`: search again (the reader changed the model, beam or prefix). */
+  constructor(root, { catalog, page, onChange, ask }) {
+    Object.assign(this, { page, onChange, ask });
+    this.$ = partsOf(root);
+    this.anchor = this.$("predict-tree"); // its nearness starts the experiment
+    this.plots = [this.$("predict-tree")];
+    const select = this.$("predict-model");
     select.replaceChildren(...catalog.names.map((n) => new Option(n, n)));
     if (!catalog.info(page.pmodel)) onChange({ pmodel: (catalog.withHeads[0] || catalog.models[0]).name });
     select.value = page.pmodel;
     select.addEventListener("change", () => this.change({ pmodel: select.value, prefix: [] }));
-    const beam = $("predict-beam");
+    const beam = this.$("predict-beam");
     beam.max = String(catalog.limits.max_beam_size); // the server's bound (GET /api/health)
     beam.value = String(page.beam);
-    $("predict-beam-value").textContent = String(page.beam);
+    this.$("predict-beam-value").textContent = String(page.beam);
     beam.addEventListener("input", () => {
-      $("predict-beam-value").textContent = beam.value;
+      this.$("predict-beam-value").textContent = beam.value;
       this.change({ beam: Number(beam.value) });
     });
-    $("predict-clear").addEventListener("click", () => this.change({ prefix: [] }));
-    $("predict-table").addEventListener("click", (e) => {
+    this.$("predict-clear").addEventListener("click", () => this.change({ prefix: [] }));
+    this.$("predict-table").addEventListener("click", (e) => {
       const cell = e.target.closest("button[data-step]");
       if (!cell || !this.answer) return;
       const step = Number(cell.dataset.step);
@@ -40,25 +42,21 @@ export class PredictView {
 
   change(state) {
     this.onChange(state);
-    this.ask(this.text).catch((error) => {
-      if (!api.isAbort(error)) showEmpty($("predict-tree"), `The prediction could not be shown (${api.explain(error)}).`);
-    });
+    this.ask();
   }
 
-  /** Both searches for `text` (greedy and the beam), asked together; resolves when shown. */
-  async ask(text) {
-    this.text = text;
+  /** Both searches for `text` (greedy and the beam), asked together. */
+  call(text, signal) {
     const { pmodel, prefix, beam } = this.page;
-    await this.latest.ask((signal) => Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, b, signal))),
-      ([greedy, wide]) => this.show(greedy, wide));
+    return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, b, signal)));
   }
 
-  show(greedy, wide) {
+  show([greedy, wide]) {
     this.answer = greedy;
     this.table(greedy);
     const best = wide.candidates ? wide.candidates[0] : null;
     const first = greedy.steps[0];
-    fillStory($("predict-story"), {
+    fillStory(this.$("predict-story"), {
       model: greedy.model, greedy: greedy.translation, "first-piece": first ? showToken(first.token) : "–",
       "first-probability": first ? fmt(first.probability) : "–", beam: String(this.page.beam),
       best: best ? best.translation : greedy.translation, "best-score": best ? fmt(best.score) : "–",
@@ -66,10 +64,10 @@ export class PredictView {
       prefix: this.page.prefix.length ? this.page.prefix.map(showToken).join(" ") : "none",
     });
     headline(10, `${greedy.model}'s first piece is “${first ? showToken(first.token) : ""}” with probability ${first ? fmt(first.probability) : "–"}; greedy writes “${greedy.translation}”.`);
-    const list = $("predict-candidates");
+    const list = this.$("predict-candidates");
     list.replaceChildren(...(wide.candidates || []).map((c) =>
       el("li", "", `“${c.translation}”: log-probability ${fmt(c.log_prob)}, score ${fmt(c.score)}`)));
-    const tree = $("predict-tree");
+    const tree = this.$("predict-tree");
     if (wide.tree) whenNear(tree, () => drawTree(tree, wide));
     else showEmpty(tree, "Greedy search keeps one hypothesis: choose a beam of 2 or more to see the tree.");
   }
@@ -89,8 +87,8 @@ export class PredictView {
       }
       return tr;
     });
-    $("predict-table").replaceChildren(...rows);
-    $("predict-table").dataset.steps = String(rows.length);
+    this.$("predict-table").replaceChildren(...rows);
+    this.$("predict-table").dataset.steps = String(rows.length);
   }
 }
 

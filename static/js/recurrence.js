@@ -1,6 +1,7 @@
 // Chapter 2, recurrence: the plain RNN's encoder reading the typed sentence (POST /api/recurrence),
 // its state after each piece as a piece x unit heatmap, a step slider that follows the reading
 // with the recurrence written out for that step, and how much each piece moves the state.
+import * as api from "./api.js";
 import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
@@ -24,6 +25,10 @@ export class RecurrenceView {
       this.showStep();
       this.redraw();
     });
+  }
+
+  call(text, signal) {
+    return api.recurrence(text, signal);
   }
 
   show(answer) {

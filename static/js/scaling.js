@@ -2,7 +2,8 @@
 // vectors, POST /api/scaling), and dividing by sqrt(d_k) keeps it soft; the Transformer's own
 // heads on the typed sentence, their scores' spread with and without the scale. The prose is
 // filled from the answer: every number and every "larger" or "smaller" is computed here.
-import { $ } from "./dom.js";
+import * as api from "./api.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw } from "./plots.js";
 import { headline } from "./recap.js";
@@ -36,13 +37,24 @@ export function scalingFacts(answer) {
 }
 
 export class ScalingView {
+  /** `root`: chapter 7's section. */
+  constructor(root) {
+    this.$ = partsOf(root);
+    this.anchor = this.$("scaling-curves"); // its nearness starts the experiment
+    this.plots = [this.$("scaling-curves"), this.$("scaling-heads")];
+  }
+
+  call(text, signal) {
+    return api.scaling(text, signal);
+  }
+
   show(answer) {
     this.answer = answer;
     const facts = scalingFacts(answer);
-    fillStory($("scaling-story"), facts);
+    fillStory(this.$("scaling-story"), facts);
     headline(7, `at ${answer.model}'s d_k = ${answer.d_k}, random scores' largest softmax weight is ${facts["raw-max"]} unscaled, ${facts["scaled-max"]} divided by √d_k.`);
-    whenNear($("scaling-curves"), () => drawCurves($("scaling-curves"), answer));
-    whenNear($("scaling-heads"), () => drawHeads($("scaling-heads"), answer));
+    whenNear(this.$("scaling-curves"), () => drawCurves(this.$("scaling-curves"), answer));
+    whenNear(this.$("scaling-heads"), () => drawHeads(this.$("scaling-heads"), answer));
   }
 }
 
