@@ -117,7 +117,7 @@ async function start() {
   });
   lab.cards.select(page.model);
   lab.bleu = new BleuChart($("bleu-plot"), catalog);
-  lab.scores = new ScoresView(catalog, page, (state) => page.set(state));
+  lab.scores = new ScoresView(chapterRoot(5), { catalog, page, onChange: (changes) => page.set(changes) });
   lab.alignment = new AlignmentView($("alignment-plots"), catalog, (row) => lab.scores.pick(row));
   lab.heads = new HeadsView(chapterRoot(9), { catalog, page, onChange: (changes) => {
     page.set(changes);
@@ -130,10 +130,10 @@ async function start() {
     page.set(changes);
     if ("length" in changes) measureLater();
   } });
-  lab.training = new TrainingView(catalog, page, (state) => page.set(state));
+  lab.training = new TrainingView(chapterRoot(1), { catalog, page, onChange: (changes) => page.set(changes) });
   lab.training.load();
   lab.recurrence = new RecurrenceView(chapterRoot(2), { page, onChange: (changes) => page.set(changes) });
-  lab.timing = new TimingView(catalog, page);
+  lab.timing = new TimingView(chapterRoot(6), { catalog, page });
   lab.experiments = chapterExperiments(lab);
   lab.chapters = new Chapters(page);
   showLongLag(lab);

@@ -3,7 +3,7 @@
 // (the model's own, and re-normalised at the temperature slider's T), and the blend of the
 // encoder's states they give (POST /api/scores); the prose from the first model's answer.
 import * as api from "./api.js";
-import { $, el } from "./dom.js";
+import { el, partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { GATE_SCALE, baseLayout, draw, plotText, showEmpty, showToken, tokenAxis } from "./plots.js";
 import { headline } from "./recap.js";
@@ -21,20 +21,21 @@ const toT = (value) => Number((10 ** (Number(value) / 100)).toPrecision(3));
 const toSlider = (t) => Math.round(100 * Math.log10(t));
 
 export class ScoresView {
-  /** `page`: the URL state (text, row, temp); `onChange(state)` when the word or T changes. */
-  constructor(catalog, page, onChange) {
+  /** `root`: chapter 5's section; `page`: the URL state (text, row, temp); `onChange(changes)` when the word or T changes. */
+  constructor(root, { catalog, page, onChange }) {
+    this.$ = partsOf(root);
     this.page = page;
     this.models = catalog.aligning.map((m) => m.name);
     this.targets = new Map(); // model -> its output pieces for the latest text
     this.latest = new Map(); // model name -> its Latest scores request
     this.timer = 0;
     this.panels = new Map(this.models.map((name) => [name, panel(catalog.info(name))]));
-    const container = $("scores-panels");
+    const container = this.$("scores-panels");
     container.replaceChildren(...[...this.panels.values()].map((p) => p.figure));
     if (!this.models.length) container.append(el("p", "panel panel--note", "No recurrent model with attention is loaded."));
-    const select = $("scores-row");
+    const select = this.$("scores-row");
     select.addEventListener("change", () => this.pick(Number(select.value)));
-    const slider = $("scores-temperature");
+    const slider = this.$("scores-temperature");
     [slider.min, slider.max] = TEMPERATURES.map(toSlider).map(String);
     slider.value = String(toSlider(page.temp));
     this.temperature = page.temp; // a shared link's T exactly, not the slider's nearest step
@@ -75,7 +76,7 @@ export class ScoresView {
   fillRows() {
     const lists = this.models.map((m) => this.targets.get(m) || []);
     const count = Math.max(0, ...lists.map((l) => l.length));
-    const select = $("scores-row");
+    const select = this.$("scores-row");
     const options = Array.from({ length: count }, (_, i) => {
       const words = [...new Set(lists.filter((l) => i < l.length).map((l) => showToken(l[i])))];
       return new Option(`${i + 1}: ${words.join(" / ")}`, String(i));
@@ -86,8 +87,8 @@ export class ScoresView {
 
   showTemperature() {
     const t = this.temperature;
-    $("scores-temperature-value").textContent = `T = ${t}`;
-    $("scores-temperature").setAttribute("aria-valuetext", `temperature ${t}`);
+    this.$("scores-temperature-value").textContent = `T = ${t}`;
+    this.$("scores-temperature").setAttribute("aria-valuetext", `temperature ${t}`);
   }
 
   later() {
@@ -134,7 +135,7 @@ export class ScoresView {
     this.panels.get(name).readout.textContent =
       `${word} → ${onto}: weight ${fmt(answer.max_weight)}; entropy ${fmt(answer.entropy)} nats at T = 1, ${fmt(answer.reweighted_entropy)} at T = ${answer.temperature} (uniform: ${fmt(answer.max_entropy)}).`;
     if (name !== this.models[0]) return;
-    fillStory($("scores-story"), facts);
+    fillStory(this.$("scores-story"), facts);
     headline(5, `${name}: ${word} puts ${fmt(answer.max_weight)} of its weight on ${onto}.`);
   }
 }

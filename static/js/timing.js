@@ -4,7 +4,7 @@
 // the server kept answers at once); while it runs, GET /api/timing/status gives the progress,
 // and a server busy with someone else's measurement (429) is waited for, then asked again.
 import * as api from "./api.js";
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 import { headline } from "./recap.js";
@@ -16,22 +16,23 @@ const MAX_REFUSALS = 3; // "busy" answers waited out before the page gives up an
 const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class TimingView {
-  /** `page`: the URL state (tlen: the lengths to time, null: the server's). */
-  constructor(catalog, page) {
+  /** `root`: chapter 6's section; `page`: the URL state (tlen: the lengths to time, null: the server's). */
+  constructor(root, { catalog, page }) {
+    this.$ = partsOf(root);
     this.catalog = catalog;
     this.page = page;
     this.answer = null;
     this.running = false;
-    showEmpty($("timing-plot"), "Press “Measure on this server” to time both encoders here.");
-    $("timing-measure").addEventListener("click", () => this.measure());
+    showEmpty(this.$("timing-plot"), "Press “Measure on this server” to time both encoders here.");
+    this.$("timing-measure").addEventListener("click", () => this.measure());
   }
 
   async measure() {
     if (this.running) return;
     this.running = true;
-    const button = $("timing-measure");
+    const button = this.$("timing-measure");
     button.disabled = true;
-    const progress = $("timing-progress");
+    const progress = this.$("timing-progress");
     progress.hidden = false;
     progress.value = 0;
     this.say("Measuring…");
@@ -53,7 +54,7 @@ export class TimingView {
       this.say(`Measured ${new Date(this.answer.measured_at).toLocaleString()} on ${this.answer.device_name}.`);
       button.textContent = "Measure again";
       this.tell();
-      whenNear($("timing-plot"), () => drawTiming($("timing-plot"), this.answer, this.catalog));
+      whenNear(this.$("timing-plot"), () => drawTiming(this.$("timing-plot"), this.answer, this.catalog));
     } catch (error) {
       this.say(`The measurement failed (${api.explain(error)}).`);
     } finally {
@@ -65,12 +66,12 @@ export class TimingView {
   }
 
   say(message) {
-    $("timing-status").textContent = message;
+    this.$("timing-status").textContent = message;
   }
 
   /** Show the server's progress until `polling.on` is false. */
   async poll(polling) {
-    const progress = $("timing-progress");
+    const progress = this.$("timing-progress");
     while (polling.on) {
       try {
         const status = await api.timingStatus();
@@ -110,7 +111,7 @@ export class TimingView {
       ? `the seed's claim holds here: ${longest} pieces through the Transformer took no more than ${ROUGHLY}× the LSTM's ${shortest}`
       : `the seed's claim does not hold on this machine, where ${longest} pieces through the Transformer took ${fmt(ratio)}× the LSTM's ${shortest}`;
     const side = faster > 1 ? "at that length the Transformer was the faster encoder" : "the LSTM was the faster encoder even there";
-    fillStory($("timing-story"), {
+    fillStory(this.$("timing-story"), {
       "device-name": a.device_name, device: a.device, threads: String(a.torch_threads),
       "measured-at": `measured ${new Date(a.measured_at).toLocaleString()}`, shortest: String(shortest), longest: String(longest),
       "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),

@@ -2,7 +2,7 @@
 // loss (train and validation) or validation BLEU against steps or minutes, the point each
 // checkpoint kept starred (GET /api/models `kept`); the prose's numbers from the same answers.
 import * as api from "./api.js";
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 import { headline } from "./recap.js";
@@ -11,15 +11,16 @@ import { fillStory, fmt } from "./facts.js";
 const X = { step: { title: "training step", of: (p) => p.step }, minutes: { title: "training minutes", of: (p) => p.seconds / 60 } };
 
 export class TrainingView {
-  /** `page`: the URL state (curve, x, show); `onChange(state)` when a control changes. */
-  constructor(catalog, page, onChange) {
+  /** `root`: chapter 1's section; `page`: the URL state (curve, x, show); `onChange(changes)` when a control changes. */
+  constructor(root, { catalog, page, onChange }) {
+    this.$ = partsOf(root);
     this.catalog = catalog;
     this.page = page;
     this.curves = null;
-    const select = $("curve-models");
+    const select = this.$("curve-models");
     select.append(...catalog.models.map((m) => new Option(m.name, m.name)));
     select.value = page.show;
-    const radios = [...document.querySelectorAll("input[name=curve-metric], input[name=curve-x]")];
+    const radios = [...root.querySelectorAll("input[name=curve-metric], input[name=curve-x]")];
     for (const input of radios) input.checked = input.value === (input.name === "curve-x" ? page.x : page.curve);
     const changed = () => {
       const metric = radios.find((r) => r.name === "curve-metric" && r.checked).value;
@@ -36,16 +37,16 @@ export class TrainingView {
       this.tell();
       this.redraw();
     } catch (error) {
-      showEmpty($("curves-plot"), `The training logs could not be read (${api.explain(error)}).`);
+      showEmpty(this.$("curves-plot"), `The training logs could not be read (${api.explain(error)}).`);
     }
   }
 
   redraw() {
-    if (this.curves) whenNear($("curves-plot"), () => this.draw());
+    if (this.curves) whenNear(this.$("curves-plot"), () => this.draw());
   }
 
   draw() {
-    const div = $("curves-plot");
+    const div = this.$("curves-plot");
     const { curve, x, show } = this.page;
     const series = curve === "bleu" ? [["valid_bleu", "validation BLEU", "solid"]]
       : [["train_loss", "training loss", "solid"], ["valid_loss", "validation loss", "dash"]];
@@ -103,6 +104,6 @@ export class TrainingView {
       headline(1, `${best.model} reached ${fmt(best.kept.valid_bleu)} validation BLEU in ${fmt(best.kept.seconds / 60)} minutes of training; ${worst.model}, ${fmt(worst.kept.valid_bleu)}.`);
     }
     if (!kept.length) headline(1, "no checkpoint records the point it kept.");
-    fillStory($("training-story"), facts);
+    fillStory(this.$("training-story"), facts);
   }
 }
