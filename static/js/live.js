@@ -3,43 +3,45 @@
 // held-out accuracy and one probe's attention map as they train. A finished run's curves stay,
 // dotted, beside the next. The verdict is written from the run's own numbers.
 import * as api from "./api.js";
-import { $, el } from "./dom.js";
+import { el, partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { MODEL_MARKERS, MODEL_PALETTE, WEIGHT_SCALE, baseLayout, draw, plotText, showEmpty } from "./plots.js";
 
 const pct = (x) => `${Math.round(100 * x)}%`;
 
 export class LiveTraining {
-  /** `info`: GET /api/train; `page`: URL state (tt, tl, tc, tseed, tsteps); `onChange(state)`. */
-  constructor(info, page, onChange) {
+  /** `root`: chapter 4's section; `page`: URL state (tt, tl, tc, tseed, tsteps), changed through
+   * `onChange(changes)`; `info`: GET /api/train. */
+  constructor(root, { page, onChange, info }) {
     Object.assign(this, { info, page, onChange });
+    this.$ = partsOf(root);
     this.runs = []; // {settings, lines: Map contestant -> [progress lines], finals: Map, summary}
     this.controller = null;
     this.maps = new Map(); // contestant -> its map div
     this.buildControls();
-    $("live-start").addEventListener("click", () => this.start());
-    $("live-stop").addEventListener("click", () => this.controller?.abort());
-    $("live-x").addEventListener("change", () => this.drawCurves());
-    showEmpty($("live-loss"), "Press “Train” to train the contestants here, live.");
-    showEmpty($("live-accuracy"), "Held-out exact-sequence accuracy appears here as they train.");
-    drawReference($("live-reference"), info, this.settings());
+    this.$("live-start").addEventListener("click", () => this.start());
+    this.$("live-stop").addEventListener("click", () => this.controller?.abort());
+    this.$("live-x").addEventListener("change", () => this.drawCurves());
+    showEmpty(this.$("live-loss"), "Press “Train” to train the contestants here, live.");
+    showEmpty(this.$("live-accuracy"), "Held-out exact-sequence accuracy appears here as they train.");
+    drawReference(this.$("live-reference"), info, this.settings());
   }
 
   buildControls() {
     const { defaults, limits, tasks, contestants } = this.info;
-    const task = $("live-task");
+    const task = this.$("live-task");
     task.replaceChildren(...tasks.map((t) => new Option(t === "reverse" ? "Reverse it" : "Copy it", t)));
     task.value = tasks.includes(this.page.tt) ? this.page.tt : defaults.task;
-    const length = $("live-length");
+    const length = this.$("live-length");
     Object.assign(length, { min: limits.min_length, max: limits.max_length });
     const asked = Number(this.page.tl);
     length.value = asked >= limits.min_length && asked <= limits.max_length ? asked : defaults.length;
-    const steps = $("live-steps");
+    const steps = this.$("live-steps");
     Object.assign(steps, { min: 1, max: limits.max_steps });
     steps.value = this.page.tsteps >= 1 && this.page.tsteps <= limits.max_steps ? this.page.tsteps : defaults.steps;
-    $("live-seed").value = Number.isInteger(this.page.tseed) ? this.page.tseed : defaults.seed;
+    this.$("live-seed").value = Number.isInteger(this.page.tseed) ? this.page.tseed : defaults.seed;
     const chosen = this.page.tc?.length ? this.page.tc : defaults.contestants;
-    $("live-contestants").replaceChildren(...contestants.map((c) => {
+    this.$("live-contestants").replaceChildren(...contestants.map((c) => {
       const box = el("input");
       Object.assign(box, { type: "checkbox", value: c.name, checked: chosen.includes(c.name) });
       box.dataset.testid = `live-pick-${c.name}`;
@@ -50,7 +52,7 @@ export class LiveTraining {
     for (const input of document.querySelectorAll("#live-controls input, #live-controls select")) {
       input.addEventListener("change", () => {
         this.onChange(this.state());
-        drawReference($("live-reference"), this.info, this.settings());
+        drawReference(this.$("live-reference"), this.info, this.settings());
       });
     }
   }
@@ -58,8 +60,8 @@ export class LiveTraining {
   /** The settings the controls show (the server checks them again). */
   settings() {
     const contestants = [...document.querySelectorAll("#live-contestants input:checked")].map((b) => b.value);
-    return { task: $("live-task").value, length: Number($("live-length").value), contestants,
-      steps: Number($("live-steps").value), seed: Number($("live-seed").value) };
+    return { task: this.$("live-task").value, length: Number(this.$("live-length").value), contestants,
+      steps: Number(this.$("live-steps").value), seed: Number(this.$("live-seed").value) };
   }
 
   state() {
@@ -106,17 +108,17 @@ export class LiveTraining {
   }
 
   busy(on) {
-    $("live-start").disabled = on;
-    $("live-stop").disabled = !on;
+    this.$("live-start").disabled = on;
+    this.$("live-stop").disabled = !on;
     document.documentElement.dataset.liveRunning = on ? "true" : "";
   }
 
   say(message) {
-    $("live-status").textContent = message;
+    this.$("live-status").textContent = message;
   }
 
   prepareMaps(names) {
-    const holder = $("live-maps");
+    const holder = this.$("live-maps");
     holder.replaceChildren();
     this.maps.clear();
     for (const name of names) {
@@ -156,7 +158,7 @@ export class LiveTraining {
 
   drawCurves() {
     if (!this.runs.length) return;
-    const x = $("live-x").value; // "step" or "seconds"
+    const x = this.$("live-x").value; // "step" or "seconds"
     const traces = (key) => this.runs.flatMap((run, r) => [...run.lines].map(([name, lines]) => {
       const i = this.info.contestants.findIndex((c) => c.name === name);
       const old = r < this.runs.length - 1;
@@ -168,9 +170,9 @@ export class LiveTraining {
       };
     }));
     const axis = { title: { text: x === "step" ? "training step" : "training seconds" } };
-    draw($("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: "loss (nats)" }, type: "log" },
+    draw(this.$("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: "loss (nats)" }, type: "log" },
       legend: { orientation: "h", y: 1.15 } }), "live-loss", this.numbers());
-    draw($("live-accuracy"), traces("accuracy"), baseLayout({ xaxis: axis,
+    draw(this.$("live-accuracy"), traces("accuracy"), baseLayout({ xaxis: axis,
       yaxis: { title: { text: "held-out sequences exactly right" }, range: [0, 1.02], tickformat: ".0%" },
       legend: { orientation: "h", y: 1.15 } }), "live-accuracy", this.numbers());
   }

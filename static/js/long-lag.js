@@ -2,7 +2,7 @@
 // lag (models/long_lag.py). Accuracy against lag as trained, and, live, the gradient curves of the
 // tiny models at the lag the reader picks, before and after training.
 import * as api from "./api.js";
-import { $ } from "./dom.js";
+import { partsOf } from "./dom.js";
 import { MODEL_MARKERS, MODEL_PALETTE, baseLayout, draw, plotText, showEmpty } from "./plots.js";
 import { Latest } from "./requests.js";
 
@@ -15,17 +15,20 @@ export function cellStyle(results, cell) {
 const WEIGHTS_DASH = { trained: "solid", initialized: "dot" };
 
 export class LongLagView {
-  /** `results`: GET /api/long-lag; `state`: {filler, lag} from the URL; `onChange(state)`. */
-  constructor(results, state, onChange) {
+  /** `root`: chapter 3's section; `page`: the URL state (filler, lag), changed through
+   * `onChange(changes)`; `results`: GET /api/long-lag. */
+  constructor(root, { page, onChange, results }) {
+    this.$ = partsOf(root);
+    this.anchor = this.$("lag-accuracy"); // its nearness draws the chapter's long-lag figures
     this.results = results;
-    this.state = { ...state };
+    this.state = { filler: page.filler, lag: page.lag };
     this.onChange = onChange;
     this.latest = new Latest();
-    const filler = $("lag-filler");
+    const filler = this.$("lag-filler");
     filler.value = this.fillers.includes(this.state.filler) ? this.state.filler : this.fillers[0];
     this.state.filler = filler.value;
     filler.addEventListener("change", () => this.pick(filler.value, this.state.lag));
-    $("lag-pick").addEventListener("change", (e) => this.pick(this.state.filler, Number(e.target.value)));
+    this.$("lag-pick").addEventListener("change", (e) => this.pick(this.state.filler, Number(e.target.value)));
     this.fillLags();
   }
 
@@ -40,8 +43,8 @@ export class LongLagView {
   fillLags() {
     const lags = this.lags();
     if (!lags.includes(this.state.lag)) this.state.lag = lags[Math.floor(lags.length / 2)];
-    $("lag-pick").replaceChildren(...lags.map((lag) => new Option(String(lag), String(lag))));
-    $("lag-pick").value = String(this.state.lag);
+    this.$("lag-pick").replaceChildren(...lags.map((lag) => new Option(String(lag), String(lag))));
+    this.$("lag-pick").value = String(this.state.lag);
   }
 
   pick(filler, lag) {
@@ -52,13 +55,13 @@ export class LongLagView {
   }
 
   async draw() {
-    drawAccuracy($("lag-accuracy"), this.results, this.state);
+    drawAccuracy(this.$("lag-accuracy"), this.results, this.state);
     const { lag, filler } = this.state;
     try {
       await this.latest.ask((signal) => api.lagGradients(lag, filler, signal),
-        (answer) => drawLagGradients($("lag-gradients"), answer, this.results));
+        (answer) => drawLagGradients(this.$("lag-gradients"), answer, this.results));
     } catch (error) {
-      showEmpty($("lag-gradients"), `The tiny models' gradients could not be measured (${api.explain(error)}).`);
+      showEmpty(this.$("lag-gradients"), `The tiny models' gradients could not be measured (${api.explain(error)}).`);
     }
   }
 }

@@ -7,7 +7,7 @@ import { BleuChart, bucketOf } from "./bleu.js";
 import { loadCatalog } from "./catalog.js";
 import { Chapters } from "./chapters.js";
 import { Composer, say } from "./composer.js";
-import { $, chapterRoot } from "./dom.js";
+import { $, chapterRoot, partsOf } from "./dom.js";
 import { Experiment } from "./experiment.js";
 import { GradientsView } from "./gradients.js";
 import { HeadsView } from "./heads.js";
@@ -146,11 +146,12 @@ async function showLiveTraining(lab) {
   const { page } = lab;
   try {
     const info = await api.trainInfo();
-    lab.live = new LiveTraining(info, page, (state) => page.set(state));
+    lab.live = new LiveTraining(chapterRoot(4), { page, onChange: (changes) => page.set(changes), info });
   } catch (error) {
     const why = api.explain(error);
-    for (const id of ["live-loss", "live-accuracy", "live-reference"]) showEmpty($(id), `The live experiment is not available (${why}).`);
-    $("live-start").disabled = true;
+    const part = partsOf(chapterRoot(4));
+    for (const id of ["live-loss", "live-accuracy", "live-reference"]) showEmpty(part(id), `The live experiment is not available (${why}).`);
+    part("live-start").disabled = true;
   }
 }
 
@@ -186,13 +187,14 @@ async function showLongLag(lab) {
   const { page } = lab;
   try {
     const results = await api.longLag();
-    const view = new LongLagView(results, { filler: page.filler, lag: page.lag }, (state) => page.set(state));
+    const view = new LongLagView(chapterRoot(3), { page, onChange: (changes) => page.set(changes), results });
     page.set(view.state);
     lab.gradients.setLongLag(results);
-    whenNear($("lag-accuracy"), () => view.draw());
+    whenNear(view.anchor, () => view.draw());
   } catch (error) {
     const why = error instanceof api.ApiError && error.status === 404 ? "this server has no long-lag results" : api.explain(error);
-    for (const id of ["lag-accuracy", "lag-gradients"]) showEmpty($(id), `The long-lag experiment is not available (${why}).`);
+    const part = partsOf(chapterRoot(3));
+    for (const id of ["lag-accuracy", "lag-gradients"]) showEmpty(part(id), `The long-lag experiment is not available (${why}).`);
   }
 }
 
