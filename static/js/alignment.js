@@ -1,13 +1,15 @@
 // Chapter 5, deriving attention: the alignment grid of each recurrent model with attention,
 // output words (rows) by source words (columns), one panel per model.
-import { el } from "./dom.js";
+import { el, partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { attentionTrace, baseLayout, draw, onPlot, showEmpty, tokenAxis } from "./plots.js";
 
 export class AlignmentView {
-  /** One panel per model of `catalog.aligning`, in `container`; `onRow(row)` when a row is clicked. */
-  constructor(container, catalog, onRow = () => {}) {
-    this.onRow = onRow;
+  /** `root`: chapter 5's section, whose #alignment-plots gets one panel per model of
+   * `catalog.aligning`; `onChange({ row })` when a row is clicked. */
+  constructor(root, { catalog, onChange }) {
+    const container = partsOf(root)("alignment-plots");
+    this.onRow = (row) => onChange({ row });
     this.plots = new Map(catalog.aligning.map((m) => [m.name, plotPanel(m)]));
     container.replaceChildren(...[...this.plots.values()].map((div) => div.parentElement));
     if (!this.plots.size) {

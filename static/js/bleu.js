@@ -1,5 +1,6 @@
 // Chapter 4, the bottleneck, as a chart: test BLEU by source length, one line per model, the
 // typed sentence's length group shaded.
+import { partsOf } from "./dom.js";
 import { whenNear } from "./lazy.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 import { headline } from "./recap.js";
@@ -30,8 +31,9 @@ const BUCKET_AXIS = {
 const hasInterval = (row) => row != null && row.bleu_low != null && row.bleu_high != null;
 
 export class BleuChart {
-  constructor(div, catalog) {
-    this.div = div;
+  /** `root`: chapter 4's section, whose #bleu-plot this draws. */
+  constructor(root, { catalog }) {
+    this.div = partsOf(root)("bleu-plot");
     this.catalog = catalog;
     this.evaluated = catalog.models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
     this.shown = ""; // the bucket and selection drawn last

@@ -106,7 +106,7 @@ async function start() {
     requests.ahead(lab.composer.problem(text) ? null : text, heaviestFirst(lab));
     later();
   }, () => update(lab));
-  lab.cards = new TranslationCards($("cards"), catalog, (name) => {
+  lab.cards = new TranslationCards(chapterRoot(4), { catalog, onChange: ({ model: name }) => {
     page.set({ model: name });
     lab.cards.select(name);
     lab.bleu.show(bucketOf(page.text), name);
@@ -114,11 +114,11 @@ async function start() {
     lab.heads.follow(name);
     lab.headsLab.refresh();
     if (lab.heads.model !== before) lab.weighing.update(page.text.trim()); // chapter 9 measures the model it shows
-  });
+  } });
   lab.cards.select(page.model);
-  lab.bleu = new BleuChart($("bleu-plot"), catalog);
+  lab.bleu = new BleuChart(chapterRoot(4), { catalog });
   lab.scores = new ScoresView(chapterRoot(5), { catalog, page, onChange: (changes) => page.set(changes) });
-  lab.alignment = new AlignmentView($("alignment-plots"), catalog, (row) => lab.scores.pick(row));
+  lab.alignment = new AlignmentView(chapterRoot(5), { catalog, onChange: ({ row }) => lab.scores.pick(row) });
   lab.heads = new HeadsView(chapterRoot(9), { catalog, page, onChange: (changes) => {
     page.set(changes);
     lab.headsLab?.refresh();

@@ -1,7 +1,7 @@
 // Chapter 4, the bottleneck: one card per model with its translation and its test BLEU, overall
 // and for sentences as long as the one typed. The cards are grouped by whether the decoder may
 // look back at the source (cross-attention); models that did not load say why.
-import { el } from "./dom.js";
+import { el, partsOf } from "./dom.js";
 
 const GROUPS = [
   { title: "One vector for the whole sentence", has: (m) => !m.cross_attention },
@@ -18,8 +18,11 @@ function score(label) {
 }
 
 export class TranslationCards {
-  /** The cards of `catalog`'s models in `container`; `onSelect(name)` when a reader picks one. */
-  constructor(container, catalog, onSelect) {
+  /** `root`: chapter 4's section, whose #cards gets a card per model of `catalog`;
+   * `onChange({ model })` when a reader picks one. */
+  constructor(root, { catalog, onChange }) {
+    const container = partsOf(root)("cards");
+    const onSelect = (model) => onChange({ model });
     this.cards = new Map();
     this.catalog = catalog;
     const unavailable = Object.entries(catalog.unavailable);
