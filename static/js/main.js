@@ -167,8 +167,8 @@ function chapterExperiments(lab) {
   const weighing = lab.weighing = new Experiment(lab.headsLab, { what: "heads experiment" });
   // a changed model, beam or prefix searches the sentence last searched
   const predicting = new Experiment(new PredictView(chapterRoot(10), { catalog, page, onChange, ask: () => predicting.ask() }), { what: "prediction" });
-  const aligning = new Scrubber($("alignment-scrubber"), catalog.aligning, page, "astep", (astep) => page.set({ astep }));
-  const learning = new Scrubber($("heads-scrubber"), catalog.withHeads, page, "hstep", (hstep) => page.set({ hstep }));
+  const aligning = new Scrubber(chapterRoot(5), { page, onChange, candidates: catalog.aligning, key: "astep" });
+  const learning = new Scrubber(chapterRoot(9), { page, onChange, candidates: catalog.withHeads, key: "hstep" });
   return [
     measuring,
     reading,

@@ -18,11 +18,13 @@ export function sharpness(weights) {
 
 export class Scrubber {
   /**
-   * In `container`, for the first model of `candidates` trained with snapshots; `page[key]` holds the
-   * step shown (a training step, kept in the URL), `onStep(step)` records a new one.
+   * In the chapter's scrubber (its part in `root`, the chapter's section), for the first model of
+   * `candidates` trained with snapshots; `page[key]` holds the step shown (a training step, kept
+   * in the URL), `onChange({ [key]: step })` records a new one.
    */
-  constructor(container, candidates, page, key, onStep) {
-    Object.assign(this, { page, key, onStep });
+  constructor(root, { page, onChange, candidates, key }) {
+    Object.assign(this, { page, key, onChange });
+    const container = root.querySelector('[data-part="scrubber"]');
     this.model = candidates.find((m) => m.snapshots && m.snapshots.length > 1) || null;
     this.latest = new Latest();
     this.text = "";
@@ -90,7 +92,7 @@ export class Scrubber {
   go(index) {
     this.index = index;
     this.slider.value = String(index);
-    this.onStep(this.timeline[index].step);
+    this.onChange({ [this.key]: this.timeline[index].step });
     this.describe();
     return this.ask();
   }
