@@ -49,7 +49,7 @@ export class LiveTraining {
       label.append(box, ` ${c.name} `, el("span", "live__kind", c.attention ? `looks back (${c.attention})` : "one vector"));
       return label;
     }));
-    for (const input of document.querySelectorAll("#live-controls input, #live-controls select")) {
+    for (const input of this.$("live-controls").querySelectorAll("input, select")) {
       input.addEventListener("change", () => {
         this.onChange(this.state());
         drawReference(this.$("live-reference"), this.info, this.settings());
@@ -59,7 +59,7 @@ export class LiveTraining {
 
   /** The settings the controls show (the server checks them again). */
   settings() {
-    const contestants = [...document.querySelectorAll("#live-contestants input:checked")].map((b) => b.value);
+    const contestants = [...this.$("live-contestants").querySelectorAll("input:checked")].map((b) => b.value);
     return { task: this.$("live-task").value, length: Number(this.$("live-length").value), contestants,
       steps: Number(this.$("live-steps").value), seed: Number(this.$("live-seed").value) };
   }

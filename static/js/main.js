@@ -18,7 +18,7 @@ import { LongLagView } from "./long-lag.js";
 import { OrderView } from "./order.js";
 import { loadPlotly, showEmpty } from "./plots.js";
 import { PredictView } from "./predict.js";
-import { newText, showRecap } from "./recap.js";
+import { RecapView, newText } from "./recap.js";
 import { RecurrenceView } from "./recurrence.js";
 import { Requests } from "./requests.js";
 import { ScalingView } from "./scaling.js";
@@ -178,7 +178,7 @@ function chapterExperiments(lab) {
     weighing,
     ordering,
     new Experiment(new ScalingView(chapterRoot(7)), { what: "scaling experiment" }),
-    new Experiment({ anchor: $("recap"), plots: [], call: api.recap, show: showRecap }, { what: "recap" }),
+    new Experiment(new RecapView(chapterRoot(11)), { what: "recap" }),
   ];
 }
 

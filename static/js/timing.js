@@ -120,7 +120,7 @@ export class TimingView {
       complete: a.complete ? `Every length was timed up to ${a.max_repeats} times within the ${a.limit_s} s limit.`
         : `The ${a.limit_s} s limit cut some lengths short of ${a.max_repeats} repeats.`,
     });
-    for (const p of document.querySelectorAll("#timing-story .timing-result")) p.hidden = false;
+    for (const p of this.$("timing-story").querySelectorAll(".timing-result")) p.hidden = false;
     headline(6, `at ${longest} pieces the LSTM encoder took ${fmt(faster)}× the Transformer's time (${a.device}).`, true);
   }
 }
