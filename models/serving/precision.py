@@ -95,8 +95,11 @@ class HalfTiedEmbedding(TiedEmbedding):
 
     @classmethod
     def of(cls, embed: TiedEmbedding) -> HalfTiedEmbedding:
-        served = cls(embed.num_embeddings, embed.embedding_dim, embed.padding_idx, device="meta")
-        served.weight = embed.weight
+        # given the embedding's own weight, nothing is drawn or allocated (an embedding built on the
+        # meta device draws through torch's Python decompositions, whose first use imports the
+        # compiler stack: seconds of start-up)
+        served = cls(embed.num_embeddings, embed.embedding_dim, embed.padding_idx, _weight=embed.weight)
+        served.weight = embed.weight  # the Parameter itself, not a new one on the same numbers
         served.half = HalfCopy(embed.weight)
         return served.train(embed.training)
 
