@@ -91,7 +91,7 @@ def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fre
     assert page.locator("#chapter-nav a[data-chapter='10']").get_attribute("aria-current") == "true"
     page.mouse.move(640, 600)
     page.mouse.wheel(0, -(placed + 900))  # the reader scrolls back up into chapter 9
-    page.wait_for_function("() => new URLSearchParams(location.search).get('ch') === '9'", timeout=5_000)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('ch') === '9'", timeout=15_000)
     assert page.locator("#chapter-nav a[data-chapter='9']").get_attribute("aria-current") == "true"
     assert problems.errors == []
 
