@@ -16,20 +16,19 @@ import torch
 from models import decoding
 from models.decoding import FIRST_ALLOWED, Stop, Stopped, max_target_len
 from models.serving.step import ServedTransformer
-from models.tokenizer import BOS_ID, EOS_ID
+from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: Stop = None,
                   **options) -> tuple[list[int], bool]:
     """What `models.decoding.greedy_tokens` returns: the greedy output ids and whether it ended
     with <eos>."""
-    if options or not _recorded(model) or not src_ids:
+    # the graph's path: no options (so no head switched off), no padding (so no source mask)
+    if options or not _recorded(model) or not src_ids or PAD_ID in src_ids:
         return decoding.greedy_tokens(model, src_ids, max_len, stop, **options)
     max_len = max_len or max_target_len(model, len(src_ids))
     device = model.out_bias.device
     memory = model.encode(torch.tensor([src_ids], device=device))
-    if memory.mask is not None or memory.head_mask or memory.cross_kv is None:
-        return decoding.greedy_tokens(model, src_ids, max_len, stop)
     tokens, last, cache = [], BOS_ID, None
     for position in range(max_len):
         if stop is not None and stop():
