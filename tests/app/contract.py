@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from app.services.recap import fmt
+
 RECURRENT_ATTENTION = ("lstm-additive", "lstm-dot")
 
 
@@ -43,3 +45,22 @@ def check_weights(m: dict) -> None:
         assert abs(sum(row) - 1) < 1e-3, (m["kind"], i, sum(row))
         if m["kind"] == "decoder":
             assert all(w == 0 for w in row[i + 1 :]), "decoder self-attention must not see the future"
+
+
+def assert_recap_is_the_chapters(client, text: str) -> None:
+    """Chapter 11's rows 3, 5, 7 and 10 against the answers of the requests their chapters make."""
+    rows = {r["chapter"]: r["text"] for r in client.post("/api/recap", json={"text": text}).json()["rows"]}
+    gradients = client.post("/api/gradients", json={"text": text}).json()
+    back = len(gradients["tokens"]) - 1
+    for curve in gradients["curves"]:
+        assert f"{fmt(curve['norm'][back] / curve['norm'][0])}× for {curve['model']}" in rows[3]
+    models = client.get("/api/models").json()
+    aligning = next(m["name"] for m in models if m["recurrent"] and m["cross_attention"])
+    scores = client.post("/api/scores", json={"text": text, "model": aligning, "row": 0}).json()
+    assert f"puts {fmt(scores['max_weight'])} of its weight" in rows[5]
+    at = client.post("/api/scaling", json={"text": text}).json()["sampled"]["at_model_d_k"]
+    unscaled, scaled = fmt(at["unscaled"]["max_weight"]), fmt(at["scaled"]["max_weight"])
+    assert f"is {unscaled} unscaled, {scaled} divided" in rows[7]
+    predicted = client.post("/api/predict", json={"text": text, "top_k": 5}).json()
+    assert f"with probability {fmt(predicted['steps'][0]['probability'])}" in rows[10]
+    assert f"greedy writes “{predicted['translation']}”" in rows[10]

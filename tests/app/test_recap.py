@@ -9,6 +9,7 @@ import re
 from app.services import ahead
 from app.services.loading import load_registry
 from app.services.recap import fmt
+from tests.app.contract import assert_recap_is_the_chapters
 
 TEXT = "Je mange du pain."
 
@@ -30,6 +31,10 @@ def test_each_row_is_the_number_its_chapter_measures(client):
     assert f"on, by {fmt(order['checks']['pe_on']['max_abs_difference'])}." in rows[8]
     pieces = len(recurrence["tokens"])
     assert f"{pieces} steps one after another" in rows[6]
+
+
+def test_every_number_in_the_recap_is_the_chapters_own(client):
+    assert_recap_is_the_chapters(client, TEXT)
 
 
 def test_the_recap_refuses_what_the_chapters_refuse(client):

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from app.config import REPO_ROOT
 from app.main import app
 from models.architectures import MODEL_NAMES
-from tests.app.contract import check_attention, check_translation
+from tests.app.contract import assert_recap_is_the_chapters, check_attention, check_translation
 
 CHECKPOINTS = REPO_ROOT / "checkpoints"
 SHIPPED = list(MODEL_NAMES)  # every one of them must be in checkpoints/ and load
@@ -79,3 +79,7 @@ def test_chapter_3_s_fixed_prose_holds_on_the_shipped_models(client):
         assert reach[model, "trained"] > reach[model, "initialized"], model
     longest = {m["name"]: m["metrics"]["bleu_by_length"][-1]["bleu"] for m in client.get("/api/models").json()}
     assert longest["rnn"] == min(longest.values())
+
+
+def test_the_recap_s_numbers_are_the_chapters_on_the_shipped_models(client):
+    assert_recap_is_the_chapters(client, "Je mange du pain.")
