@@ -72,6 +72,9 @@ def top_of(page, chapter: str) -> float:
     return page.locator(f"section[data-chapter='{chapter}']").evaluate("s => s.getBoundingClientRect().top")
 
 
+@pytest.mark.xfail(strict=False, reason="known open bug (issue 29): about one run in four the chapter ends "
+                                        "45 px below where the jump placed it, moved without a resize of main "
+                                        "being seen; kept running so a fix shows as XPASS")
 def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fresh_page, catalog):
     """The plots drawn after a jump change the heights above the chapter (chapter 9's maps grew by
     ~130 px under chapter 10's heading, which pushed it down to the line that marks the chapter
