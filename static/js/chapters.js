@@ -2,7 +2,7 @@
 // opens on it. Moving to a chapter needs nothing more: its plots are drawn as they come near the
 // screen (lazy.js), for the sentence in the box.
 
-const SETTLED_PX = 2; // a held chapter that moved further than this was scrolled by the reader
+const SETTLED_PX = 2; // a page scrolled further than this, with a chapter held, was scrolled by the reader
 
 export class Chapters {
   /** `page`: the URL state; its `ch` is opened now (a shared link) and kept as the reader scrolls. */
@@ -43,27 +43,38 @@ export class Chapters {
 
   place(section) {
     section.scrollIntoView({ block: "start", behavior: "instant" });
+    // the browser's scroll anchoring would move the page too, by its own choice of anchor
+    document.documentElement.style.overflowAnchor = "none";
     this.held = { section, top: section.getBoundingClientRect().top, y: scrollY };
+  }
+
+  letGo() {
+    if (!this.held) return;
+    this.held = null;
+    document.documentElement.style.overflowAnchor = "";
   }
 
   /**
    * Plots drawn after a jump (lazily, as they come near the screen) change the heights above and
    * inside the chapter the reader asked for, which would push it down the screen, or out of it.
    * Until the reader scrolls on their own, that chapter is put back at the top after each change
-   * of height and stays the one marked.
+   * of height and stays the one marked. The reader's wheel, touch, keys and clicks let it go at
+   * once; a scroll that no placing made (the scrollbar dragged) lets it go too.
    */
   holdWhileDrawing() {
-    new ResizeObserver(() => {
+    const hold = () => {
       if (this.held) this.place(this.held.section);
-    }).observe(document.querySelector("main"));
+    };
+    const sizes = new ResizeObserver(hold);
+    sizes.observe(document.querySelector("main"));
+    for (const section of this.sections) sizes.observe(section);
+    for (const type of ["wheel", "touchstart", "pointerdown", "keydown"]) {
+      addEventListener(type, () => this.letGo(), { passive: true, capture: true });
+    }
     addEventListener("scroll", () => {
       if (!this.held) return;
-      // a change of height moves the chapter without scrolling; the browser's scroll anchoring
-      // scrolls without moving it; the reader does both
-      const moved = Math.abs(this.held.section.getBoundingClientRect().top - this.held.top);
-      const scrolled = Math.abs(scrollY - this.held.y);
-      if (moved > SETTLED_PX && scrolled > SETTLED_PX) this.held = null;
-      else if (moved <= SETTLED_PX) this.held.y = scrollY;
+      if (Math.abs(scrollY - this.held.y) > SETTLED_PX) this.letGo();
+      else if (Math.abs(this.held.section.getBoundingClientRect().top - this.held.top) > SETTLED_PX) hold();
     }, { passive: true });
   }
 

@@ -24,10 +24,22 @@ export class Composer {
         this.box.focus();
       });
     }
-    // the composer sticks to the top on wide screens: compact it while it is stuck
-    new IntersectionObserver(([entry]) => {
-      $("composer").classList.toggle("is-stuck", !entry.isIntersecting);
-    }).observe($("composer-sentinel"));
+    new IntersectionObserver(([entry]) => this.stick(!entry.isIntersecting)).observe($("composer-sentinel"));
+  }
+
+  /**
+   * The composer sticks to the top on wide screens, and sheds its hints while stuck. The height it
+   * sheds is kept below it as margin, so the page under it does not move: were it to move up, the
+   * browser's scroll anchoring would scroll back by as much, which can unstick the composer, which
+   * grows back and scrolls the page down again, forever (a reader near that point saw the page shake).
+   */
+  stick(stuck) {
+    const composer = $("composer");
+    if (stuck === composer.classList.contains("is-stuck")) return;
+    const height = () => composer.getBoundingClientRect().height;
+    const before = height();
+    composer.classList.toggle("is-stuck", stuck);
+    composer.style.marginBottom = stuck ? `${Math.max(0, before - height())}px` : "";
   }
 
   get text() {

@@ -12,7 +12,8 @@ from models.serving import search, served
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[3] / "checkpoints"
-SENTENCES = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin, alors nous restons à la maison.",
+SENTENCES = ["Je mange du pain.", "Où est la gare ?",
+             "Il pleut depuis ce matin, alors nous restons à la maison.",
              "Le chat noir dort sur le lit de ma sœur pendant que nous préparons le dîner pour nos amis.",
              "Nous avons un chat et un chat.", "Tom ne sait pas nager."]
 
