@@ -42,7 +42,7 @@ from app.routes import (
     timing,
     translate,
 )
-from app.schemas import ErrorBody
+from app.schemas import NON_FINITE, ErrorBody
 from app.services import ahead
 from app.services.inference import InvalidOptionError
 from app.services.live import LiveRuns
@@ -58,7 +58,7 @@ from models.decoding import Stopped
 log = logging.getLogger("attention_lab")
 CLIENT_CLOSED_REQUEST = 499  # nginx's code for a client that left before its answer
 # What Python says when a NaN or an infinity reaches an integer conversion or the JSON encoder
-NON_FINITE = re.compile(r"float NaN|float infinity|Out of range float values")
+NON_FINITE_ERROR = re.compile(r"float NaN|float infinity|Out of range float values")
 ECHO_CHARS = 64  # a 422 shows at most this much of the value it refuses
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no character, no UTF-8
 
@@ -166,12 +166,10 @@ def add_error_handlers(app: FastAPI) -> None:
     def non_finite(request: Request, error: ValueError) -> JSONResponse:
         # Weights checked at load cannot turn NaN, but a model may still overflow on an input: that
         # is the model's fault, said plainly, not a 500. Any other ValueError is a bug (below).
-        if not NON_FINITE.search(str(error)):
+        if not NON_FINITE_ERROR.search(str(error)):
             raise error
         log.error("non-finite model output on %s %s: %s", request.method, request.url.path, error)
-        return JSONResponse({"detail": "the model computed a non-finite value (NaN or infinity) on this "
-                                       "input, so it has no answer; its weights may be damaged"},
-                            status_code=503)
+        return JSONResponse({"detail": NON_FINITE}, status_code=503)
 
     @app.exception_handler(Exception)
     def unexpected(request: Request, error: Exception) -> JSONResponse:

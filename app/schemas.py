@@ -11,6 +11,7 @@ told to clients by GET /api/health."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -38,11 +39,27 @@ def _integral(value):
     return value
 
 
+# what a client is told when a model's answer holds a NaN or an infinity
+NON_FINITE = ("the model computed a non-finite value (NaN or infinity) on this input, so it has no answer; "
+              "its weights may be damaged")
+
+
 class Response(BaseModel):
     """A response body, built by the services themselves: a key this contract does not name is an
     error where the answer is made (a misspelt field never reaches a client, or vanishes)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # a NaN or infinity is written as JSON's missing NaN/Infinity, never as null: `to_json` refuses it
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    def to_json(self, exclude_none: bool = False) -> str:
+        """This answer as JSON, written once by pydantic-core. A NaN or an infinity has no JSON: it
+        raises the ValueError `json.dumps` raises for one, which the app answers with a 503 that
+        says the model computed a non-finite value."""
+        text = self.model_dump_json(exclude_none=exclude_none)
+        if "NaN" in text or "Infinity" in text:  # one, or only a text that spells it: json.dumps tells
+            return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), allow_nan=False,
+                              ensure_ascii=False, separators=(",", ":"))
+        return text
 
 
 class Request(BaseModel):

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Gradients, GradientsRequest
 from app.services.gradients import gradient_curves
 
-router = APIRouter(prefix="/api", tags=["gradients"])
+router = APIRouter(prefix="/api", tags=["gradients"], route_class=Answered)
 
 
 @router.post("/gradients", response_model=Gradients, response_model_exclude_none=True,

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Heads, HeadsRequest
 from app.services.heads import heads as measure
 
-router = APIRouter(prefix="/api", tags=["chapters"])
+router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
 
 @router.post("/heads", response_model=Heads, response_model_exclude_none=True,

@@ -1,10 +1,11 @@
 from fastapi import APIRouter, Response
 
 from app.dependencies import Registry
+from app.routes import Answered
 from app.schemas import Health
 from app.services import catalog
 
-router = APIRouter(prefix="/api", tags=["health"])
+router = APIRouter(prefix="/api", tags=["health"], route_class=Answered)
 
 
 @router.get("/health", response_model=Health, responses={503: {"model": Health}})

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, LagGradients, LagGradientsRequest, LongLagResults
 from app.services import long_lag
 
-router = APIRouter(prefix="/api", tags=["gradients"])
+router = APIRouter(prefix="/api", tags=["gradients"], route_class=Answered)
 
 
 @router.get("/long-lag", response_model=LongLagResults, responses={404: {"model": ErrorBody}})

@@ -1,12 +1,13 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.routes.options import decode_options
 from app.schemas import Attention, AttentionRequest, ErrorBody
 from app.services.maps import attention_maps_job
 from models.outputs import ATTENTION_KINDS
 
-router = APIRouter(prefix="/api", tags=["attention"])
+router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)
 
 
 @router.post("/attention", response_model=Attention, response_model_exclude_none=True,

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import Registry
+from app.routes import Answered
 from app.schemas import Curve, ErrorBody, ModelInfo
 from app.services import catalog
 
-router = APIRouter(prefix="/api", tags=["models"])
+router = APIRouter(prefix="/api", tags=["models"], route_class=Answered)
 
 
 @router.get("/models", response_model=list[ModelInfo])

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Order, OrderRequest
 from app.services.order import order as shuffle
 
-router = APIRouter(prefix="/api", tags=["chapters"])
+router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
 
 @router.post("/order", response_model=Order, responses={404: {"model": ErrorBody}})

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Prediction, PredictRequest
 from app.services.predict import prediction
 
-router = APIRouter(prefix="/api", tags=["chapters"])
+router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
 
 @router.post("/predict", response_model=Prediction, response_model_exclude_none=True,

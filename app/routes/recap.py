@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Recap, TextRequest
 from app.services.recap import recap as gather
 
-router = APIRouter(prefix="/api", tags=["recap"])
+router = APIRouter(prefix="/api", tags=["recap"], route_class=Answered)
 
 
 @router.post("/recap", response_model=Recap, responses={404: {"model": ErrorBody}})

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Recurrence, RecurrenceRequest
 from app.services.recurrence import recurrence as read_sentence
 
-router = APIRouter(prefix="/api", tags=["recurrence"])
+router = APIRouter(prefix="/api", tags=["recurrence"], route_class=Answered)
 
 
 @router.post("/recurrence", response_model=Recurrence, responses={404: {"model": ErrorBody}})

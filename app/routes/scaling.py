@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Scaling, ScalingRequest
 from app.services.scaling import scaling as measure
 
-router = APIRouter(prefix="/api", tags=["chapters"])
+router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
 
 @router.post("/scaling", response_model=Scaling, response_model_exclude_none=True,

@@ -1,10 +1,11 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Scores, ScoresRequest
 from app.services.scores import attention_scores
 
-router = APIRouter(prefix="/api", tags=["attention"])
+router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)
 
 
 @router.post("/scores", response_model=Scores, responses={404: {"model": ErrorBody}})

@@ -1,11 +1,12 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, Snapshot, SnapshotRequest
 from app.services.snapshots import snapshot_maps
 from models.outputs import ATTENTION_KINDS
 
-router = APIRouter(prefix="/api", tags=["attention"])
+router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)
 
 
 @router.post("/snapshots", response_model=Snapshot, response_model_exclude_none=True,

@@ -3,10 +3,11 @@ from typing import Annotated
 from fastapi import APIRouter, Body
 
 from app.dependencies import Registry
+from app.routes import Answered
 from app.schemas import ErrorBody, TimingRequest, Timings, TimingStatus
 from app.services.timing import bench
 
-router = APIRouter(prefix="/api", tags=["timing"])
+router = APIRouter(prefix="/api", tags=["timing"], route_class=Answered)
 
 
 @router.post("/timing", response_model=Timings, responses={

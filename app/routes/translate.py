@@ -1,11 +1,12 @@
 from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
+from app.routes import Answered
 from app.routes.options import decode_options
 from app.schemas import ErrorBody, TranslateRequest, Translation
 from app.services.translation import translation_job
 
-router = APIRouter(prefix="/api", tags=["translate"])
+router = APIRouter(prefix="/api", tags=["translate"], route_class=Answered)
 
 
 @router.post("/translate", response_model=Translation, response_model_exclude_none=True,

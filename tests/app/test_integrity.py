@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from fastapi.testclient import TestClient
 
+import app.services.maps
 from app.main import create_app
 from models import checkpoint
 from tests.app.conftest import tiny_settings
@@ -79,3 +82,19 @@ def test_non_finite_outputs_never_reach_a_500(tmp_path, path, body):
         assert answer.status_code != 500, answer.text
         if answer.status_code != 200:
             assert "non-finite" in answer.json()["detail"]
+
+
+def test_nan_attention_weights_are_an_error_not_nulls(tmp_path, monkeypatch):
+    """Attention maps that come out NaN (an overflow on some input): JSON has no NaN, and a null
+    would read as a missing weight. /api/attention answers 503 and says why; compare gives that
+    model an error line while the others answer."""
+    maps_rounding = app.services.maps.round_sig
+    monkeypatch.setattr(app.services.maps, "round_sig", lambda weights: maps_rounding(weights * float("nan")))
+    folder = write_tiny_checkpoints(tmp_path / "checkpoints", names=("rnn", "lstm-additive"))
+    with TestClient(create_app(tiny_settings(folder, max_target_tokens=8))) as client:
+        answer = client.post("/api/attention", json={**TEXT, "model": "lstm-additive"})
+        assert answer.status_code == 503 and "non-finite" in answer.json()["detail"]
+        lines = [json.loads(line) for line in client.post("/api/compare", json=TEXT).text.splitlines()]
+        by_model = {line["model"]: line for line in lines}
+        assert "non-finite" in by_model["lstm-additive"]["error"]
+        assert "error" not in by_model["rnn"] and by_model["rnn"]["source_tokens"]

@@ -1,11 +1,13 @@
 """The response models: each shape written once, and no key outside it, where it is made or sent."""
 
 import inspect
+import json
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
 from app import schemas
+from app.routes import gradients, health, maps, predict, scores, translate
 
 
 def _responses() -> list[type[BaseModel]]:
@@ -30,3 +32,36 @@ def test_the_openapi_schema_says_so(client):
     documented = [cls.__name__ for cls in _responses() if cls.__name__ in components]
     assert len(documented) > 30
     assert all(components[name].get("additionalProperties") is False for name in documented)
+
+
+def _attention(weight: float, text: str = "Hi.") -> schemas.Attention:
+    return schemas.Attention(model="m", translation=text, source_tokens=["▁Salut"], target_tokens=["▁Hi"],
+                             maps=[schemas.AttentionMap(kind="cross", layer=0, head=0, rows=["▁Hi"],
+                                                        cols=["▁Salut"], weights=[[weight]])])
+
+
+@pytest.mark.parametrize("weight", [float("nan"), float("inf"), float("-inf")])
+def test_an_answer_holding_a_non_finite_number_is_not_written(weight):
+    """JSON has no NaN, and a null in its place would read as a number left out: the answer is
+    refused with the ValueError the app turns into a 503 that says so (tests/app/test_integrity.py)."""
+    with pytest.raises(ValueError, match="Out of range float values"):
+        _attention(weight).to_json()
+
+
+def test_an_answer_is_written_as_pydantic_and_json_would_write_it():
+    for answer in (_attention(0.25), _attention(1.0, text="NaN, Infinity and -Infinity, as words")):
+        assert json.loads(answer.to_json()) == answer.model_dump(mode="json")
+    assert _attention(0.25).to_json() == _attention(0.25).model_dump_json()
+
+
+def test_the_routes_send_the_answer_as_its_model_writes_it(client):
+    """Every model answer is written once, by its model (app/routes/__init__.py), not dumped,
+    validated again and encoded by FastAPI; GET /api/health, which sets its own status, is not."""
+    routes = {route.path: route for module in (maps, translate, scores, gradients, predict, health)
+              for route in module.router.routes}
+    for path in ("/api/attention", "/api/translate", "/api/scores", "/api/gradients", "/api/predict"):
+        assert hasattr(routes[path].endpoint, "__wrapped__"), path
+    assert not hasattr(routes["/api/health"].endpoint, "__wrapped__")
+    answer = client.post("/api/attention", json={"text": "Je mange du pain."})
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    assert schemas.Attention.model_validate_json(answer.content).to_json(exclude_none=True) == answer.text
