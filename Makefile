@@ -41,8 +41,8 @@ lint: $(STAMP)
 # browser (bench/bench_page.py; compare it across machines beside floor.json's bandwidth), the page
 # under Lighthouse, desktop and mobile presets (bench/lighthouse.py; it installs the pinned Lighthouse
 # with npm into ~/.cache/attention-lab on first use, so it needs Node 18+; nothing else does) and a
-# shared chapter link, /?ch=1 to 11, timed in a fresh browser (bench/chapter_links.py); figures
-# printed and written to bench/results/. Run on a quiet machine.
+# shared chapter link, /?ch=1 to 11, timed in a fresh browser (bench/chapter_links.py), and start-up to
+# healthy (bench/startup.py); figures printed and written to bench/results/. Run on a quiet machine.
 bench: $(STAMP)
 	$(PY) -m pip install --quiet "ctranslate2>=4.5"
 	$(PY) bench/floor.py --json bench/results/floor.json
@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_page.py --json > bench/results/page.json
 	$(PY) bench/lighthouse.py --runs 3 --json bench/results/lighthouse.json
 	$(PY) bench/chapter_links.py --runs 3 --json bench/results/chapter_links.json
+	$(PY) bench/startup.py --runs 3 --json bench/results/startup.json
 
 # Re-train and re-evaluate all five shipped models from scratch (hours on a 2-core CPU; see README).
 checkpoints: $(STAMP)
