@@ -8,6 +8,7 @@ The models (models/transformer.py, seq2seq.py, ...) are written as derived and t
     precision.py   fp16 copies of the weights that fp16 holds exactly, for the products
     step.py        a Transformer's one-position decoding step, reading its weights gathered once
     graph.py       that step recorded as a TorchScript graph and replayed from C++
+    recurrent.py   a recurrent encoder-decoder's decoding step, recorded the same way
 
 Each keeps every formula: the layout and the fp16 copies only change the order in which a dot
 product's terms are summed (the same within float rounding), the step and the graph make the same
@@ -42,12 +43,15 @@ def on_device(layout: str, precision: str, step: str, device) -> tuple[str, str,
 
 def served(model, layout: str, precision: str, step: str = "graph"):
     """`model` as the server runs it on its device, with `layout`, `precision` and `step` asked for
-    (see `on_device`): its weights reordered and given fp16 copies in place, and a Transformer
-    wrapped as a ServedTransformer that decodes through its one-position step, recorded as a graph
-    when `step` is "graph". Returns the served model; it shares the Parameters of `model`."""
+    (see `on_device`): its weights reordered and given fp16 copies in place, a Transformer wrapped
+    as a ServedTransformer that decodes through its one-position step, and a recurrent model as a
+    ServedSeq2Seq; either decodes through its step recorded as a graph when `step` is "graph".
+    Returns the served model; it shares the Parameters of `model`."""
+    from models.seq2seq import Seq2Seq
     from models.serving.graph import StepGraph
     from models.serving.layout import input_major
     from models.serving.precision import half_weights
+    from models.serving.recurrent import RecurrentStepGraph, ServedSeq2Seq
     from models.serving.step import ServedTransformer
     from models.transformer import Transformer
 
@@ -60,6 +64,10 @@ def served(model, layout: str, precision: str, step: str = "graph"):
         model = ServedTransformer(model)
         if step == "graph":
             model.graph = StepGraph(model)
+    elif isinstance(model, Seq2Seq):
+        model = ServedSeq2Seq(model)
+        if step == "graph":
+            model.graph = RecurrentStepGraph(model)
     return model
 
 

@@ -35,7 +35,7 @@ class StepGraph:
     keys) and for later ones."""
 
     def __init__(self, model: ServedTransformer):
-        with _frozen(model), torch.no_grad():
+        with frozen(model), torch.no_grad():
             self.first, self.next = _record(model, past=False), _record(model, past=True)
 
     def __call__(self, x: torch.Tensor, cache, cross_kv):
@@ -79,7 +79,7 @@ def _record(model: ServedTransformer, past: bool):
 
 
 @contextmanager
-def _frozen(model: nn.Module):
+def frozen(model: nn.Module):
     """Parameters that do not require gradients while recording (a graph holds its weights as
     constants, which may not); the graph only ever runs with gradients off."""
     wanted = [p.requires_grad for p in model.parameters()]

@@ -121,6 +121,24 @@ def _heads(q, k, v, mask, head_mask, sqrt_d):
     return context.view(q.size(0), -1), weights
 
 
+def adopt(served: nn.Module, model: nn.Module) -> None:
+    """Give `served`, a new instance of a subclass of `model`'s class, `model`'s plain attributes,
+    modules, Parameters and buffers themselves (not copies; the same state-dict names) and its mode: the
+    trained model as served, without building its modules again (no memory, no random draws)."""
+    nn.Module.__init__(served)  # not the model's own __init__: the trained model's modules, not new ones
+    for name, value in vars(model).items():  # its plain attributes: config, an attention of None, ...
+        if not name.startswith("_") and name != "training":
+            setattr(served, name, value)
+    persistent = model.state_dict().keys()
+    for name, module in model.named_children():
+        served.add_module(name, module)
+    for name, param in model.named_parameters(recurse=False):
+        served.register_parameter(name, param)
+    for name, buffer in model.named_buffers(recurse=False):
+        served.register_buffer(name, buffer, persistent=name in persistent)
+    served.train(model.training)
+
+
 class ServedTransformer(Transformer):
     """A trained Transformer, sharing its modules and Parameters, whose `decode` of one new token
     per sentence in eval mode runs `step` per layer, or `graph` (graph.StepGraph) on the path it
@@ -128,16 +146,7 @@ class ServedTransformer(Transformer):
     served model is not changed afterwards (serve the trained model again instead)."""
 
     def __init__(self, model: Transformer):
-        nn.Module.__init__(self)  # not Transformer.__init__: the trained model's modules, not new ones
-        self.config = model.config
-        persistent = model.state_dict().keys()
-        for name, module in model.named_children():
-            self.add_module(name, module)
-        for name, param in model.named_parameters(recurse=False):
-            self.register_parameter(name, param)
-        for name, buffer in model.named_buffers(recurse=False):
-            self.register_buffer(name, buffer, persistent=name in persistent)
-        self.train(model.training)
+        adopt(self, model)
         self.steps = [StepWeights.of(layer) for layer in self.decoder_layers]
         self.graph = None  # the recorded step (graph.StepGraph), set by models.serving.served
 

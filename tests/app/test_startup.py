@@ -85,8 +85,8 @@ def test_fp32_products_are_one_setting_away(tiny_checkpoints):
 
 
 def test_the_recorded_decoding_step_is_one_setting_away_and_answers_the_same(tiny_checkpoints):
-    """ATTENTION_LAB_STEP=graph (the default) records the Transformers' decoding step, the shipped
-    one and the timeline's; python runs the Python step. Every number of an answer is the same."""
+    """ATTENTION_LAB_STEP=graph (the default) records every model's decoding step, the shipped
+    ones and the timeline's; python runs the Python step. Every number of an answer is the same."""
     answers = {}
     for step in ("graph", "python"):
         settings = Settings(checkpoints=tiny_checkpoints, device="cpu", step=step, cache_size=0)
@@ -94,10 +94,10 @@ def test_the_recorded_decoding_step_is_one_setting_away_and_answers_the_same(tin
             registry = client.app.state.registry
             assert step_of(registry.models["transformer"].model) == step
             assert step_of(registry.states.at_step("transformer", 1)) == step
-            assert step_of(registry.models["lstm"].model) == "python"  # a recurrent step is a few calls
-            response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
-            assert response.status_code == 200
-            answers[step] = response.json()
+            assert step_of(registry.models["lstm-additive"].model) == step
+            answers[step] = [client.post("/api/attention", json={"text": "Je mange du pain.", "model": name})
+                             .json() for name in ("transformer", "lstm-additive")]
+            assert all(answer.get("maps") for answer in answers[step])
     assert answers["graph"] == answers["python"]
 
 

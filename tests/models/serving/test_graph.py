@@ -47,6 +47,17 @@ def _calls(graph_model) -> list[int]:
     return count
 
 
+def assert_searches_match(graph, python, sources, max_len=30):
+    """Greedy (with every internal, and tokens only) and a beam of four rows through `graph` give
+    what they give through `python`, bit for bit."""
+    for src in sources:
+        _assert_same(greedy(graph, src, max_len=max_len), greedy(python, src, max_len=max_len))
+        assert greedy_tokens(graph, src, max_len=max_len) == greedy_tokens(python, src, max_len=max_len)
+        a, b = beam_search(graph, src, 4, max_len=max_len), beam_search(python, src, 4, max_len=max_len)
+        _assert_same(a, b)
+        assert [(h.tokens, h.log_prob) for h in a.beam] == [(h.tokens, h.log_prob) for h in b.beam]
+
+
 def _assert_same(a, b):
     assert a.tokens == b.tokens and a.finished == b.finished
     assert torch.equal(a.output.logits, b.output.logits)
@@ -62,12 +73,7 @@ def test_greedy_and_beam_search_through_the_graph_match_the_python_step_bit_for_
     and a beam of four rows (a batch the graph never saw)."""
     graph, python = _pair(precision)
     count = _calls(graph)
-    for src in SOURCES:
-        _assert_same(greedy(graph, src, max_len=30), greedy(python, src, max_len=30))
-        assert greedy_tokens(graph, src, max_len=30) == greedy_tokens(python, src, max_len=30)
-        a, b = beam_search(graph, src, 4, max_len=30), beam_search(python, src, 4, max_len=30)
-        _assert_same(a, b)
-        assert [(h.tokens, h.log_prob) for h in a.beam] == [(h.tokens, h.log_prob) for h in b.beam]
+    assert_searches_match(graph, python, SOURCES)
     assert count[0] >= 3 * len(SOURCES) and count[1] > 30 * len(SOURCES)
 
 
@@ -147,7 +153,7 @@ def test_a_served_transformer_is_the_trained_one_with_the_same_parameters():
     assert not hasattr(model, "graph")  # the trained model itself is not a served one
 
 
-def test_a_graph_is_recorded_for_transformers_on_a_cpu_only():
+def test_a_graph_is_recorded_for_every_model_on_a_cpu_only():
     assert STEPS == ("graph", "python")
     assert [on_device("as-stored", "fp32", step, "cpu")[2] for step in STEPS] == ["graph", "python"]
     assert on_device("as-stored", "fp32", "graph", "cuda")[2] == "python"
@@ -155,7 +161,7 @@ def test_a_graph_is_recorded_for_transformers_on_a_cpu_only():
         on_device("as-stored", "fp32", "compiled", "cpu")
     for name in MODEL_NAMES:
         model = served(build(tiny_config(name, VOCAB)).eval(), "as-stored", "fp32", "graph")
-        assert step_of(model) == ("graph" if name == "transformer" else "python")
+        assert step_of(model) == "graph"
     assert isinstance(model.graph, StepGraph)
     assert served(model, "as-stored", "fp32", "python").graph is None
 

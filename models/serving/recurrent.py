@@ -1,0 +1,83 @@
+"""A recurrent encoder-decoder's decoding step recorded once as a TorchScript graph, as graph.py does
+for the Transformer.
+
+A decoding step of models/seq2seq.py (embed one token, one cell step, the attention over the
+encoder states, the output projection) is twenty to forty small PyTorch calls through a dozen
+modules; from Python each also pays the interpreter and the module calls. `RecurrentStepGraph` runs
+`Seq2Seq.decode` once under torch.jit.trace, which records the ATen calls it makes, and then makes
+those calls itself: the same calls on the same tensors in the same order, so the same logits, maps
+and states, bit for bit (tests/models/serving/test_recurrent.py). bench/floor.py's compare, four of
+whose five models are recurrent, times what it buys.
+
+The recording is one path: one token per sentence, no padding mask, nothing differentiated, eval
+mode. `ServedSeq2Seq.decode` takes it only there and runs the model's own `decode` otherwise.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from models.seq2seq import Seq2Seq, Seq2SeqMemory
+from models.serving.graph import frozen
+from models.serving.step import adopt
+from models.tokenizer import BOS_ID
+
+
+class ServedSeq2Seq(Seq2Seq):
+    """A trained Seq2Seq, sharing its modules and Parameters, whose `decode` of one token per
+    sentence in eval mode runs `graph` (a RecurrentStepGraph) when it has one. Built by
+    models.serving.served after the weights' layout and copies are final."""
+
+    def __init__(self, model: Seq2Seq):
+        adopt(self, model)
+        self.graph = None  # the recorded step, set by models.serving.served
+
+    def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
+        if (self.graph is None or self.training or tgt_in.size(1) != 1 or memory.mask is not None
+                or torch.is_grad_enabled()):  # off the path the graph recorded
+            return super().decode(memory, tgt_in, cache)
+        return self.graph(memory, tgt_in, cache)
+
+
+class RecurrentStepGraph:
+    """The decoding step of one ServedSeq2Seq, recorded on a one-sentence example."""
+
+    def __init__(self, model: ServedSeq2Seq):
+        self.lstm = model.config.cell == "lstm"
+        self.attention = model.attention is not None
+        with frozen(model), torch.no_grad():
+            self.run = self._record(model)
+
+    def __call__(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
+        """`Seq2Seq.decode` of one token per sentence: logits (B, 1, V), {"cross": (B, 1, 1, 1, S)}
+        ({} without attention) and the state after the token."""
+        state = memory.state if cache is None else cache
+        logits, weights, *final = self.run(tgt_in, *self._inputs(memory), *(state if self.lstm else (state,)))
+        return logits, {"cross": weights} if self.attention else {}, tuple(final) if self.lstm else final[0]
+
+    def _inputs(self, memory: Seq2SeqMemory) -> tuple[torch.Tensor, ...]:
+        """What the step reads of the memory: the encoder states, and the additive attention's
+        projected keys where it has them."""
+        return (memory.keys,) if memory.projected is None else (memory.keys, memory.projected)
+
+    def _record(self, model: ServedSeq2Seq):
+        example = Seq2Seq.encode(model, torch.tensor([[BOS_ID, BOS_ID]], device=model.out_bias.device))
+        inputs = self._inputs(example)
+        keyed = len(inputs)
+
+        def decode_step(tgt_in, *tensors):
+            keys, projected = tensors[0], tensors[1] if keyed == 2 else None
+            state = tuple(tensors[keyed:]) if self.lstm else tensors[keyed]
+            memory = Seq2SeqMemory(keys=keys, mask=None, state=state, projected=projected)
+            logits, weights, final = Seq2Seq.decode(model, memory, tgt_in)
+            # a placeholder for the maps of a model without attention: a traced function returns tensors
+            return logits, weights.get("cross", logits), *(final if self.lstm else (final,))
+
+        state = example.state if self.lstm else (example.state,)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see graph.available
+            # decode's one-token branch is recorded as taken: ServedSeq2Seq.decode sends only that path
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            return torch.jit.trace(decode_step, (torch.tensor([[BOS_ID]]), *inputs, *state), check_trace=False)
