@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from bench.serving import CHROMIUM, CHROMIUM_ARGS, serve
 from models.architectures import MODEL_NAMES
@@ -161,11 +162,16 @@ def show(page, testid: str):
     screen) and wait until it is drawn for the current text; return its locator."""
     plot = page.get_by_test_id(testid)
     plot.evaluate("el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
-    page.wait_for_function(
-        "id => { const el = document.querySelector(`[data-testid='${id}']`);"
-        " return !el.dataset.stale && (el.querySelector('.main-svg') || el.querySelector('.plot-empty')); }",
-        arg=testid, timeout=UPDATE_TIMEOUT_MS,
-    )
+    try:
+        page.wait_for_function(
+            "id => { const el = document.querySelector(`[data-testid='${id}']`);"
+            " return !el.dataset.stale && (el.querySelector('.main-svg') || el.querySelector('.plot-empty')); }",
+            arg=testid, timeout=UPDATE_TIMEOUT_MS,
+        )
+    except PlaywrightTimeout as error:  # say which plot, in which state (a CI log is all there is)
+        state = plot.evaluate("el => ({stale: el.dataset.stale ?? null, drawn: !!el.querySelector('.main-svg'),"
+                              " text: el.textContent.slice(0, 200), update: window.attentionLab.lastUpdate})")
+        raise AssertionError(f"plot {testid!r} not shown for the current text: {state}") from error
     return plot
 
 
