@@ -7,7 +7,7 @@ The models (models/transformer.py, seq2seq.py, ...) are written as derived and t
                    column, faster one-row products on a CPU)
     precision.py   fp16 copies of the weights that fp16 holds exactly, for the products
     step.py        a Transformer's one-position decoding step, reading its weights gathered once
-    graph.py       that step recorded as a TorchScript graph and replayed from C++
+    graph.py       that step, and the encoder, recorded as TorchScript graphs and replayed from C++
     recurrent.py   a recurrent encoder-decoder's decoding step, recorded the same way
 
 Each keeps every formula: the layout and the fp16 copies only change the order in which a dot
@@ -48,7 +48,7 @@ def served(model, layout: str, precision: str, step: str = "graph"):
     ServedSeq2Seq; either decodes through its step recorded as a graph when `step` is "graph".
     Returns the served model; it shares the Parameters of `model`."""
     from models.seq2seq import Seq2Seq
-    from models.serving.graph import StepGraph
+    from models.serving.graph import EncoderGraph, StepGraph
     from models.serving.layout import input_major
     from models.serving.precision import half_weights
     from models.serving.recurrent import RecurrentStepGraph, ServedSeq2Seq
@@ -63,7 +63,7 @@ def served(model, layout: str, precision: str, step: str = "graph"):
     if isinstance(model, Transformer):
         model = ServedTransformer(model)
         if step == "graph":
-            model.graph = StepGraph(model)
+            model.graph, model.encoder_graph = StepGraph(model), EncoderGraph(model)
     elif isinstance(model, Seq2Seq):
         model = ServedSeq2Seq(model)
         if step == "graph":

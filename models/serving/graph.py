@@ -1,4 +1,5 @@
-"""A Transformer's decoding step recorded once as a TorchScript graph: the same calls, run from C++.
+"""A Transformer's decoding step and its encoder, each recorded once as a TorchScript graph: the
+same calls, run from C++.
 
 A decoding step (step.step per layer, then the tied output projection) is many small PyTorch calls
 on rows of 256 to 1,024 numbers. Made from Python, each call also pays the interpreter and
@@ -12,6 +13,9 @@ switched-off heads, nothing differentiated. `ServedTransformer.decode` takes the
 path and runs the Python step otherwise. The graph reads the served model's own weight tensors
 (nothing is copied), recorded after their layout and fp16 copies are final, so the Python step
 stays the reference the tests compare it with, and one setting away (Settings.step).
+
+The encoder is recorded the same way (`EncoderGraph`), run once per sentence on the path
+`ServedTransformer.encode_with_internals` checks (no padding, no switched-off encoder head).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import torch
 from torch import nn
 
 from models.serving.step import ServedTransformer, step
+from models.tokenizer import PAD_ID
+from models.transformer import Transformer
 
 
 def available() -> bool:
@@ -51,6 +57,33 @@ class StepGraph:
         return logits, {"decoder": self_w, "cross": cross_w}, list(zip(kv[::2], kv[1::2], strict=True))
 
 
+class EncoderGraph:
+    """The encoder of one ServedTransformer, recorded: the embedding, every layer and the final norm,
+    then each decoder layer's cross-attention keys and values of the source, as
+    `Transformer.encode_with_internals` computes them in eval mode with no padding, no switched-off
+    encoder head and the configured positional encoding. Recorded on a two-piece sentence; sizes are
+    read from the input at every call, so any unpadded batch up to the positional table's length runs
+    through it (`ServedTransformer.encode_with_internals` checks that)."""
+
+    def __init__(self, model: ServedTransformer):
+        def encode(src):
+            memory, internals = Transformer.encode_with_internals(model, src)  # the derivation's
+            kv = [t for pair in memory.cross_kv for t in pair]
+            return memory.states, internals["attentions"]["encoder"], *kv
+
+        example = torch.full((1, 2), PAD_ID + 1, device=model.out_bias.device)  # any piece but padding
+        with frozen(model), evaluating(model), torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # the padding test: no mask
+            self.run = torch.jit.trace(encode, (example,), check_trace=False)
+
+    def __call__(self, src: torch.Tensor):
+        """src (B, S) -> states (B, S, d), the encoder's maps (B, L, h, S, S) and per decoder layer
+        the source's cross-attention keys and values, each (B, h, S, dh)."""
+        states, weights, *kv = self.run(src)
+        return states, weights, list(zip(kv[::2], kv[1::2], strict=True))
+
+
 def _record(model: ServedTransformer, past: bool):
     """torch.jit.trace of the step reading the model's `steps` on a one-sentence example (sizes are
     read from the inputs at every call, so any batch, source and past length runs through the same
@@ -76,6 +109,17 @@ def _record(model: ServedTransformer, past: bool):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
         return torch.jit.trace(decode_step, example, check_trace=False)
+
+
+@contextmanager
+def evaluating(model: nn.Module):
+    """`model` in eval mode (dropout off) while recording, its mode restored after."""
+    was = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was)
 
 
 @contextmanager

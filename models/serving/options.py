@@ -8,7 +8,7 @@ from __future__ import annotations
 
 LAYOUTS = ("input-major", "as-stored")  # how the served weights lie in memory (layout.py)
 PRECISIONS = ("fp32", "fp16-weights")  # whether they also have fp16 copies for their products (precision.py)
-STEPS = ("graph", "python")  # how a model runs its decoding steps (step.py, graph.py, recurrent.py)
+STEPS = ("graph", "python")  # how a model runs its decoding steps, and a Transformer its encoder (graph.py)
 
 LAYOUT, PRECISION, STEP = "input-major", "fp16-weights", "graph"  # the server's defaults
 PLAIN = ("as-stored", "fp32", "python")  # the trained model's own numbers: every fast path off

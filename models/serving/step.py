@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models.attention import masked_softmax
+from models.attention import mask_if_needed, masked_softmax
 from models.serving.precision import HalfCopy, HalfLinear
+from models.tokenizer import PAD_ID
 from models.transformer import DecoderLayer, Transformer, TransformerMemory, head_row
 
 # A product as a step reads it: weight, bias, and the fp16 copy it is computed from (None: fp32)
@@ -149,6 +150,20 @@ class ServedTransformer(Transformer):
         adopt(self, model)
         self.steps = [StepWeights.of(layer) for layer in self.decoder_layers]
         self.graph = None  # the recorded step (graph.StepGraph), set by models.serving.served
+        self.encoder_graph = None  # the recorded encoder (graph.EncoderGraph), set with it
+
+    def encode_with_internals(self, src, head_mask=None, positional=None):
+        """The derivation's, or its recording on the path it recorded: eval mode, nothing
+        differentiated, no switched-off encoder head, the configured positional encoding, no
+        padding, a length within the positional table."""
+        if (self.encoder_graph is None or self.training or torch.is_grad_enabled()
+                or "encoder" in (head_mask or {}) or positional not in (None, self.config.positional)
+                or src.size(1) > self.pe.size(0)
+                or mask_if_needed((src != PAD_ID).unsqueeze(1)) is not None):
+            return super().encode_with_internals(src, head_mask, positional)
+        states, weights, cross_kv = self.encoder_graph(src)
+        memory = TransformerMemory(states, None, head_mask, cross_kv)
+        return memory, {"attentions": {"encoder": weights}, "encoder_hidden": states}
 
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None:

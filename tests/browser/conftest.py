@@ -164,8 +164,8 @@ def show(page, testid: str):
     plot.evaluate("el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
     try:
         page.wait_for_function(
-            "id => { const el = document.querySelector(`[data-testid='${id}']`);"
-            " return !el.dataset.stale && (el.querySelector('.main-svg') || el.querySelector('.plot-empty')); }",
+            "id => { const el = document.querySelector(`[data-testid='${id}']`); return !el.dataset.stale"
+            " && (el.querySelector('.main-svg') || el.querySelector('.plot-empty')); }",
             arg=testid, timeout=UPDATE_TIMEOUT_MS,
         )
     except PlaywrightTimeout as error:  # say which plot, in which state (a CI log is all there is)

@@ -47,6 +47,29 @@ def _calls(graph_model) -> list[int]:
     return count
 
 
+def _encodings(graph_model) -> list[int]:
+    """Count the recorded encoder's runs."""
+    count = [0]
+    recorded, run = graph_model.encoder_graph, graph_model.encoder_graph.run
+
+    def counted(*args):
+        count[0] += 1
+        return run(*args)
+    recorded.run = counted
+    return count
+
+
+def _assert_same_encoding(a, b):
+    (memory_a, internals_a), (memory_b, internals_b) = a, b
+    assert torch.equal(memory_a.states, memory_b.states) and memory_a.head_mask is memory_b.head_mask
+    assert (memory_a.mask is None) == (memory_b.mask is None)
+    assert memory_a.mask is None or torch.equal(memory_a.mask, memory_b.mask)
+    assert all(torch.equal(x, y) for kv_a, kv_b in zip(memory_a.cross_kv, memory_b.cross_kv, strict=True)
+               for x, y in zip(kv_a, kv_b, strict=True))
+    assert torch.equal(internals_a["attentions"]["encoder"], internals_b["attentions"]["encoder"])
+    assert torch.equal(internals_a["encoder_hidden"], internals_b["encoder_hidden"])
+
+
 def assert_searches_match(graph, python, sources, max_len=30):
     """Greedy (with every internal, and tokens only) and a beam of four rows through `graph` give
     what they give through `python`, bit for bit."""
@@ -77,6 +100,43 @@ def test_greedy_and_beam_search_through_the_graph_match_the_python_step_bit_for_
     assert count[0] >= 3 * len(SOURCES) and count[1] > 30 * len(SOURCES)
 
 
+@pytest.mark.parametrize("precision", ["fp16-weights", "fp32"])
+@torch.inference_mode()
+def test_the_encoder_through_its_graph_matches_the_derivation_bit_for_bit(precision):
+    """Lengths and batches far from the two-piece sentence it was recorded on; switched-off heads
+    of the decoder only still go through it."""
+    graph, python = _pair(precision)
+    count = _encodings(graph)
+    for src in [*SOURCES, [9], [3 + i % (VOCAB - 3) for i in range(graph.pe.size(0))]]:
+        src = torch.tensor([src])
+        _assert_same_encoding(graph.encode_with_internals(src), python.encode_with_internals(src))
+    batch = torch.tensor([[5, 9, 12], [40, 41, 42]])
+    _assert_same_encoding(graph.encode_with_internals(batch), python.encode_with_internals(batch))
+    decoder_off = graph.head_mask([("decoder", 0, 1)])
+    _assert_same_encoding(graph.encode_with_internals(batch, decoder_off),
+                          python.encode_with_internals(batch, decoder_off))
+    assert count == [len(SOURCES) + 4]
+
+
+def test_paths_the_encoder_graph_did_not_record_take_the_derivation():
+    """Padding, a switched-off encoder head, the positional encoding switched, a source longer than
+    the positional table, gradients on, training mode: the same numbers, and the graph never runs."""
+    graph, python = _pair()
+    count = _encodings(graph)
+    src, padded = torch.tensor([[5, 9, 12, 7]]), torch.tensor([[5, 9, 12, 7], [40, 41, 0, 0]])
+    longer = torch.tensor([[7] * (graph.pe.size(0) + 3)])
+    heads_off = graph.head_mask([("encoder", 1, 2)])
+    with torch.inference_mode():
+        for args in [(padded,), (src, heads_off), (src, None, False), (longer,)]:
+            _assert_same_encoding(graph.encode_with_internals(*args), python.encode_with_internals(*args))
+    graph.requires_grad_(True)
+    python.requires_grad_(True)
+    _assert_same_encoding(graph.encode_with_internals(src), python.encode_with_internals(src))
+    graph.train()
+    assert graph.encode_with_internals(src)[0].states.shape == (1, 4, graph.config.d_model)
+    assert count == [0]
+
+
 @torch.inference_mode()
 def test_each_step_returns_the_same_logits_maps_and_cache():
     graph, python = _pair()
@@ -101,10 +161,10 @@ def test_the_shipped_transformer_translates_the_same_through_its_graph():
     model, python = (served(checkpoint.load(SHIPPED).requires_grad_(False), "input-major", "fp16-weights", step)
                      for step in STEPS)
     assert (step_of(model), step_of(python)) == STEPS
-    count = _calls(model)
+    count, encodings = _calls(model), _encodings(model)
     for src in ([112, 2040, 77, 981, 5, 14], [300, 301, 17, 45, 2000, 999, 12, 8, 1500, 14]):
         _assert_same(greedy(model, src), greedy(python, src))
-    assert count[1] > 0
+    assert count[1] > 0 and encodings == [2] and python.encoder_graph is None
 
 
 @torch.inference_mode()
