@@ -20,7 +20,8 @@ tensor, median of 7) and the cost of one tiny PyTorch op. Then, on test-split se
   (models/serving/threads.py), and the step run in Python instead of replayed from its recorded
   graph (ATTENTION_LAB_STEP=python, models/serving/graph.py).
 - HTTP / in process: POST /api/attention on a server started here (result cache off), divided by the
-  same work (decode and every map) in this process; and the same request over the decode's floor.
+  same work (decode and every map) in this process, the two taken in turns beside the sentence's
+  other figures (medians of three); and the same request over the decode's floor.
 - compare / alone: POST /api/compare with every model, to its last line, divided by the Transformer
   alone through /api/attention; the models side by side (the default, one lane per core), and on a
   second server one after another (ATTENTION_LAB_LANES=1): what that lever buys. Beside it, compare
@@ -172,7 +173,7 @@ def timed_decode(model, ids: list[int], one_thread: bool = True) -> tuple[float,
         return time.perf_counter() - start, tokens
 
 
-def in_process(registry, sentences: list[str], server_threads: int) -> list[dict]:
+def in_process(registry, sentences: list[str], server_threads: int, servers: Servers) -> list[dict]:
     model = registry.get(MODEL).model  # input-major, fp16 copies, the step's graph: as the server runs it
 
     def load(*how):
@@ -199,38 +200,45 @@ def in_process(registry, sentences: list[str], server_threads: int) -> list[dict
         for which, one_thread, key in variants[turn:] + variants[:turn]:  # interleaved: same conditions
             seconds, tokens = registry.jobs.worker.run(timed_decode, which, ids, one_thread)
             row[key] = seconds * 1e3
-        start = time.perf_counter()
-        attention_maps(registry, MODEL, text)  # runs on the model thread, as the server runs it
-        maps = time.perf_counter() - start
+        row.update(servers.attention(registry, text))
         floor = floor_seconds(read, len(tokens), gbs)
         rows.append({**row, "pieces": len(tokens), "floor_ms": floor * 1e3,
-                     "served_floor_ms": floor_seconds(read_served, len(tokens), gbs) * 1e3,
-                     "attention_in_process_ms": maps * 1e3})
+                     "served_floor_ms": floor_seconds(read_served, len(tokens), gbs) * 1e3})
+        row = rows[-1]
+        row["compare_ms"], pieces = compare_ms(servers.client, text, list(servers.read))
+        row["compare_floor_ms"] = sum(floor_seconds(servers.read[m], k, gbs) for m, k in pieces.items()) * 1e3
+        row["compare_one_lane_ms"] = compare_ms(servers.one_lane, text, list(servers.read))[0]
     return rows
 
 
-def over_http(url: str, rows: list[dict], read: dict[str, tuple[int, int]]) -> None:
-    """/api/attention for the Transformer, then /api/compare for every model in `read` (name ->
-    weight_bytes), with the compare's own floor: every model's weights read for its translation, at
-    the bandwidth measured beside that sentence (as the Transformer's floor), so that the floors'
-    ratio is the bytes' ratio."""
-    with httpx.Client(base_url=url, timeout=120) as client:
-        for row in rows:
-            body = {"text": row["text"], "model": MODEL}
-            client.post("/api/attention", json=body).raise_for_status()  # warm
+@dataclasses.dataclass
+class Servers:
+    """Clients of the two servers started here (result cache off): the server as configured, and one
+    that runs a compare's models one after another (ATTENTION_LAB_LANES=1); `read`: each model's
+    weight_bytes, for compare's own floor (every model's weights read for its translation, at the
+    bandwidth measured beside that sentence, as the Transformer's floor, so that the floors' ratio
+    is the bytes' ratio)."""
+
+    client: httpx.Client
+    one_lane: httpx.Client
+    read: dict[str, tuple[int, int]]
+
+    def attention(self, registry, text: str, repeats: int = 3) -> dict[str, float]:
+        """Medians of POST /api/attention for the Transformer and of the same work in this process
+        (decode and every map, on the model thread as the server runs it), taken in turns: the two
+        at the same moment of a shared machine."""
+        body = {"text": text, "model": MODEL}
+        self.client.post("/api/attention", json=body).raise_for_status()  # warm
+        over_http, here = [], []
+        for _ in range(repeats):
             start = time.perf_counter()
-            client.post("/api/attention", json=body).raise_for_status()
-            row["attention_http_ms"] = (time.perf_counter() - start) * 1e3
-            row["compare_ms"], pieces = compare_ms(client, row["text"], list(read))
-            row["compare_floor_ms"] = sum(floor_seconds(read[m], n, row["bandwidth_gbs"])
-                                          for m, n in pieces.items()) * 1e3
-
-
-def one_lane(url: str, rows: list[dict], models: list[str]) -> None:
-    """/api/compare on a server that runs the models one after another (ATTENTION_LAB_LANES=1)."""
-    with httpx.Client(base_url=url, timeout=120) as client:
-        for row in rows:
-            row["compare_one_lane_ms"] = compare_ms(client, row["text"], models)[0]
+            self.client.post("/api/attention", json=body).raise_for_status()
+            over_http.append((time.perf_counter() - start) * 1e3)
+            start = time.perf_counter()
+            attention_maps(registry, MODEL, text)
+            here.append((time.perf_counter() - start) * 1e3)
+        return {"attention_http_ms": statistics.median(over_http),
+                "attention_in_process_ms": statistics.median(here)}
 
 
 def compare_ms(client: httpx.Client, text: str, models: list[str]) -> tuple[float, dict[str, int]]:
@@ -258,19 +266,18 @@ def main() -> dict:
     overhead = op_overhead_us()
     test = load_split().test
     sentences = [pair.fr for pair in test[:: max(len(test) // args.sentences, 1)][: args.sentences]]
-    with load_registry(ROOT / "checkpoints", device="cpu", cache_size=0) as registry:
+    env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
+    with (serve(env) as url, serve({**env, "ATTENTION_LAB_LANES": "1"}) as one_lane_url,
+          httpx.Client(base_url=url, timeout=120) as client,
+          httpx.Client(base_url=one_lane_url, timeout=120) as lane,
+          load_registry(ROOT / "checkpoints", device="cpu", cache_size=0) as registry):
         registry.jobs.worker.run(torch.set_num_threads, args.threads)
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
-        rows = in_process(registry, sentences, args.threads)
+        rows = in_process(registry, sentences, args.threads, Servers(client, lane, read))
         # one step's products alone against that step's floor, at the bandwidth measured beside them
         products = [(bandwidth_gbs(args.threads, mib=256, repeats=5),
                      registry.jobs.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
-    env = {"ATTENTION_LAB_CACHE_SIZE": "0", "ATTENTION_LAB_TORCH_THREADS": str(args.threads)}
-    with serve(env) as url:
-        over_http(url, rows, read)
-    with serve({**env, "ATTENTION_LAB_LANES": "1"}) as url:
-        one_lane(url, rows, models)
     report = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "threads": args.threads, "bandwidth_gbs": round(gbs, 2),
