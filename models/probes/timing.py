@@ -3,6 +3,11 @@
 A recurrent encoder takes one step per token, each waiting for the last; a Transformer encoder
 reads every position at once in a few matrix products. The loop here is pure: it takes a
 callable that times one call and the lengths, and decides only what to run and when to stop.
+
+The encoders timed are the served ones (models/serving): a Transformer's encoder replays its
+recorded graph up to its positional table's length and runs the derivation's calls from Python
+beyond it. The graph saves a fixed cost per call (the interpreter's share of each small call), which
+weighs at short lengths and is lost in the noise of the long ones.
 """
 
 from __future__ import annotations
