@@ -42,11 +42,14 @@ from __future__ import annotations
 import app  # noqa: F401  # isort: skip  (first: the server's OpenMP policy, app/__init__.py, also in process)
 import argparse
 import dataclasses
+import gzip
+import http.client
 import json
 import os
 import platform
 import statistics
 import time
+from urllib.parse import urlsplit
 
 import httpx
 import torch
@@ -222,14 +225,16 @@ class Servers:
     client: httpx.Client
     one_lane: httpx.Client
     read: dict[str, tuple[int, int]]
+    lean: http.client.HTTPConnection  # the first server again, through Python's own client
 
     def attention(self, registry, text: str, repeats: int = 3) -> dict[str, float]:
-        """Medians of POST /api/attention for the Transformer and of the same work in this process
-        (decode and every map, on the model thread as the server runs it), taken in turns: the two
-        at the same moment of a shared machine."""
+        """Medians of POST /api/attention for the Transformer, of the same work in this process
+        (decode and every map, on the model thread as the server runs it) and of the same request
+        through http.client, taken in turns: all three at the same moment of a shared machine.
+        httpx parses the answer in Python; the lean client shows how much of the HTTP figure that is."""
         body = {"text": text, "model": MODEL}
         self.client.post("/api/attention", json=body).raise_for_status()  # warm
-        over_http, here = [], []
+        over_http, here, lean = [], [], []
         for _ in range(repeats):
             start = time.perf_counter()
             self.client.post("/api/attention", json=body).raise_for_status()
@@ -237,8 +242,23 @@ class Servers:
             start = time.perf_counter()
             attention_maps(registry, MODEL, text)
             here.append((time.perf_counter() - start) * 1e3)
+            start = time.perf_counter()
+            self._lean_post("/api/attention", body)
+            lean.append((time.perf_counter() - start) * 1e3)
         return {"attention_http_ms": statistics.median(over_http),
-                "attention_in_process_ms": statistics.median(here)}
+                "attention_in_process_ms": statistics.median(here),
+                "attention_lean_client_ms": statistics.median(lean)}
+
+    def _lean_post(self, path: str, body: dict) -> bytes:
+        """POST `body` on the kept-alive connection, asking for gzip as httpx and browsers do; the
+        answer read whole and unzipped."""
+        self.lean.request("POST", path, json.dumps(body).encode(),
+                          {"Content-Type": "application/json", "Accept-Encoding": "gzip"})
+        answer = self.lean.getresponse()
+        data = answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"{path}: {answer.status} {data[:200]!r}")
+        return gzip.decompress(data) if answer.getheader("Content-Encoding") == "gzip" else data
 
 
 def compare_ms(client: httpx.Client, text: str, models: list[str]) -> tuple[float, dict[str, int]]:
@@ -274,7 +294,9 @@ def main() -> dict:
         registry.jobs.worker.run(torch.set_num_threads, args.threads)
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
-        rows = in_process(registry, sentences, args.threads, Servers(client, lane, read))
+        lean = http.client.HTTPConnection(*urlsplit(url).netloc.split(":"), timeout=120)
+        rows = in_process(registry, sentences, args.threads, Servers(client, lane, read, lean))
+        lean.close()
         # one step's products alone against that step's floor, at the bandwidth measured beside them
         products = [(bandwidth_gbs(args.threads, mib=256, repeats=5),
                      registry.jobs.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
@@ -300,6 +322,9 @@ def main() -> dict:
             "http_over_in_process": round(
                 median_ratio(rows, "attention_http_ms", "attention_in_process_ms"), 2),
             "http_over_floor": round(median_ratio(rows, "attention_http_ms", "floor_ms"), 2),
+            "lean_client_over_floor": round(median_ratio(rows, "attention_lean_client_ms", "floor_ms"), 2),
+            "httpx_over_lean_client": round(
+                median_ratio(rows, "attention_http_ms", "attention_lean_client_ms"), 2),
             "compare_over_alone": round(median_ratio(rows, "compare_ms", "attention_http_ms"), 2),
             "compare_one_lane_over_alone": round(
                 median_ratio(rows, "compare_one_lane_ms", "attention_http_ms"), 2),
@@ -318,7 +343,8 @@ def main() -> dict:
                        ("decode_ms", "fp32_decode_ms", "stored_decode_ms", "general_pass_decode_ms",
                         "python_step_decode_ms",
                         "server_threads_decode_ms", "floor_ms", "served_floor_ms", "attention_in_process_ms",
-                        "attention_http_ms", "compare_ms", "compare_one_lane_ms", "compare_floor_ms")},
+                        "attention_http_ms", "attention_lean_client_ms", "compare_ms", "compare_one_lane_ms",
+                        "compare_floor_ms")},
         "rows": rows,
     }
     print(table(report))
@@ -356,6 +382,8 @@ def table(report: dict) -> str:
         f"{ms['attention_http_ms']} / {ms['attention_in_process_ms']} |",
         f"| /api/attention over HTTP (decode and every map) / the decode's weight-bytes floor | "
         f"{r['http_over_floor']} | {ms['attention_http_ms']} / {ms['floor_ms']} |",
+        f"| the same through Python's http.client (not httpx) / that floor | {r['lean_client_over_floor']} | "
+        f"{ms['attention_lean_client_ms']} / {ms['floor_ms']} |",
         f"| /api/compare (all models) / transformer alone | {r['compare_over_alone']} | "
         f"{ms['compare_ms']} / {ms['attention_http_ms']} |",
         f"| the same, models one after another (ATTENTION_LAB_LANES=1) | {r['compare_one_lane_over_alone']} | "
