@@ -89,16 +89,9 @@ class HalfLinear(nn.Linear):
 
 
 class HalfTiedEmbedding(TiedEmbedding):
-    """TiedEmbedding whose output projection reads `half`, an fp16 copy of the embedding, and whose
-    lookups read `rows`, another one in row-major order.
-
-    The input-major layout (layout.py) stores the fp32 embedding column by column for the output
-    projection, so a token's row of it lies spread over the whole matrix, one cache line per
-    number: a lookup of a few tokens read 256 lines each, cold after a step's products. Read from
-    `rows` and widened, a row is the same fp32 numbers (fp16 holds them exactly)."""
+    """TiedEmbedding whose output projection reads `half`, an fp16 copy of the embedding."""
 
     half: HalfCopy
-    rows: torch.Tensor
 
     @classmethod
     def of(cls, embed: TiedEmbedding) -> HalfTiedEmbedding:
@@ -108,14 +101,7 @@ class HalfTiedEmbedding(TiedEmbedding):
         served = cls(embed.num_embeddings, embed.embedding_dim, embed.padding_idx, _weight=embed.weight)
         served.weight = embed.weight  # the Parameter itself, not a new one on the same numbers
         served.half = HalfCopy(embed.weight)
-        served.rows = embed.weight.detach().half().contiguous()  # (V, d), a plain attribute: not state
         return served.train(embed.training)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """(...,) ids -> (..., d) rows of E; from the fp32 weight when it is differentiated."""
-        if _differentiated(self.weight, self.weight):
-            return super().forward(ids)
-        return F.embedding(ids, self.rows).float()
 
     def logits(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         return self.half.linear(x, self.weight, bias)

@@ -86,24 +86,6 @@ def test_a_tied_embedding_projects_within_float_rounding():
         assert torch.equal(half(torch.tensor([3, 0])), embed(torch.tensor([3, 0])))  # lookups: the fp32 rows
 
 
-def test_lookups_read_a_row_major_copy_unless_the_embedding_is_differentiated():
-    """Reordered for the output projection, the fp32 embedding lies column by column: a lookup reads
-    the row-major fp16 copy (the same numbers), and a differentiated one the fp32 weight."""
-    torch.manual_seed(0)
-    embed = _fp16_numbers(TiedEmbedding(40, 16, padding_idx=0))
-    half, ids = half_weights(input_major(copy.deepcopy(embed))), torch.tensor([[3, 0, 39]])
-    assert half.weight.stride() == (1, 40) and half.rows.is_contiguous() and half.rows.dtype == torch.float16
-    with torch.inference_mode():
-        looked_up = half(ids)
-    assert looked_up.dtype == torch.float32 and torch.equal(looked_up, embed(ids).detach())
-    half.rows = torch.zeros_like(half.rows)  # which table each lookup reads
-    with torch.inference_mode():
-        assert not half(ids).any()
-    half(ids).sum().backward()
-    torch.testing.assert_close(half.weight.grad.sum(1), torch.tensor([0.0, 0, 0, 16] + [0] * 35 + [16]))
-    assert "rows" not in half.state_dict()
-
-
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_greedy_and_beam_search_agree_with_the_fp32_weights(name):
     for seed in range(2):
