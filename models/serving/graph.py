@@ -72,7 +72,7 @@ class EncoderGraph:
             return memory.states, internals["attentions"]["encoder"], *kv
 
         example = torch.full((1, 2), PAD_ID + 1, device=model.out_bias.device)  # any piece but padding
-        with frozen(model), evaluating(model), torch.no_grad(), warnings.catch_warnings():
+        with frozen(model), torch.no_grad(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # the padding test: no mask
             self.run = torch.jit.trace(encode, (example,), check_trace=False)
@@ -112,24 +112,15 @@ def _record(model: ServedTransformer, past: bool):
 
 
 @contextmanager
-def evaluating(model: nn.Module):
-    """`model` in eval mode (dropout off) while recording, its mode restored after."""
-    was = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was)
-
-
-@contextmanager
 def frozen(model: nn.Module):
-    """Parameters that do not require gradients while recording (a graph holds its weights as
-    constants, which may not); the graph only ever runs with gradients off."""
-    wanted = [p.requires_grad for p in model.parameters()]
-    model.requires_grad_(False)
+    """`model` as a graph replays it, while recording: Parameters that do not require gradients (a
+    graph holds its weights as constants, which may not) and eval mode (a dropout is recorded as the
+    identity); the graph only ever runs with gradients off, in eval mode. Both restored after."""
+    wanted, training = [p.requires_grad for p in model.parameters()], model.training
+    model.requires_grad_(False).eval()
     try:
         yield
     finally:
         for p, grad in zip(model.parameters(), wanted, strict=True):
             p.requires_grad_(grad)
+        model.train(training)

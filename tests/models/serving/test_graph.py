@@ -33,11 +33,10 @@ def _pair(precision="fp16-weights", seed=0):
     return graph, python
 
 
-def _calls(graph_model) -> list[int]:
-    """Count the graph's runs (first position, later ones), to show that a decode went through it."""
-    count = [0, 0]
-    recorded = graph_model.graph
-    for i, name in enumerate(("first", "next")):
+def _counted(recorded, names: tuple[str, ...]) -> list[int]:
+    """Count the runs of each graph `names` of `recorded`, to show that work went through them."""
+    count = [0] * len(names)
+    for i, name in enumerate(names):
         run = getattr(recorded, name)
 
         def counted(*args, run=run, i=i):
@@ -47,16 +46,14 @@ def _calls(graph_model) -> list[int]:
     return count
 
 
-def _encodings(graph_model) -> list[int]:
-    """Count the recorded encoder's runs."""
-    count = [0]
-    recorded, run = graph_model.encoder_graph, graph_model.encoder_graph.run
+def _calls(graph_model) -> list[int]:
+    """The recorded step's runs: first position, later ones."""
+    return _counted(graph_model.graph, ("first", "next"))
 
-    def counted(*args):
-        count[0] += 1
-        return run(*args)
-    recorded.run = counted
-    return count
+
+def _encodings(graph_model) -> list[int]:
+    """The recorded encoder's runs."""
+    return _counted(graph_model.encoder_graph, ("run",))
 
 
 def _assert_same_encoding(a, b):

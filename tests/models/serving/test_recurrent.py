@@ -14,7 +14,7 @@ from models.decoding import greedy
 from models.seq2seq import Seq2Seq
 from models.serving import served, step_of
 from models.serving.recurrent import RecurrentStepGraph, ServedSeq2Seq
-from tests.models.serving.test_graph import _assert_same, assert_searches_match
+from tests.models.serving.test_graph import _assert_same, _counted, assert_searches_match
 from tests.models.serving.test_precision import _fp16_numbers
 from tests.tiny import tiny_config
 
@@ -36,14 +36,7 @@ def _pair(name: str, precision: str = "fp16-weights", seed: int = 0):
 
 def _calls(model) -> list[int]:
     """Count the recorded step's runs, to show that a decode went through it."""
-    count = [0]
-    run = model.graph.run
-
-    def counted(*args):
-        count[0] += 1
-        return run(*args)
-    model.graph.run = counted
-    return count
+    return _counted(model.graph, ("run",))
 
 
 @pytest.mark.parametrize("precision", ["fp16-weights", "fp32"])
