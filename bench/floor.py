@@ -49,6 +49,7 @@ import os
 import platform
 import statistics
 import time
+from contextlib import closing
 from urllib.parse import urlsplit
 
 import httpx
@@ -204,13 +205,12 @@ def in_process(registry, sentences: list[str], server_threads: int, servers: Ser
             seconds, tokens = registry.jobs.worker.run(timed_decode, which, ids, one_thread)
             row[key] = seconds * 1e3
         row.update(servers.attention(registry, text))
-        floor = floor_seconds(read, len(tokens), gbs)
-        rows.append({**row, "pieces": len(tokens), "floor_ms": floor * 1e3,
-                     "served_floor_ms": floor_seconds(read_served, len(tokens), gbs) * 1e3})
-        row = rows[-1]
         row["compare_ms"], pieces = compare_ms(servers.client, text, list(servers.read))
-        row["compare_floor_ms"] = sum(floor_seconds(servers.read[m], k, gbs) for m, k in pieces.items()) * 1e3
         row["compare_one_lane_ms"] = compare_ms(servers.one_lane, text, list(servers.read))[0]
+        compare_floor = sum(floor_seconds(servers.read[m], k, gbs) for m, k in pieces.items())
+        rows.append({**row, "pieces": len(tokens), "floor_ms": floor_seconds(read, len(tokens), gbs) * 1e3,
+                     "served_floor_ms": floor_seconds(read_served, len(tokens), gbs) * 1e3,
+                     "compare_floor_ms": compare_floor * 1e3})
     return rows
 
 
@@ -290,13 +290,12 @@ def main() -> dict:
     with (serve(env) as url, serve({**env, "ATTENTION_LAB_LANES": "1"}) as one_lane_url,
           httpx.Client(base_url=url, timeout=120) as client,
           httpx.Client(base_url=one_lane_url, timeout=120) as lane,
+          closing(http.client.HTTPConnection(urlsplit(url).netloc, timeout=120)) as lean,
           load_registry(ROOT / "checkpoints", device="cpu", cache_size=0) as registry):
         registry.jobs.worker.run(torch.set_num_threads, args.threads)
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
-        lean = http.client.HTTPConnection(*urlsplit(url).netloc.split(":"), timeout=120)
         rows = in_process(registry, sentences, args.threads, Servers(client, lane, read, lean))
-        lean.close()
         # one step's products alone against that step's floor, at the bandwidth measured beside them
         products = [(bandwidth_gbs(args.threads, mib=256, repeats=5),
                      registry.jobs.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
