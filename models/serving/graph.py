@@ -43,17 +43,21 @@ class StepGraph:
     def __init__(self, model: ServedTransformer):
         with frozen(model), torch.no_grad():
             self.first, self.next = _record(model, past=False), _record(model, past=True)
+        # position i as the (1,) tensor the graph reads, made once rather than at every step
+        self.positions = torch.arange(model.pe.size(0), device=model.pe.device).view(-1, 1).unbind(0)
 
-    def __call__(self, x: torch.Tensor, cache, cross_kv):
-        """One step, as `ServedTransformer.decode` makes it: x (B, d) the new positions' inputs;
-        cache: per layer its past keys and values, each (B, h, t0, dh), or None at the first step;
-        cross_kv: per layer the source's keys and values, each (B, h, S, dh). Returns logits (B, V),
-        {"decoder": (B, L, h, 1, t0 + 1), "cross": (B, L, h, 1, S)} and the new cache."""
+    def __call__(self, ids: torch.Tensor, position: int, cache, cross_kv):
+        """One step, as `ServedTransformer.decode` makes it: ids (B,) the pieces read at `position`
+        (below the positional table's length); cache: per layer its past keys and values, each
+        (B, h, position, dh), or None at the first step; cross_kv: per layer the source's keys and
+        values, each (B, h, S, dh). Returns logits (B, V), {"decoder": (B, L, h, 1, position + 1),
+        "cross": (B, L, h, 1, S)} and the new cache."""
         if cache is None:
             run, per_layer = self.first, cross_kv
         else:  # per layer: past keys, past values, the source's keys, its values
             run, per_layer = self.next, [(*past, *cross) for past, cross in zip(cache, cross_kv, strict=True)]
-        logits, self_w, cross_w, *kv = run(x, *[t for tensors in per_layer for t in tensors])
+        logits, self_w, cross_w, *kv = run(ids, self.positions[position],
+                                           *[t for tensors in per_layer for t in tensors])
         return logits, {"decoder": self_w, "cross": cross_w}, list(zip(kv[::2], kv[1::2], strict=True))
 
 
@@ -85,13 +89,14 @@ class EncoderGraph:
 
 
 def _record(model: ServedTransformer, past: bool):
-    """torch.jit.trace of the step reading the model's `steps` on a one-sentence example (sizes are
-    read from the inputs at every call, so any batch, source and past length runs through the same
-    graph)."""
+    """torch.jit.trace of the step, from the new pieces' embedding to the logits, reading the
+    model's `steps` on a one-sentence example (sizes and the position are read from the inputs at
+    every call, so any batch, source and past length runs through the same graph)."""
     weights = model.steps
     per_layer = 4 if past else 2  # [past k, past v,] cross k, cross v
 
-    def decode_step(x, *tensors):
+    def decode_step(ids, position, *tensors):
+        x = model.step_input(ids, position)  # (B, d)
         self_ws, cross_ws, cache = [], [], []
         for i, w in enumerate(weights):
             mine = tensors[i * per_layer: (i + 1) * per_layer]
@@ -105,7 +110,8 @@ def _record(model: ServedTransformer, past: bool):
     like = weights[0].sqrt_d
     heads, d_head = weights[0].n_heads, weights[0].d_head
     keys = like.new_zeros(1, heads, 1, d_head)  # one earlier position, and one source piece
-    example = (like.new_zeros(1, heads * d_head), *[keys] * (len(weights) * per_layer))
+    piece = torch.full((1,), PAD_ID + 1, device=like.device)  # any piece but padding
+    example = (piece, torch.ones(1, dtype=torch.long, device=like.device), *[keys] * (len(weights) * per_layer))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
         return torch.jit.trace(decode_step, example, check_trace=False)

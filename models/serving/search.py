@@ -23,8 +23,10 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
                   **options) -> tuple[list[int], bool]:
     """What `models.decoding.greedy_tokens` returns: the greedy output ids and whether it ended
     with <eos>."""
-    # the graph's path: no options (so no head switched off), no padding (so no source mask)
-    if options or not _recorded(model) or not src_ids or PAD_ID in src_ids:
+    # the graph's path: no options (so no head switched off), no padding (so no source mask), every
+    # position within the positional table (max_target_len keeps to it; a longer max_len may not)
+    if (options or not _recorded(model) or not src_ids or PAD_ID in src_ids
+            or (max_len or 0) > model.pe.size(0)):
         return decoding.greedy_tokens(model, src_ids, max_len, stop, **options)
     max_len = max_len or max_target_len(model, len(src_ids))
     device = model.out_bias.device
@@ -33,8 +35,8 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     for position in range(max_len):
         if stop is not None and stop():
             raise Stopped()
-        x = model._embed(torch.tensor([[last]], device=device), position).view(1, -1)  # (1, d)
-        logits, _, cache = model.graph(x, cache, memory.cross_kv)  # (1, V)
+        logits, _, cache = model.graph(torch.tensor([last], device=device), position, cache,
+                                       memory.cross_kv)  # (1, V)
         last = int(logits[0, FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
         if last == EOS_ID:
             return tokens, True

@@ -165,17 +165,34 @@ class ServedTransformer(Transformer):
         memory = TransformerMemory(states, None, head_mask, cross_kv)
         return memory, {"attentions": {"encoder": weights}, "encoder_hidden": states}
 
+    def step_input(self, ids: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """`_embed` of one new piece per sentence, ids (B,), all at `position` (a (1,) tensor): (B, d),
+        the same numbers. The position is a tensor, not an int to slice with, so that the recorded
+        step (graph.py) reads it at every call instead of keeping the recording's."""
+        x = self.embed(ids) * math.sqrt(self.config.d_model)  # (B, d)
+        if self.config.positional:
+            x = x + self.pe.index_select(0, position)  # (1, d)
+        return self.drop(x)
+
+    def on_graph_path(self, memory: TransformerMemory, position: int) -> bool:
+        """The step at `position` may run through the recorded graph: one was recorded, nothing is
+        differentiated, no padding mask, no switched-off decoder or cross head, and the position is
+        within the positional table (past it `positions` computes the rows)."""
+        heads = memory.head_mask or {}
+        return (self.graph is not None and not self.training and not torch.is_grad_enabled()
+                and memory.mask is None and memory.cross_kv is not None and "decoder" not in heads
+                and "cross" not in heads and position < self.pe.size(0))
+
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None:
             return super().decode(memory, tgt_in, cache)
         B = tgt_in.size(0)
         offset = 0 if cache is None else cache[0][0].size(2)
+        if self.on_graph_path(memory, offset):
+            logits, weights, new_cache = self.graph(tgt_in.view(B), offset, cache, memory.cross_kv)
+            return logits.view(B, 1, -1), weights, new_cache
         x = self._embed(tgt_in, offset).view(B, -1)  # (B, d)
         heads = memory.head_mask or {}
-        if (self.graph is not None and memory.mask is None and "decoder" not in heads and "cross" not in heads
-                and not torch.is_grad_enabled()):  # the path the graph recorded
-            logits, weights, new_cache = self.graph(x, cache, memory.cross_kv)
-            return logits.view(B, 1, -1), weights, new_cache
         self_ws, cross_ws, new_cache = [], [], []
         for i, w in enumerate(self.steps):
             x, sw, cw, kv = step(x, w, None if cache is None else cache[i], memory.cross_kv[i], memory.mask,

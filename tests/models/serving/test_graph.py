@@ -231,3 +231,21 @@ def test_recording_leaves_the_parameters_as_they_were():
     assert all(p.requires_grad for p in model.parameters())  # a training model stays trainable
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert model.state_dict().keys() == before.keys()
+
+
+@torch.inference_mode()
+def test_positions_past_the_positional_table_take_the_python_step_with_the_same_numbers():
+    """The graph reads a position's row of the table; past it the derivation computes the rows, so
+    those steps run in Python: the same logits at every position, the graph for the table's rows only."""
+    graph, python = _pair()
+    count = _calls(graph)
+    rows = graph.pe.size(0)
+    memories = graph.encode(torch.tensor([SOURCES[0]])), python.encode(torch.tensor([SOURCES[0]]))
+    caches = [None, None]
+    for position in range(rows + 2):
+        token = torch.tensor([[3 + position % (VOCAB - 3)]])
+        (la, _, ca), (lb, _, cb) = (m.decode(mem, token, cache)
+                                    for m, mem, cache in zip((graph, python), memories, caches, strict=True))
+        assert torch.equal(la, lb), position
+        caches = [ca, cb]
+    assert count == [1, rows - 1]

@@ -73,6 +73,11 @@ def test_options_and_other_models_are_decoding_s_own_search(shipped, monkeypatch
     calls = _counted(model, monkeypatch)
     assert search.greedy_tokens(model, sources[1], positional=False) == expected
     assert calls["decode"] > 0  # options: through the general decode
+    calls["decode"] = 0
+    longer = model.pe.size(0) + 5  # positions past the table, which the graph does not read
+    expected = decoding.greedy_tokens(model, sources[1], longer)
+    assert search.greedy_tokens(model, sources[1], max_len=longer) == expected
+    assert calls["decode"] > 0
     lstm = served(checkpoint.load(ROOT / "lstm").requires_grad_(False), "input-major", "fp16-weights", "graph")
     assert search.greedy_tokens(lstm, sources[0]) == decoding.greedy_tokens(lstm, sources[0])
 
