@@ -109,7 +109,10 @@ def _greedy_choice(logits: torch.Tensor) -> torch.Tensor:
 
 
 def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
-    """The distributions the search chose from: (T, V) logits -> per position the k best."""
+    """The distributions the search chose from: (T, V) logits -> per position the k best; k 0:
+    none, and no softmax."""
+    if k == 0:
+        return []
     probs, ids = torch.softmax(_allowed(logits), dim=-1).topk(k, dim=-1)  # (T, k)
     return [list(zip(i.tolist(), p.tolist(), strict=True)) for i, p in zip(ids, probs, strict=True)]
 

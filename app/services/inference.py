@@ -79,7 +79,7 @@ def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_token
     pieces long. No gradients, no state kept anywhere: the same call gives the same answer from
     any thread. `stop()` true before a decoder step: models.decoding.Stopped."""
     kwargs = model_options(entry, options)
-    k = max(options.top_k, 1)
+    k = options.top_k  # 0 (maps only): no next-token distributions
     max_len = _max_len(entry, source, max_tokens)
     with torch.inference_mode():
         if options.beam_size == 1:

@@ -45,6 +45,9 @@ def test_greedy_internals_cover_every_produced_token(name):
     # the top-1 of each step is the token greedy produced (then EOS when finished)
     produced = decoded.tokens + ([EOS_ID] if decoded.finished else [])
     assert [step[0][0] for step in decoded.top_k][: len(produced)] == produced
+    without = greedy(model, [5, 9, 12, 7], max_len=10, top_k=0)  # maps only: no distributions
+    assert without.top_k == [] and without.tokens == decoded.tokens
+    assert torch.equal(without.output.logits, decoded.output.logits)
     for kind, weights in decoded.output.attentions.items():
         torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
         if kind == "decoder":
