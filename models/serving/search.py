@@ -1,5 +1,5 @@
-"""Greedy search for one sentence as the server runs it: the served Transformer's recorded step in a
-loop that makes as few calls between steps as it can.
+"""Greedy search for one sentence as the server runs it: a served model's recorded step (the
+Transformer's or a recurrent model's) in a loop that makes as few calls between steps as it can.
 
 `models.decoding.greedy_tokens` is written for any model and any batch: per step it masks the rows
 that have finished, keeps a tensor of which have, asks whether all have, and joins the steps'
@@ -15,6 +15,7 @@ import torch
 
 from models import decoding
 from models.decoding import FIRST_ALLOWED, Stop, Stopped, max_target_len
+from models.serving.recurrent import ServedSeq2Seq
 from models.serving.step import ServedTransformer
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
@@ -23,28 +24,44 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
                   **options) -> tuple[list[int], bool]:
     """What `models.decoding.greedy_tokens` returns: the greedy output ids and whether it ended
     with <eos>."""
-    # the graph's path: no options (so no head switched off), no padding (so no source mask), every
-    # position within the positional table (max_target_len keeps to it; a longer max_len may not)
-    if (options or not _recorded(model) or not src_ids or PAD_ID in src_ids
-            or (max_len or 0) > model.pe.size(0)):
+    # the graph's path: no options (so no head switched off), no padding (so no source mask)
+    if options or not src_ids or PAD_ID in src_ids or not _recorded(model, max_len):
         return decoding.greedy_tokens(model, src_ids, max_len, stop, **options)
     max_len = max_len or max_target_len(model, len(src_ids))
     device = model.out_bias.device
-    memory = model.encode(torch.tensor([src_ids], device=device))
+    step = _step(model, model.encode(torch.tensor([src_ids], device=device)))
     tokens, last, cache = [], BOS_ID, None
     for position in range(max_len):
         if stop is not None and stop():
             raise Stopped()
-        logits, _, cache = model.graph(torch.tensor([last], device=device), position, cache,
-                                       memory.cross_kv)  # (1, V)
-        last = int(logits[0, FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+        logits, cache = step(torch.tensor([last], device=device), position, cache)  # (1, [1,] V)
+        last = int(logits.view(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
         if last == EOS_ID:
             return tokens, True
         tokens.append(last)
     return tokens, False
 
 
-def _recorded(model) -> bool:
-    """A served Transformer that decodes through its recorded graph, as inference runs it."""
-    return (isinstance(model, ServedTransformer) and model.graph is not None and not model.training
-            and not torch.is_grad_enabled())
+def _step(model, memory):
+    """(piece (1,), its position, cache) -> (logits, the next cache): one sentence's step through the
+    model's recorded graph."""
+    if isinstance(model, ServedTransformer):
+        def transformer_step(piece, position, cache):
+            logits, _, cache = model.graph(piece, position, cache, memory.cross_kv)
+            return logits, cache
+        return transformer_step
+
+    def recurrent_step(piece, position, cache):
+        logits, _, cache = model.graph(memory, piece.view(1, 1), cache)
+        return logits, cache
+    return recurrent_step
+
+
+def _recorded(model, max_len: int | None) -> bool:
+    """A served model that decodes one unpadded sentence through its recorded graph, as inference
+    runs it; for a Transformer, every position within its positional table (max_target_len keeps
+    to it; a longer max_len may not, and the graph does not read the rows computed past it)."""
+    if (not isinstance(model, ServedTransformer | ServedSeq2Seq) or model.graph is None or model.training
+            or torch.is_grad_enabled()):
+        return False
+    return not isinstance(model, ServedTransformer) or (max_len or 0) <= model.pe.size(0)

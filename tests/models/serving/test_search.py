@@ -78,8 +78,21 @@ def test_options_and_other_models_are_decoding_s_own_search(shipped, monkeypatch
     expected = decoding.greedy_tokens(model, sources[1], longer)
     assert search.greedy_tokens(model, sources[1], max_len=longer) == expected
     assert calls["decode"] > 0
-    lstm = served(checkpoint.load(ROOT / "lstm").requires_grad_(False), "input-major", "fp16-weights", "graph")
-    assert search.greedy_tokens(lstm, sources[0]) == decoding.greedy_tokens(lstm, sources[0])
+
+
+@pytest.mark.parametrize("name", ["rnn", "lstm", "lstm-additive", "lstm-dot"])
+@torch.inference_mode()
+def test_recurrent_models_give_decoding_s_pieces_through_their_graph_alone(shipped, name, monkeypatch):
+    _, sources = shipped
+    model, python = (served(checkpoint.load(ROOT / name).requires_grad_(False), "input-major", "fp16-weights",
+                            step) for step in ("graph", "python"))
+    expected = [decoding.greedy_tokens(model, src) for src in sources]
+    assert [search.greedy_tokens(python, src) for src in sources] == expected  # no graph: decoding's
+    expected_cut = [decoding.greedy_tokens(model, src, max_len=3) for src in sources]
+    calls = _counted(model, monkeypatch)
+    assert [search.greedy_tokens(model, src) for src in sources] == expected
+    assert [search.greedy_tokens(model, src, max_len=3) for src in sources] == expected_cut
+    assert calls["decode"] == 0 and calls["graph"] > len(sources)
 
 
 def test_with_gradients_on_it_is_decoding_s_search(shipped):
