@@ -166,6 +166,13 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
             finished = True
             break
         tokens.append(last)
+    return collected(tokens, finished, steps, internals, top_k)
+
+
+def collected(tokens: list[int], finished: bool, steps: list[tuple[torch.Tensor, dict]], internals: dict,
+              top_k: int) -> Decoded:
+    """A greedy search's Decoded from what it kept as it ran: per step the logits (1, 1, V) and the
+    maps, and the encoder's internals."""
     output = _stack_steps(steps, internals)
     k = min(top_k, output.logits.size(-1))
     return Decoded(tokens=tokens, finished=finished, output=output, top_k=_top_k(output.logits[0], k))

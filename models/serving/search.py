@@ -11,10 +11,13 @@ loop ends at <eos>. The same argmax of the same logits, so the same pieces
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import count
+
 import torch
 
 from models import decoding
-from models.decoding import FIRST_ALLOWED, Stop, Stopped, max_target_len
+from models.decoding import FIRST_ALLOWED, Decoded, Stop, Stopped, max_target_len
 from models.serving.recurrent import ServedSeq2Seq
 from models.serving.step import ServedTransformer
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
@@ -34,7 +37,7 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     for position in range(max_len):
         if stop is not None and stop():
             raise Stopped()
-        logits, cache = step(torch.tensor([last], device=device), position, cache)  # (1, [1,] V)
+        logits, _, cache = step(torch.tensor([last], device=device), position, cache)  # (1, [1,] V)
         last = int(logits.view(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
         if last == EOS_ID:
             return tokens, True
@@ -42,26 +45,44 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     return tokens, False
 
 
+def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, stop: Stop = None,
+           prefix: Sequence[int] = (), **options) -> Decoded:
+    """What `models.decoding.greedy` returns, every internal included, for one sentence through the
+    recorded step with one argmax between steps; a prefix, options or padding: decoding's."""
+    if prefix or options or not src_ids or PAD_ID in src_ids or not _recorded(model, max_len, after=1):
+        return decoding.greedy(model, src_ids, max_len, top_k, stop, prefix, **options)
+    max_len = max_len or max_target_len(model, len(src_ids))
+    device = model.out_bias.device
+    memory, internals = model.encode_with_internals(torch.tensor([src_ids], device=device))
+    step = _step(model, memory)
+    tokens, steps, last, cache = [], [], BOS_ID, None
+    for position in count():  # up to max_len: the step after the last piece gives its <eos> or is cut
+        if stop is not None and stop():
+            raise Stopped()
+        logits, weights, cache = step(torch.tensor([last], device=device), position, cache)
+        steps.append((logits.view(1, 1, -1), weights))
+        if position == max_len:  # cut by the limit, with the outputs after the last token kept
+            return decoding.collected(tokens, False, steps, internals, top_k)
+        last = int(logits.view(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+        if last == EOS_ID:
+            return decoding.collected(tokens, True, steps, internals, top_k)
+        tokens.append(last)
+
+
 def _step(model, memory):
-    """(piece (1,), its position, cache) -> (logits, the next cache): one sentence's step through the
-    model's recorded graph."""
+    """(piece (1,), its position, cache) -> (logits, maps, the next cache): one sentence's step
+    through the model's recorded graph."""
     if isinstance(model, ServedTransformer):
-        def transformer_step(piece, position, cache):
-            logits, _, cache = model.graph(piece, position, cache, memory.cross_kv)
-            return logits, cache
-        return transformer_step
-
-    def recurrent_step(piece, position, cache):
-        logits, _, cache = model.graph(memory, piece.view(1, 1), cache)
-        return logits, cache
-    return recurrent_step
+        return lambda piece, position, cache: model.graph(piece, position, cache, memory.cross_kv)
+    return lambda piece, position, cache: model.graph(memory, piece.view(1, 1), cache)
 
 
-def _recorded(model, max_len: int | None) -> bool:
+def _recorded(model, max_len: int | None, after: int = 0) -> bool:
     """A served model that decodes one unpadded sentence through its recorded graph, as inference
-    runs it; for a Transformer, every position within its positional table (max_target_len keeps
-    to it; a longer max_len may not, and the graph does not read the rows computed past it)."""
+    runs it. A Transformer's search reads positions up to max_len - 1 + `after`: each must lie
+    within its positional table (max_target_len keeps to it; a longer max_len may not, and the
+    graph does not read the rows computed past it)."""
     if (not isinstance(model, ServedTransformer | ServedSeq2Seq) or model.graph is None or model.training
             or torch.is_grad_enabled()):
         return False
-    return not isinstance(model, ServedTransformer) or (max_len or 0) <= model.pe.size(0)
+    return not isinstance(model, ServedTransformer) or not max_len or max_len + after <= model.pe.size(0)

@@ -49,6 +49,6 @@ def one_thread(search: Callable) -> Callable:
     return run
 
 
-greedy = one_thread(decoding.greedy)
-greedy_tokens = one_thread(search.greedy_tokens)  # one sentence through the recorded step: search.py
+greedy = one_thread(search.greedy)  # one sentence through the recorded step, else decoding's: search.py
+greedy_tokens = one_thread(search.greedy_tokens)
 beam_search = one_thread(decoding.beam_search)

@@ -78,6 +78,11 @@ def test_options_and_other_models_are_decoding_s_own_search(shipped, monkeypatch
     expected = decoding.greedy_tokens(model, sources[1], longer)
     assert search.greedy_tokens(model, sources[1], max_len=longer) == expected
     assert calls["decode"] > 0
+    calls["decode"] = 0
+    rows = model.pe.size(0)  # with its internals the search reads one position more: rows + 1 > rows
+    expected_long = decoding.greedy(model, sources[1], rows)
+    _assert_same_decoded(search.greedy(model, sources[1], max_len=rows), expected_long)
+    assert calls["decode"] > 0
 
 
 @pytest.mark.parametrize("name", ["rnn", "lstm", "lstm-additive", "lstm-dot"])
@@ -101,3 +106,33 @@ def test_with_gradients_on_it_is_decoding_s_search(shipped):
         expected = decoding.greedy_tokens(model, sources[0])
     with torch.enable_grad():
         assert search.greedy_tokens(model, sources[0]) == expected
+
+
+def _assert_same_decoded(a: decoding.Decoded, b: decoding.Decoded):
+    assert (a.tokens, a.finished, a.top_k) == (b.tokens, b.finished, b.top_k)
+    assert torch.equal(a.output.logits, b.output.logits)
+    assert a.output.attentions.keys() == b.output.attentions.keys()
+    assert all(torch.equal(a.output.attentions[k], b.output.attentions[k]) for k in a.output.attentions)
+    for field in ("encoder_hidden", "encoder_gates"):
+        x, y = getattr(a.output, field), getattr(b.output, field)
+        assert (x is None and y is None) or torch.equal(x, y)
+
+
+@pytest.mark.parametrize("name", ["transformer", "rnn", "lstm-additive"])
+@torch.inference_mode()
+def test_greedy_with_its_internals_gives_decoding_s_through_the_graph_alone(shipped, name, monkeypatch):
+    """Every logit, map, encoder state and top-k the same, bit for bit, finished or cut by max_len;
+    a prefix is decoding's own search."""
+    _, sources = shipped
+    model = served(checkpoint.load(ROOT / name).requires_grad_(False), "input-major", "fp16-weights", "graph")
+    expected = [decoding.greedy(model, src, top_k=3) for src in sources]
+    cut = [decoding.greedy(model, src, max_len=2, top_k=0) for src in sources]
+    with_prefix = decoding.greedy(model, sources[0], prefix=expected[0].tokens[:2])
+    calls = _counted(model, monkeypatch)
+    for src, want, want_cut in zip(sources, expected, cut, strict=True):
+        _assert_same_decoded(search.greedy(model, src, top_k=3), want)
+        _assert_same_decoded(search.greedy(model, src, max_len=2, top_k=0), want_cut)
+    assert calls["decode"] == 0 and calls["graph"] > len(sources)
+    assert any(not d.finished for d in cut) and any(d.finished for d in expected)
+    _assert_same_decoded(search.greedy(model, sources[0], prefix=expected[0].tokens[:2]), with_prefix)
+    assert calls["decode"] > 0
