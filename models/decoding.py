@@ -66,7 +66,8 @@ class Stopped(Exception):
 Stop = Callable[[], bool] | None  # asked before every decoder step; True: raise Stopped
 
 
-def _check(stop: Stop) -> None:
+def check_stop(stop: Stop) -> None:
+    """Raise Stopped when `stop` says so (asked before every decoder step)."""
     if stop is not None and stop():
         raise Stopped()
 
@@ -127,7 +128,7 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     out, cache = [], None
     for _ in range(max_len):
-        _check(stop)
+        check_stop(stop)
         logits, _, cache = model.decode(memory, last, cache)
         last = _greedy_choice(logits)  # (B, 1)
         last = last.masked_fill(done.unsqueeze(1), PAD_ID)
@@ -152,7 +153,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
     tokens, steps, cache = [], [], None
     last, finished = BOS_ID, False
     while True:
-        _check(stop)
+        check_stop(stop)
         logits, weights, cache = model.decode(memory, torch.tensor([[last]], device=src.device), cache)
         steps.append((logits, weights))
         if len(tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
@@ -226,7 +227,7 @@ def beam_search(
 
     def step_log_probs():
         nonlocal cache
-        _check(stop)
+        check_stop(stop)
         last = torch.tensor([[seq[-1] if seq else BOS_ID] for seq, _ in alive], device=device)
         logits, _, cache = model.decode(memory, last, cache)
         return torch.log_softmax(_next_token_scores(logits), dim=-1)  # (k, V)

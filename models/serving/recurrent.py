@@ -21,7 +21,7 @@ import torch
 
 from models.seq2seq import Seq2Seq, Seq2SeqMemory
 from models.serving.graph import frozen
-from models.serving.step import adopt
+from models.serving.step import adopt, as_recorded
 from models.tokenizer import BOS_ID
 
 
@@ -35,8 +35,8 @@ class ServedSeq2Seq(Seq2Seq):
         self.graph = None  # the recorded step, set by models.serving.served
 
     def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
-        if (self.graph is None or self.training or tgt_in.size(1) != 1 or memory.mask is not None
-                or torch.is_grad_enabled()):  # off the path the graph recorded
+        if (self.graph is None or not as_recorded(self) or tgt_in.size(1) != 1
+                or memory.mask is not None):  # off the path the graph recorded
             return super().decode(memory, tgt_in, cache)
         return self.graph(memory, tgt_in, cache)
 

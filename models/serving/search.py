@@ -17,9 +17,9 @@ from itertools import count
 import torch
 
 from models import decoding
-from models.decoding import FIRST_ALLOWED, Decoded, Stop, Stopped, max_target_len
+from models.decoding import FIRST_ALLOWED, Decoded, Stop, check_stop, max_target_len
 from models.serving.recurrent import ServedSeq2Seq
-from models.serving.step import ServedTransformer
+from models.serving.step import ServedTransformer, as_recorded
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -35,8 +35,7 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     step = _step(model, model.encode(torch.tensor([src_ids], device=device)))
     tokens, last, cache = [], BOS_ID, None
     for position in range(max_len):
-        if stop is not None and stop():
-            raise Stopped()
+        check_stop(stop)
         logits, _, cache = step(torch.tensor([last], device=device), position, cache)  # (1, [1,] V)
         last = int(logits.view(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
         if last == EOS_ID:
@@ -57,8 +56,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
     step = _step(model, memory)
     tokens, steps, last, cache = [], [], BOS_ID, None
     for position in count():  # up to max_len: the step after the last piece gives its <eos> or is cut
-        if stop is not None and stop():
-            raise Stopped()
+        check_stop(stop)
         logits, weights, cache = step(torch.tensor([last], device=device), position, cache)
         steps.append((logits.view(1, 1, -1), weights))
         if position == max_len:  # cut by the limit, with the outputs after the last token kept
@@ -82,7 +80,7 @@ def _recorded(model, max_len: int | None, after: int = 0) -> bool:
     runs it. A Transformer's search reads positions up to max_len - 1 + `after`: each must lie
     within its positional table (max_target_len keeps to it; a longer max_len may not, and the
     graph does not read the rows computed past it)."""
-    if (not isinstance(model, ServedTransformer | ServedSeq2Seq) or model.graph is None or model.training
-            or torch.is_grad_enabled()):
+    served = isinstance(model, ServedTransformer | ServedSeq2Seq)
+    if not served or model.graph is None or not as_recorded(model):
         return False
     return not isinstance(model, ServedTransformer) or not max_len or max_len + after <= model.pe.size(0)

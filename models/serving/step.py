@@ -122,6 +122,11 @@ def _heads(q, k, v, mask, head_mask, sqrt_d):
     return context.view(q.size(0), -1), weights
 
 
+def as_recorded(model: nn.Module) -> bool:
+    """`model` runs as its graphs were recorded (graph.frozen): in eval mode, nothing differentiated."""
+    return not model.training and not torch.is_grad_enabled()
+
+
 def adopt(served: nn.Module, model: nn.Module) -> None:
     """Give `served`, a new instance of a subclass of `model`'s class, `model`'s plain attributes,
     modules, Parameters and buffers themselves (not copies; the same state-dict names) and its mode: the
@@ -156,7 +161,7 @@ class ServedTransformer(Transformer):
         """The derivation's, or its recording on the path it recorded: eval mode, nothing
         differentiated, no switched-off encoder head, the configured positional encoding, no
         padding, a length within the positional table."""
-        if (self.encoder_graph is None or self.training or torch.is_grad_enabled()
+        if (self.encoder_graph is None or not as_recorded(self)
                 or "encoder" in (head_mask or {}) or positional not in (None, self.config.positional)
                 or src.size(1) > self.pe.size(0)
                 or mask_if_needed((src != PAD_ID).unsqueeze(1)) is not None):
@@ -179,7 +184,7 @@ class ServedTransformer(Transformer):
         differentiated, no padding mask, no switched-off decoder or cross head, and the position is
         within the positional table (past it `positions` computes the rows)."""
         heads = memory.head_mask or {}
-        return (self.graph is not None and not self.training and not torch.is_grad_enabled()
+        return (self.graph is not None and as_recorded(self)
                 and memory.mask is None and memory.cross_kv is not None and "decoder" not in heads
                 and "cross" not in heads and position < self.pe.size(0))
 
