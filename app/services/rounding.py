@@ -17,8 +17,8 @@ def round_sig(values, digits: int = 4):
     the JSON stays short ("0.9115", not "0.91149997711").
 
     On one intra-op thread: a response's numbers are a few thousand, and with more threads MKL
-    still splits `log10` across them, so waking the sleeping ones made the call three times
-    slower (the same numbers either way: tests/app/services/test_rounding.py).
+    still splits `log10` across them, and waking the sleeping ones costs more than the work
+    (bench/README.md; the same numbers either way: tests/app/services/test_rounding.py).
     """
     with intra_op(1):
         if isinstance(values, torch.Tensor):
