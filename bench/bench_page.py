@@ -6,10 +6,10 @@
 Two figures:
 - keystroke -> update: Playwright types a sentence into the text box; the time from the last
   keystroke (its `keydown`) to the moment every view shows that sentence (the page's `lab:updated`
-  event, fired after the paint that follows the last redraw). It includes the ~120 ms pause in
-  typing the views wait for (the request for every model leaves earlier, at the keystroke: see
-  static/js/speculate.js). Median over --runs different sentences, so no cache ever answers.
-  Target: <= 150 ms.
+  event, fired after the paint that follows the last redraw). It includes the pause in typing the
+  views wait for (PAUSE_MS in static/js/main.js); the request for every model leaves earlier, at
+  the keystroke (static/js/speculate.js). Median over --runs different sentences, so no cache ever
+  answers. Target: <= 150 ms (stretch: 100).
 - first-load bytes: everything the browser received (headers and gzip-compressed bodies, from the
   DevTools protocol) for a cold load of `/` until its first update. Target: <= 1.6 MB.
 
@@ -58,7 +58,7 @@ SENTENCES = [
     "Mon père lit le journal chaque matin.",
     "Ils ont gagné le match hier soir.",
 ]
-TARGET_MS, TARGET_BYTES = 150, 1_600_000
+TARGET_MS, STRETCH_MS, TARGET_BYTES = 150, 100, 1_600_000
 
 RECORD_KEYSTROKES = """
 window.__lastKeyAt = 0;
@@ -68,8 +68,8 @@ document.addEventListener('keydown', () => { window.__lastKeyAt = performance.no
 
 # The update after the last keystroke, in parts: when the first request for the final text left
 # (the page asks at the keystroke, speculate.js), when its last answer arrived, and the drawing
-# after that answer (until the paint after the last redraw). The views themselves wait for the
-# ~120 ms pause in typing, so `total` is at least that.
+# after the later of that answer and the pause in typing the views wait for (`pauseMs`,
+# static/js/main.js), so `total` is at least the pause.
 SPLIT = """(() => {
   const key = window.__lastKeyAt, done = window.attentionLab.lastUpdate.at;
   const api = performance.getEntriesByType('resource')
@@ -77,7 +77,7 @@ SPLIT = """(() => {
   const sent = Math.min(...api.map(e => e.startTime)), answered = Math.max(...api.map(e => e.responseEnd));
   const drawn = Object.values(window.attentionLab.lastUpdate.drawn || {});
   return {total: done - key, first_request: sent - key, last_answer: answered - key,
-          drawing: Math.max(0, done - Math.max(answered, key + 120)),
+          drawing: Math.max(0, done - Math.max(answered, key + window.attentionLab.pauseMs)),
           first_model_drawn: Math.min(...drawn) - key, last_model_drawn: Math.max(...drawn) - key};
 })()"""
 
@@ -153,7 +153,7 @@ def main() -> None:
         "machine": {"cores": os.cpu_count(), "before": before, "after": after},
         "runs": len(times),
         "keystroke_to_update_ms": {"median": parts["total"], "min": round(min(totals), 1),
-                                   "max": round(max(totals), 1), "target": TARGET_MS,
+                                   "max": round(max(totals), 1), "target": TARGET_MS, "stretch": STRETCH_MS,
                                    "median_parts": {k: v for k, v in parts.items() if k != "total"}},
         "first_load": {"bytes": total, "responses": responses, "target": TARGET_BYTES},
     }
@@ -166,7 +166,8 @@ def main() -> None:
           f"{after['bandwidth_gbs']:.1f} GB/s, one tiny op {before['op_overhead_us']:.2f} and "
           f"{after['op_overhead_us']:.2f} us")
     print(f"keystroke -> update: median {median:.0f} ms over {len(times)} runs (min {min(totals):.0f}, "
-          f"max {max(totals):.0f}) target <= {TARGET_MS} ms: {'ok' if median <= TARGET_MS else 'MISSED'}")
+          f"max {max(totals):.0f}) target <= {TARGET_MS} ms: {'ok' if median <= TARGET_MS else 'MISSED'}, "
+          f"stretch <= {STRETCH_MS} ms: {'ok' if median <= STRETCH_MS else 'missed'}")
     print(f"  medians after the keystroke: first request sent {parts['first_request']:.0f} ms, last answer "
           f"{parts['last_answer']:.0f} ms; drawing after the later of that answer and the pause "
           f"{parts['drawing']:.0f} ms")

@@ -29,7 +29,11 @@ import { TrainingView } from "./training.js";
 import { TranslationCards } from "./translations.js";
 import { UrlState } from "./url-state.js";
 
-const PAUSE_MS = 120; // the views change after this pause in typing
+// The views change after this pause in typing. Long enough for every model's answer (asked at the
+// keystroke, speculate.js) to be in when it ends, so the views change once and together; short
+// enough that the page follows the reader within a tenth of a second (bench/README.md, bench_page.py).
+const PAUSE_MS = 70;
+window.attentionLab.pauseMs = PAUSE_MS; // for the benchmark's split of keystroke -> update
 const UNAVAILABLE = "This model is not available: it did not load on the server.";
 
 function debounce(fn, ms) {

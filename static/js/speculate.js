@@ -1,4 +1,4 @@
-// Ask early, show late. The views change only after a pause in typing (~120 ms), but the server
+// Ask early, show late. The views change only after a pause in typing (~70 ms), but the server
 // need not wait that long: a text is asked about right away, so when the pause is over the
 // answers are here or on their way, and the update takes what is there.
 //
