@@ -34,6 +34,9 @@ import { UrlState } from "./url-state.js";
 // enough that the page follows the reader within a tenth of a second (bench/README.md, bench_page.py).
 const PAUSE_MS = 70;
 window.attentionLab.pauseMs = PAUSE_MS; // for the benchmark's split of keystroke -> update
+// Chapter 3's input-length slider asks for the heaviest experiment (the gradients) when the reader
+// stops dragging: after a longer pause, so that a slow drag does not ask at every stop.
+const MEASURE_PAUSE_MS = 120;
 const UNAVAILABLE = "This model is not available: it did not load on the server.";
 
 function debounce(fn, ms) {
@@ -129,7 +132,7 @@ async function start() {
   } });
   const measureLater = debounce(() => {
     if (!lab.composer.problem(page.text)) lab.measuring.ask(page.text.trim()).then(sayIfFailed);
-  }, PAUSE_MS);
+  }, MEASURE_PAUSE_MS);
   lab.gradients = new GradientsView(chapterRoot(3), { catalog, page, onChange: (changes) => {
     page.set(changes);
     if ("length" in changes) measureLater();
