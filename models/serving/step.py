@@ -92,13 +92,13 @@ def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_hea
     cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
     Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
     and values up to now."""
-    B, d = x.size(0), w.n_heads * w.d_head  # sizes from ints, not from x: a recorded step
-    heads = (B, w.n_heads, 1, w.d_head)  # (graph.py) keeps them as constants
+    # sizes from ints, the batch as -1: a recorded step (graph.py) reads no size at each call
+    d, heads = w.n_heads * w.d_head, (-1, w.n_heads, 1, w.d_head)
     h = torch.layer_norm(x, (d,), *w.norm1, w.eps)
     if len(w.qkv) == 3:
         q, k, v = (linear(h, W).view(heads) for W in w.qkv)  # (B, h, 1, dh)
     else:  # one product for the three: (B, 3 d) -> three (B, h, 1, dh)
-        q, k, v = linear(h, w.qkv[0]).view(B, 3, *heads[1:]).unbind(1)
+        q, k, v = linear(h, w.qkv[0]).view(-1, 3, *heads[1:]).unbind(1)
     if past is not None:
         k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
     a, self_w = _heads(q, k, v, None, self_head_mask, w.sqrt_d)  # every key is in the past: no mask
@@ -119,7 +119,7 @@ def _heads(q, k, v, mask, head_mask, sqrt_d):
     context = weights @ v  # (B, h, 1, dh)
     if head_mask is not None:
         context = context * head_mask.view(1, -1, 1, 1).to(context.dtype)
-    return context.view(q.size(0), -1), weights
+    return context.flatten(1), weights
 
 
 def as_recorded(model: nn.Module) -> bool:
