@@ -53,10 +53,9 @@ class HalfCopy:
             return F.linear(x, weight, bias)
         if bias is None:
             bias = self.zero_bias
-        if x.dim() == 2:  # a decoding step's rows
-            return torch.fbgemm_linear_fp16_weight(x, self.packed, bias)
-        rows = x.reshape(-1, x.size(-1))
-        return torch.fbgemm_linear_fp16_weight(rows, self.packed, bias).view(*x.shape[:-1], -1)
+        # any leading dims: the product takes them as rows itself, so a recorded graph (graph.py)
+        # reads no size to reshape around it
+        return torch.fbgemm_linear_fp16_weight(x, self.packed, bias)
 
 
 def _differentiated(x: torch.Tensor, weight: torch.Tensor) -> bool:
