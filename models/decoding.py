@@ -109,6 +109,12 @@ def _greedy_choice(logits: torch.Tensor) -> torch.Tensor:
     return logits[:, -1, FIRST_ALLOWED:].argmax(-1, keepdim=True) + FIRST_ALLOWED
 
 
+def greedy_piece(logits: torch.Tensor) -> int:
+    """One sentence's greedy choice: its step's scores (any shape holding one row of V) -> the id
+    `_greedy_choice` picks, read back as an int."""
+    return int(logits.reshape(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+
+
 def _top_k(logits: torch.Tensor, k: int) -> list[list[tuple[int, float]]]:
     """The distributions the search chose from: (T, V) logits -> per position the k best; k 0:
     none, and no softmax."""
@@ -162,7 +168,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
             last = prefix[len(tokens)]
             tokens.append(last)
             continue
-        last = int(_greedy_choice(logits))
+        last = greedy_piece(logits)
         if last == EOS_ID:
             finished = True
             break

@@ -17,7 +17,7 @@ from itertools import count
 import torch
 
 from models import decoding
-from models.decoding import FIRST_ALLOWED, Decoded, Stop, check_stop, max_target_len
+from models.decoding import Decoded, Stop, check_stop, greedy_piece, max_target_len
 from models.serving.recurrent import ServedSeq2Seq
 from models.serving.step import ServedTransformer, as_recorded
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
@@ -27,8 +27,7 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
                   **options) -> tuple[list[int], bool]:
     """What `models.decoding.greedy_tokens` returns: the greedy output ids and whether it ended
     with <eos>."""
-    # the graph's path: no options (so no head switched off), no padding (so no source mask)
-    if options or not src_ids or PAD_ID in src_ids or not _recorded(model, max_len):
+    if not _on_graph(model, src_ids, max_len, options):
         return decoding.greedy_tokens(model, src_ids, max_len, stop, **options)
     max_len = max_len or max_target_len(model, len(src_ids))
     device = model.out_bias.device
@@ -37,7 +36,7 @@ def greedy_tokens(model, src_ids: list[int], max_len: int | None = None, stop: S
     for position in range(max_len):
         check_stop(stop)
         logits, _, cache = step(torch.tensor([last], device=device), position, cache)  # (1, [1,] V)
-        last = int(logits.view(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+        last = greedy_piece(logits)
         if last == EOS_ID:
             return tokens, True
         tokens.append(last)
@@ -48,7 +47,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
            prefix: Sequence[int] = (), **options) -> Decoded:
     """What `models.decoding.greedy` returns, every internal included, for one sentence through the
     recorded step with one argmax between steps; a prefix, options or padding: decoding's."""
-    if prefix or options or not src_ids or PAD_ID in src_ids or not _recorded(model, max_len, after=1):
+    if prefix or not _on_graph(model, src_ids, max_len, options, after=1):
         return decoding.greedy(model, src_ids, max_len, top_k, stop, prefix, **options)
     max_len = max_len or max_target_len(model, len(src_ids))
     device = model.out_bias.device
@@ -61,7 +60,7 @@ def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5
         steps.append((logits.view(1, 1, -1), weights))
         if position == max_len:  # cut by the limit, with the outputs after the last token kept
             return decoding.collected(tokens, False, steps, internals, top_k)
-        last = int(logits.view(-1)[FIRST_ALLOWED:].argmax()) + FIRST_ALLOWED
+        last = greedy_piece(logits)
         if last == EOS_ID:
             return decoding.collected(tokens, True, steps, internals, top_k)
         tokens.append(last)
@@ -75,12 +74,15 @@ def _step(model, memory):
     return lambda piece, position, cache: model.graph(memory, piece.view(1, 1), cache)
 
 
-def _recorded(model, max_len: int | None, after: int = 0) -> bool:
-    """A served model that decodes one unpadded sentence through its recorded graph, as inference
-    runs it. A Transformer's search reads positions up to max_len - 1 + `after`: each must lie
-    within its positional table (max_target_len keeps to it; a longer max_len may not, and the
-    graph does not read the rows computed past it)."""
+def _on_graph(model, src_ids: list[int], max_len: int | None, options: dict, after: int = 0) -> bool:
+    """The search may run through the model's recorded graph: a served model that has one, run as it
+    was recorded, on one unpadded sentence (no source mask) with no options (no head switched off).
+    A Transformer's search reads positions up to max_len - 1 + `after`: each must lie within its
+    positional table (max_target_len keeps to it; a longer max_len may not, and the graph does not
+    read the rows computed past it)."""
     served = isinstance(model, ServedTransformer | ServedSeq2Seq)
+    if options or not src_ids or PAD_ID in src_ids:
+        return False
     if not served or model.graph is None or not as_recorded(model):
         return False
     return not isinstance(model, ServedTransformer) or not max_len or max_len + after <= model.pe.size(0)
