@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # the minutes each model trains: scripts/train_all.sh's default unless CHECKPOINT_MINUTES is given
 CHECKPOINT_MINUTES ?=
 
-.PHONY: install serve test lint checkpoints bench clean
+.PHONY: install serve test test-installed test-container lint checkpoints bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found"; exit 1; }
@@ -28,11 +28,23 @@ UVICORN_LIMITS := --http app.serving:H11 --timeout-keep-alive 5 --limit-concurre
 serve: $(STAMP)
 	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 $(UVICORN_LIMITS)
 
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest -q
 
+# What ships, started as it ships (both run by .ci/run after `make test`): the server from a fresh
+# venv holding only `pip install .`, with the Dockerfile's command line; then the image, built with
+# podman, started read-only as its non-root user and probed (as root; needs podman, debootstrap, jq).
+test-installed:
+	scripts/check-installed.sh
+
+test-container:
+	scripts/check-container.sh
+
+# Style (ruff) and the import contracts of pyproject.toml (import-linter: the layers, the leaves, no
+# import circles); `make test` runs it first.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check app models tests bench
+	$(VENV)/bin/ruff check app models tests bench scripts
+	$(VENV)/bin/lint-imports --no-cache
 
 # Speed as ratios that travel between machines (bench/floor.py), whether the served weight layout
 # changes any translation or map on the test split (bench/fidelity.py), our translation against

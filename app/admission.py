@@ -1,6 +1,6 @@
 """Admission control: a bounded number of model requests per replica, the rest refused at once.
 
-Every POST under /api/ is model work: it waits for the one model thread (app/services/worker.py),
+Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py),
 holding a thread of the shared pool while it waits. Without a bound, a crowd fills the queue (every
 request waits behind all the others) and the pool (so plain handlers and static files wait too).
 Here at most `limit` such requests are in the server at a time, running or waiting; one more is

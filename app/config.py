@@ -35,17 +35,17 @@ class Settings(BaseSettings):
     max_target_tokens: int = Field(Limits.max_target_tokens, ge=1)
     max_gradient_length: int = Field(Limits.max_gradient_length, ge=1)  # longest repeated gradient input
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
-    cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see services/cache.py)
-    # Intra-op threads of the one thread that runs the models (app/services/worker.py). None: all
+    cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see app/runtime/cache.py)
+    # Intra-op threads of the one thread that runs the models (app/runtime/worker.py). None: all
     # cores while the machine is otherwise quiet, one while other programs wait for the CPU
-    # (app/services/cores.py); a number fixes it.
+    # (app/runtime/cores.py); a number fixes it.
     torch_threads: int | None = Field(None, ge=1)
     # Models run side by side, one per core with one intra-op thread each, by POST /api/compare
-    # (app/services/worker.py, run_together). None: as many as torch has threads; 1: one after another.
+    # (app/runtime/worker.py, run_together). None: as many as torch has threads; 1: one after another.
     lanes: int | None = Field(None, ge=1)
     # How far the threads that run the models step back for the server's own thread (the event loop
     # that takes requests, notices clients that hang up and hands answers over) and for other programs
-    # (the reader's browser): a Linux nice value added to theirs (app/services/worker.py); 0: none,
+    # (the reader's browser): a Linux nice value added to theirs (app/runtime/worker.py); 0: none,
     # the default, because a browser busy drawing then starved the models (docs/SERVER.md).
     model_nice: int = Field(0, ge=0, le=19)
     # How the models are served (models/serving; the allowed values and defaults are declared in

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from app.disconnect import MAX_KEY_BYTES, STATE_KEY
-from app.services.registry import ModelRegistry
+from app.runtime.registry import ModelRegistry
 
 
 # async: FastAPI runs a plain def dependency on the thread pool, which model requests may hold;

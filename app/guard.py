@@ -5,8 +5,9 @@ BaseHTTPMiddleware: it would buffer streamed answers and run in another task).
   once when Content-Length says so, else as soon as the chunks read add up to more. A body not all
   there within `timeout` seconds of the request's head (sent a byte at a time, or stopped halfway)
   is answered 408 and its connection closed, so slow senders cannot hold connections (app/serving.py
-  bounds the head the same way). The body (at most the limit) is then handed to the app as one
-  message.
+  bounds the head the same way). A body holding NaN, Infinity or -Infinity, which JSON (RFC 8259)
+  does not have but Python's parser reads, is answered 422 naming each place, before any work. The
+  body (at most the limit) is then handed to the app as one message.
 - `SecurityHeaders`: CSP, nosniff, Referrer-Policy and frame denial on every response (the API docs'
   pages get DOCS_CSP: the same origin only, like every page, plus ReDoc's blob: worker), a charset on
   JSON, and a relative `Location` on Starlette's slash redirects (which otherwise copy the request's
@@ -48,6 +49,9 @@ DOCS_PATHS = ("/docs", "/redoc")
 COMMON = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
           (b"x-frame-options", b"DENY"), (b"cross-origin-opener-policy", b"same-origin")]
 WITH_CHARSET = {b"application/json", b"application/x-ndjson"}
+NON_FINITE_LITERALS = (b"NaN", b"Infinity")  # -Infinity contains the second
+ECHO_CHARS = 64  # a 422 names at most this much of a key the client sent
+MOST_PLACES = 16  # a 422 names at most this many places
 
 
 @functools.cache
@@ -93,6 +97,10 @@ class BodyLimit:
         if message is None:
             await self._too_large(send, 413)
             return
+        places = non_finite_places(b"".join(chunks)) if scope["method"] != "GET" else []
+        if places:
+            await send_json(send, 422, [_not_a_number(literal, loc) for literal, loc in places[:MOST_PLACES]])
+            return
         first: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         if message["type"] != "http.request":
             first = message
@@ -128,6 +136,43 @@ class BodyLimit:
         await send_json(send, status, detail, close=True)
 
 
+class _Literal(str):
+    """A NaN or infinity literal as the parser met it (its name), to be found again in the result."""
+
+
+def non_finite_places(body: bytes) -> list[tuple[str, list]]:
+    """Each NaN, Infinity or -Infinity number in a JSON body, with its place as FastAPI writes one
+    (["body", key or index, ...]); [] for a body without them or that is not JSON at all (the
+    route's own parsing answers that). Only a body that spells one is parsed here."""
+    if not any(literal in body for literal in NON_FINITE_LITERALS):
+        return []
+    try:
+        value = json.loads(body, parse_constant=_Literal)
+    except (ValueError, RecursionError):  # not UTF-8 JSON, or nested past the parser's depth
+        return []
+    found: list[tuple[str, list]] = []
+    pending: list[tuple[object, list]] = [(value, ["body"])]
+    while pending:
+        item, loc = pending.pop()
+        if isinstance(item, _Literal):
+            found.append((str(item), loc))
+        elif isinstance(item, dict):
+            pending += [(v, [*loc, _short(k)]) for k, v in item.items()]
+        elif isinstance(item, list):
+            pending += [(v, [*loc, i]) for i, v in enumerate(item)]
+    return sorted(found, key=lambda place: [str(p) for p in place[1]])
+
+
+def _short(key: str) -> str:
+    return key[:ECHO_CHARS] + "..." if len(key) > ECHO_CHARS else key
+
+
+def _not_a_number(literal: str, loc: list) -> dict:
+    """One place in the shape of FastAPI's own 422 errors (pydantic's type for NaN in a finite field)."""
+    return {"type": "finite_number", "loc": loc, "input": literal,
+            "msg": f"{literal} is not a JSON number (RFC 8259 has no NaN or infinity): send a finite number"}
+
+
 class SecurityHeaders:
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -153,7 +198,7 @@ class SecurityHeaders:
             raise
 
 
-async def send_json(send: Send, status: int, detail: str, close: bool = False) -> None:
+async def send_json(send: Send, status: int, detail: str | list, close: bool = False) -> None:
     """A whole `{"detail": ...}` answer; `close`: the connection is closed after it (the request's body
     is left unread, so the next bytes on the connection would not be a request)."""
     body = json.dumps({"detail": detail}).encode()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from contextlib import asynccontextmanager
 
@@ -42,23 +43,25 @@ from app.routes import (
     timing,
     translate,
 )
+from app.runtime.errors import (
+    BusyError,
+    InvalidOptionError,
+    InvalidTextError,
+    NonFiniteAnswerError,
+    NoResultsError,
+    UnknownModelError,
+    UnknownSnapshotError,
+)
+from app.runtime.loading import load_registry
+from app.runtime.worker import Abandoned, ModelThread
 from app.schemas import NON_FINITE, ErrorBody
 from app.services import ahead
-from app.services.inference import InvalidOptionError
 from app.services.live import LiveRuns
-from app.services.loading import load_registry
-from app.services.long_lag import NoResultsError
-from app.services.registry import UnknownModelError
-from app.services.text import InvalidTextError
-from app.services.timing import BusyError
-from app.services.trained_states import UnknownSnapshotError
-from app.services.worker import Abandoned, ModelThread
 from models.decoding import Stopped
+from models.outputs import NonFiniteError
 
 log = logging.getLogger("attention_lab")
 CLIENT_CLOSED_REQUEST = 499  # nginx's code for a client that left before its answer
-# What Python says when a NaN or an infinity reaches an integer conversion or the JSON encoder
-NON_FINITE_ERROR = re.compile(r"float NaN|float infinity|Out of range float values")
 ECHO_CHARS = 64  # a 422 shows at most this much of the value it refuses
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no character, no UTF-8
 
@@ -74,7 +77,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice),
             settings.layout, settings.precision, settings.step,
         )
-        work = ahead.start(app.state.registry)  # the default sentence's answers, computed while nobody waits
+        # the default sentence's answers, computed while nobody waits
+        work = app.state.ahead = ahead.start(app.state.registry)
         yield
         if work is not None:
             work.stop()
@@ -88,7 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # ours, offline (app/routes/docs.py), not FastAPI's CDN pages
         redoc_url=None,
     )
-    app.state.registry = None
+    app.state.registry = app.state.ahead = None
     app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb)
     app.add_middleware(Compress)
     app.add_middleware(CancelOnDisconnect)
@@ -162,13 +166,12 @@ def add_error_handlers(app: FastAPI) -> None:
         # the client hung up before the answer was ready: nobody reads this reply
         return Response(status_code=CLIENT_CLOSED_REQUEST)
 
-    @app.exception_handler(ValueError)
-    def non_finite(request: Request, error: ValueError) -> JSONResponse:
+    @app.exception_handler(NonFiniteAnswerError)
+    @app.exception_handler(NonFiniteError)
+    def non_finite(request: Request, error: ArithmeticError | ValueError) -> JSONResponse:
         # Weights checked at load cannot turn NaN, but a model may still overflow on an input: that
-        # is the model's fault, said plainly, not a 500. Any other ValueError is a bug (below).
-        if not NON_FINITE_ERROR.search(str(error)):
-            raise error
-        log.error("non-finite model output on %s %s: %s", request.method, request.url.path, error)
+        # is the model's fault, said plainly, not a 500. (A NaN in a request is a 422: app/guard.py.)
+        log.error("non-finite model output on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": NON_FINITE}, status_code=503)
 
     @app.exception_handler(Exception)
@@ -200,9 +203,12 @@ def short_input(error: dict) -> dict:
 
 
 def _encodable(value):
-    """`value` with lone surrogates as U+FFFD: echoed as they came, the answer could not be encoded (500)."""
+    """`value` with lone surrogates as U+FFFD and NaN or infinities as their names: echoed as they
+    came, the answer could not be encoded (500)."""
     if isinstance(value, str):
         return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, list | tuple):
         return [_encodable(v) for v in value]
     if isinstance(value, dict):

@@ -44,6 +44,15 @@ NON_FINITE = ("the model computed a non-finite value (NaN or infinity) on this i
               "its weights may be damaged")
 
 
+class NonFiniteAnswerError(ValueError):
+    """503: an answer the server computed holds a NaN or an infinity, which JSON cannot carry. Raised
+    where the answer is written (`Response.to_json`), so it is never confused with a request that
+    holds one (a 422, app/guard.py's FiniteJson)."""
+
+    def __init__(self) -> None:
+        super().__init__(NON_FINITE)
+
+
 class Response(BaseModel):
     """A response body, built by the services themselves: a key this contract does not name is an
     error where the answer is made (a misspelt field never reaches a client, or vanishes)."""
@@ -53,12 +62,15 @@ class Response(BaseModel):
 
     def to_json(self, exclude_none: bool = False) -> str:
         """This answer as JSON, written once by pydantic-core. A NaN or an infinity has no JSON: it
-        raises the ValueError `json.dumps` raises for one, which the app answers with a 503 that
-        says the model computed a non-finite value."""
+        raises NonFiniteAnswerError, which the app answers with a 503 that says the model computed
+        a non-finite value."""
         text = self.model_dump_json(exclude_none=exclude_none)
         if "NaN" in text or "Infinity" in text:  # one, or only a text that spells it: json.dumps tells
-            return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), allow_nan=False,
-                              ensure_ascii=False, separators=(",", ":"))
+            try:
+                return json.dumps(self.model_dump(mode="json", exclude_none=exclude_none), allow_nan=False,
+                                  ensure_ascii=False, separators=(",", ":"))
+            except ValueError:
+                raise NonFiniteAnswerError() from None
         return text
 
 
@@ -150,6 +162,14 @@ class Dropped(Response):
     stopped: int = Field(description="searches stopped between two decoder steps")
 
 
+class PageDefaults(Response):
+    """What the page opens with (app/defaults.py); its first visit's answers are computed ahead."""
+    text: str = Field(description="the sentence in the box")
+    length: int = Field(description="chapter 3's input length, in pieces (POST /api/gradients `length`)")
+    seed: int = Field(description="chapter 8's shuffle (POST /api/order `seed`)")
+    top_k: int = Field(description="chapter 10's likeliest pieces per step (POST /api/predict `top_k`)")
+
+
 class Health(Response):
     status: Literal["ok", "degraded"]
     device: str
@@ -158,6 +178,7 @@ class Health(Response):
     limits: Limits
     numerics: Numerics
     dropped: Dropped
+    defaults: PageDefaults
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
@@ -165,7 +186,8 @@ class Health(Response):
          "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200, "max_beam_size": 8,
                     "max_timing_length": 2000, "max_timing_lengths": 16},
          "numerics": {"precision": "fp16-weights", "layout": "input-major"},
-         "dropped": {"skipped": 3, "stopped": 5}}]})
+         "dropped": {"skipped": 3, "stopped": 5},
+         "defaults": {"text": "Je mange du pain.", "length": 80, "seed": 1, "top_k": 5}}]})
 
 
 class LengthBucket(Response):

@@ -56,7 +56,7 @@ import httpx
 import torch
 from serving import ROOT, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
-from app.services.loading import load_registry
+from app.runtime.loading import load_registry
 from app.services.maps import attention_maps
 from models import checkpoint, decoding
 from models.data import load_split

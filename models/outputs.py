@@ -12,6 +12,12 @@ from torch import nn
 ATTENTION_KINDS = ("cross", "encoder", "decoder")
 
 
+class NonFiniteError(ArithmeticError):
+    """A model computed a NaN or an infinity where a measurement needs a finite number (damaged
+    weights, or an overflow on some input): raised where it arises, so the caller can tell it from
+    bad input (the server answers it 503)."""
+
+
 @dataclass
 class ModelOutput:
     logits: torch.Tensor  # (B, T, V): next-token scores at each target position

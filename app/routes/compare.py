@@ -4,7 +4,7 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.dependencies import ClientGone, Registry, SupersedeKey
-from app.schemas import NON_FINITE, Attention, CompareRequest, ErrorBody, ModelFailure
+from app.schemas import NON_FINITE, Attention, CompareRequest, ErrorBody, ModelFailure, NonFiniteAnswerError
 from app.services.comparison import as_ready, queue_comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])
@@ -33,6 +33,6 @@ async def _lines(answers: AsyncIterator[Attention | ModelFailure]) -> AsyncItera
     async for answer in answers:
         try:
             line = answer.to_json(exclude_none=True)
-        except ValueError:  # a NaN or infinity: that model's line says so, the others stand
+        except NonFiniteAnswerError:  # that model's line says so, the others stand
             line = ModelFailure(model=answer.model, error=NON_FINITE).to_json()
         yield line + "\n"

@@ -2,122 +2,138 @@
 default sentence are computed once, in the order a reader meets the chapters, so a first visit (or
 a shared link such as `/?ch=3`) finds them in the result cache.
 
-The requests go through the app's own routes, in process (`InProcess`): the same validation, the
-same services and so the same cache keys as the page's requests, without the network, the request
-log or the admission limit. They run one after another on a thread of their own, each queued on the
+Each ask is the page's request (its path and body, with the defaults of app/defaults.py) and the
+service call its route makes. The body is read by the route's own request schema, so its defaults
+fill in as they do for the page, and the service builds the same cache key. Nothing goes through
+HTTP or the routers: the asks run one after another on a thread of their own, each queued on the
 model thread like any request, so a reader who arrives meanwhile waits at most one answer behind.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
-from fastapi import FastAPI
-
-from app.services.registry import ModelRegistry
+from app import defaults
+from app.runtime.registry import ModelRegistry
+from app.runtime.worker import Abandoned
+from app.schemas import (
+    CompareRequest,
+    GradientsRequest,
+    HeadsRequest,
+    OrderRequest,
+    PredictRequest,
+    RecurrenceRequest,
+    Request,
+    ScalingRequest,
+    ScoresRequest,
+    TextRequest,
+)
+from app.services.comparison import comparison
+from app.services.gradients import gradient_curves
+from app.services.heads import heads
+from app.services.order import order
+from app.services.predict import prediction
+from app.services.recap import recap
+from app.services.recurrence import recurrence
+from app.services.scaling import scaling
+from app.services.scores import attention_scores
+from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
-DEFAULT_TEXT = "Je mange du pain."  # the sentence in the box when the page opens
-DEFAULT_LENGTH = 80  # chapter 3's input length when the page opens (at most the server's limit)
-DEFAULT_SEED = 1  # chapter 8's first shuffle
-TOP_K = 5  # chapter 10's likeliest pieces per step
+Cancel = threading.Event | None
 
 
-def default_length(registry: ModelRegistry) -> int:
-    return min(DEFAULT_LENGTH, registry.limits.max_gradient_length)
+@dataclass(frozen=True)
+class Ask:
+    """One request of the page's first visit and how its route answers it."""
+
+    path: str  # the page's request ...
+    body: dict[str, Any]  # ... and its JSON body
+    schema: type[Request]  # the route's request model
+    call: Callable[[ModelRegistry, Any, Cancel], Any]  # the route's service call on the validated body
+
+    def answer(self, registry: ModelRegistry, cancel: Cancel = None) -> Any:
+        return self.call(registry, self.schema.model_validate(self.body), cancel)
 
 
-class InProcess:
-    """The API's routes called in this process, on `registry`, with no middleware around them."""
-
-    def __init__(self, registry: ModelRegistry):
-        from app.routes import (  # the routers, not app.main: this module is imported by it
-            compare,
-            gradients,
-            heads,
-            order,
-            predict,
-            recap,
-            recurrence,
-            scaling,
-            scores,
-        )
-
-        self.app = FastAPI()
-        self.app.state.registry = registry
-        for module in (compare, gradients, heads, order, predict, recap, recurrence, scaling, scores):
-            self.app.include_router(module.router)
-
-    async def post(self, path: str, body: dict[str, Any]) -> Any:
-        """The JSON answer of POST `path` (a streamed answer: the list of its lines' objects); an
-        answer that is not 200 raises httpx.HTTPStatusError."""
-        transport = httpx.ASGITransport(app=self.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://in-process") as client:
-            response = await client.post(path, json=body, timeout=None)
-            response.raise_for_status()
-            if response.headers.get("content-type", "").startswith("application/x-ndjson"):
-                return [json.loads(line) for line in response.text.splitlines() if line.strip()]
-            return response.json()
-
-
-def first_visit(registry: ModelRegistry, text: str = DEFAULT_TEXT) -> list[tuple[str, dict[str, Any]]]:
-    """What the page asks about `text` with its default settings, chapter by chapter: (path, body)."""
+def first_visit(registry: ModelRegistry, text: str = defaults.TEXT) -> list[Ask]:
+    """What the page asks about `text` with its default settings, chapter by chapter."""
     models = registry.models.values()
     names = [m.name for m in models]
     aligning = [m.name for m in models if m.capabilities.recurrent and m.capabilities.cross_attention]
-    heads = next((m for m in models if "encoder" in m.capabilities.attention_kinds), None)
-    asks: list[tuple[str, dict[str, Any]]] = [
-        ("/api/compare", {"text": text, "models": names[::-1]}),  # chapters 4, 5 and 9's maps
-        ("/api/recurrence", {"text": text}),  # chapter 2
-        ("/api/gradients", {"text": text, "length": default_length(registry), "initialized": True,
-                            "factors": True}),  # chapter 3
+    with_heads = next((m for m in models if "encoder" in m.capabilities.attention_kinds), None)
+    length = defaults.length(registry.limits.max_gradient_length)
+    asks = [
+        Ask("/api/compare", {"text": text, "models": names[::-1]}, CompareRequest,  # chapters 4, 5 and 9's maps
+            lambda r, b, c: list(comparison(r, b.text, tuple(b.models), c))),
+        Ask("/api/recurrence", {"text": text}, RecurrenceRequest,  # chapter 2
+            lambda r, b, c: recurrence(r, b.text, b.model, c)),
+        Ask("/api/gradients", {"text": text, "length": length, "initialized": True, "factors": True},
+            GradientsRequest,  # chapter 3
+            lambda r, b, c: gradient_curves(r, b.text, b.length, tuple(b.models), c, b.initialized, b.factors)),
     ]
-    asks += [("/api/scores", {"text": text, "model": name, "row": 0, "temperature": 1}) for name in aligning]
-    asks += [("/api/scaling", {"text": text}), ("/api/order", {"text": text, "seed": DEFAULT_SEED})]
-    if heads is not None:
-        asks += [("/api/heads", {"text": text, "model": heads.name, "heads_off": []}),
-                 ("/api/predict", {"text": text, "model": heads.name, "prefix": [], "top_k": TOP_K,
-                                   "beam_size": 1})]
-    return [*asks, ("/api/recap", {"text": text})]  # chapter 11
+    asks += [Ask("/api/scores", {"text": text, "model": name, "row": 0, "temperature": 1}, ScoresRequest,
+                 lambda r, b, c: attention_scores(r, b.text, b.model, b.row, b.temperature, c))
+             for name in aligning]  # chapter 5
+    asks += [
+        Ask("/api/scaling", {"text": text}, ScalingRequest,  # chapter 7
+            lambda r, b, c: scaling(r, b.text, b.model, tuple(b.d_k) if b.d_k else None, b.keys, c)),
+        Ask("/api/order", {"text": text, "seed": defaults.SEED}, OrderRequest,  # chapter 8
+            lambda r, b, c: order(r, b.text, b.model, b.permutation, b.seed, b.layer, b.max_position, c)),
+    ]
+    if with_heads is not None:
+        asks += [
+            Ask("/api/heads", {"text": text, "model": with_heads.name, "heads_off": []},
+                HeadsRequest,  # chapter 9
+                lambda r, b, c: heads(r, b.text, b.model, tuple((h.kind, h.layer, h.head) for h in b.heads_off),
+                                      b.reference, c)),
+            Ask("/api/predict", {"text": text, "model": with_heads.name, "prefix": [], "top_k": defaults.TOP_K,
+                                 "beam_size": 1}, PredictRequest,  # chapter 10
+                lambda r, b, c: prediction(r, b.text, b.model, tuple(b.prefix), b.top_k, b.beam_size, c)),
+        ]
+    return [*asks, Ask("/api/recap", {"text": text}, TextRequest,  # chapter 11
+                       lambda r, b, c: recap(r, b.text, c))]
 
 
-async def ask_all(client: InProcess, asks: list[tuple[str, dict[str, Any]]],
-                  stopped: threading.Event | None = None) -> int:
-    """Ask each in turn until `stopped` is set (the server is shutting down); returns how many were
-    answered (a failure is logged, not raised)."""
+def answer_all(registry: ModelRegistry, asks: list[Ask], stopped: threading.Event | None = None) -> int:
+    """Answer each in turn until `stopped` is set (the server is shutting down: the answer being
+    computed is dropped at its next check); returns how many were answered (a failure is logged,
+    not raised)."""
     answered = 0
-    for path, body in asks:
+    for ask in asks:
         if stopped is not None and stopped.is_set():
             break
         try:
-            await client.post(path, body)
+            ask.answer(registry, stopped)
             answered += 1
+        except (Abandoned, Stopped):
+            break  # stopped while waiting for, or during, its turn
         except Exception as error:  # noqa: BLE001 - ahead-of-time work must never stop the server
             if stopped is None or not stopped.is_set():  # the model thread closing: not a failure
-                log.warning("computing %s ahead failed: %s", path, error)
+                log.warning("computing %s ahead failed: %s", ask.path, error)
     return answered
 
 
 class Ahead(threading.Thread):
     """The default sentence's answers computed on a thread of its own; `stop()` before the registry
-    closes ends it after the answer being computed."""
+    closes ends it at the answer being computed."""
 
     def __init__(self, registry: ModelRegistry):
         super().__init__(name="ahead", daemon=True)
         self.registry = registry
         self.stopped = threading.Event()
+        self.answered: int | None = None  # set when done
 
     def run(self) -> None:
         began = time.perf_counter()
         asks = first_visit(self.registry)
-        answered = asyncio.run(ask_all(InProcess(self.registry), asks, self.stopped))
-        log.info("default sentence: %d of %d answers computed ahead in %.1f s", answered, len(asks),
+        self.answered = answer_all(self.registry, asks, self.stopped)
+        log.info("default sentence: %d of %d answers computed ahead in %.1f s", self.answered, len(asks),
                  time.perf_counter() - began)
 
     def stop(self) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from app.schemas import Curve, Dropped, Health, ModelInfo, Numerics
-from app.services.registry import ModelRegistry
+from app import defaults
+from app.runtime.registry import ModelRegistry
+from app.schemas import Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults
 
 
 def health(registry: ModelRegistry) -> Health:
@@ -22,7 +23,13 @@ def health(registry: ModelRegistry) -> Health:
         # load); with fp16-weights, what fp16 holds exactly is read from an fp16 copy
         numerics=Numerics(precision=registry.precision, layout=registry.layout),
         dropped=Dropped(**registry.jobs.worker.dropped.as_dict()),
+        defaults=page_defaults(registry),
     )
+
+
+def page_defaults(registry: ModelRegistry) -> PageDefaults:
+    return PageDefaults(text=defaults.TEXT, length=defaults.length(registry.limits.max_gradient_length),
+                        seed=defaults.SEED, top_k=defaults.TOP_K)
 
 
 def model_infos(registry: ModelRegistry) -> list[ModelInfo]:

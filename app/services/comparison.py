@@ -20,11 +20,11 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future
 from functools import partial
 
+from app.runtime.registry import ModelRegistry
+from app.runtime.worker import Abandoned
 from app.schemas import Attention, ModelFailure
 from app.services.maps import attention_maps_job
-from app.services.registry import ModelRegistry
 from app.services.translation import translation_job
-from app.services.worker import Abandoned
 from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")

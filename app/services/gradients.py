@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 import threading
 
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import GateMeans, Gates, GradientCurve, Gradients
-from app.services.inference import InvalidOptionError
-from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
 from models.probes.gradients import DIRECTIONS, ITERATIONS, jacobian_norms, most_varying_units, step_factors
 

@@ -9,17 +9,17 @@ import threading
 
 import torch
 
+from app.runtime.errors import InvalidOptionError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import AlignedHead, Alignment, HeadContribution, HeadEffect, Heads, HeadSwitch, SublayerNorm
 from app.services.inference import (
     DecodeOptions,
-    InvalidOptionError,
     decode_tokens,
     model_options,
     pick_model,
     stop_when,
     with_switches,
 )
-from app.services.registry import LoadedModel, ModelRegistry
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.decoding import sequence_log_prob

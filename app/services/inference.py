@@ -9,18 +9,11 @@ from dataclasses import dataclass
 
 import torch
 
-from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
-from app.services.text import Source
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.text import Source
 from models.decoding import Decoded, Stop, max_target_len
 from models.serving.threads import beam_search, greedy, greedy_tokens
-
-
-class InvalidOptionError(ValueError):
-    """An option the chosen model does not have (e.g. a head switch on a recurrent model)."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from app.runtime.errors import BusyError, InvalidOptionError
 from app.schemas import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine
-from app.services.inference import InvalidOptionError
-from app.services.timing import BusyError
 from models import live
 from models.live_config import LiveLimits
 

@@ -7,19 +7,15 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from app.runtime.errors import InvalidOptionError, NoResultsError, UnknownModelError
+from app.runtime.registry import ModelRegistry
 from app.schemas import GradientCurve, LagGradients, LagRun, LagTask, LongLagResults
 from app.services.gradients import DEFINITION
-from app.services.inference import InvalidOptionError
-from app.services.registry import ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
 from models import checkpoint, long_lag
 from models.probes.gradients import jacobian_norms
 
 FOLDER = "long-lag"
-
-
-class NoResultsError(LookupError):
-    """The long-lag experiment has not been run (python -m models.long_lag)."""
 
 
 def results(registry: ModelRegistry) -> LongLagResults:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from app.runtime.registry import ModelRegistry
+from app.runtime.text import Source
 from app.schemas import Attention, AttentionMap
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, stop_when
-from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
-from app.services.text import Source
 from app.services.translation import translation_fields
 from models.outputs import ATTENTION_KINDS, ModelOutput
 from models.tokenizer import BOS_ID, BPETokenizer

@@ -8,18 +8,12 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from app.runtime.errors import InvalidOptionError
+from app.runtime.registry import ModelRegistry
+from app.runtime.text import Source
 from app.schemas import Order, OrderCheck, PositionalTable
-from app.services.inference import (
-    DecodeOptions,
-    InvalidOptionError,
-    decode_tokens,
-    pick_model,
-    stop_when,
-    with_switches,
-)
-from app.services.registry import ModelRegistry
+from app.services.inference import DecodeOptions, decode_tokens, pick_model, stop_when, with_switches
 from app.services.rounding import round_sig
-from app.services.text import Source
 from models.probes.order import check_permutation, order_check, positions, shuffle_words
 
 DEFINITION = ("shuffled[i] = original[permutation[i]]; max_abs_difference = max over layers, heads, i, j of "

@@ -9,9 +9,10 @@ import threading
 
 import torch
 
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import BeamNodeOut, PredictedStep, Prediction
-from app.services.inference import InvalidOptionError, stop_when, with_switches
-from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
+from app.services.inference import stop_when, with_switches
 from app.services.rounding import round_sig
 from app.services.translation import candidates, steps, translation_fields
 from models.decoding import Decoded, check_prefix, chosen_probabilities, max_target_len

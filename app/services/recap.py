@@ -15,14 +15,14 @@ import logging
 import math
 import threading
 
+from app import defaults
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import Recap, RecapRow
-from app.services.ahead import DEFAULT_SEED, TOP_K
 from app.services.gradients import gradient_curves
-from app.services.inference import InvalidOptionError
 from app.services.order import order as shuffled
 from app.services.predict import prediction
 from app.services.recurrence import recurrence as read_sentence
-from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.scaling import scaling as saturation
 from app.services.scores import attention_scores
 
@@ -117,7 +117,7 @@ def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
 def order(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.switches) is None:
         return None
-    checks = shuffled(registry, text, seed=DEFAULT_SEED, cancel=cancel).checks
+    checks = shuffled(registry, text, seed=defaults.SEED, cancel=cancel).checks
     return RecapRow(chapter=8, text="shuffled, with positional encoding off the encoder's maps differ by "
                                     f"{fmt(checks['pe_off'].max_abs_difference)} (rounding); on, by "
                                     f"{fmt(checks['pe_on'].max_abs_difference)}.")
@@ -127,7 +127,7 @@ def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     model = first(registry, lambda c: "encoder" in c.attention_kinds)
     if model is None:
         return None
-    answer = prediction(registry, text, model.name, (), TOP_K, 1, cancel)
+    answer = prediction(registry, text, model.name, (), defaults.TOP_K, 1, cancel)
     step = answer.steps[0] if answer.steps else None
     said = f"{piece(step.token)} with probability {fmt(step.probability)}" if step else "nothing"
     return RecapRow(chapter=10, text=f"{model.name}'s first piece is {said}; greedy writes "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import Recurrence
-from app.services.inference import InvalidOptionError
-from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
 from app.services.rounding import round_sig
 from models.probes.recurrence import EQUATIONS, most_varying, read
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict
 
+from app.runtime.registry import ModelRegistry
 from app.schemas import HeadSpread, SampledCurves, SaturationPoint, Scaling
 from app.services.inference import GREEDY, decode_tokens, pick_model, stop_when, with_switches
-from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.scaling import DISTRIBUTION, model_scores, saturation

@@ -7,9 +7,10 @@ from __future__ import annotations
 import math
 import threading
 
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import Blend, Scores
-from app.services.inference import GREEDY, InvalidOptionError, decode_tokens, stop_when
-from app.services.registry import LoadedModel, ModelRegistry, UnknownModelError
+from app.services.inference import GREEDY, decode_tokens, stop_when
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.recurrence import most_varying

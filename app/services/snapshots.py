@@ -7,10 +7,10 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from app.runtime.registry import ModelRegistry
 from app.schemas import Snapshot
 from app.services.inference import GREEDY, decode, stop_when
 from app.services.maps import label_maps
-from app.services.registry import ModelRegistry
 from app.services.translation import translation_fields
 from models.outputs import ATTENTION_KINDS
 

@@ -21,9 +21,10 @@ from datetime import UTC, datetime
 import torch
 
 from app.limits import MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS
+from app.runtime.errors import BusyError, InvalidOptionError
+from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import LengthTiming, TimingRoles, Timings, TimingStatus
-from app.services.inference import InvalidOptionError, pick_model
-from app.services.registry import LoadedModel, ModelRegistry
+from app.services.inference import pick_model
 from app.services.rounding import round_sig
 from models.probes.timing import LENGTHS, describe_encoder, device_name, measure, random_ids, time_encode
 
@@ -39,15 +40,6 @@ DEFINITION = (f"median wall time of one model.encode(ids) call (the encoder, and
               f"the shortest and the longest length, then passes over every length, the models side by "
               f"side, up to {REPEATS} repeats, no pass started after the time limit (the first always "
               f"runs in full)")
-
-
-class BusyError(RuntimeError):
-    """A measurement is already running; `retry_after`: seconds until it should be done."""
-
-    def __init__(self, retry_after: int):
-        super().__init__(f"a timing measurement is running; ask again in {retry_after} s "
-                         "(GET /api/timing/status shows its progress)")
-        self.retry_after = retry_after
 
 
 class TimingBench:

@@ -7,11 +7,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from app.runtime.registry import ModelRegistry
+from app.runtime.text import Source
 from app.schemas import Alternative, Candidate, Step, Translation
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, decode_tokens, stop_when
-from app.services.registry import ModelRegistry
 from app.services.rounding import round_sig
-from app.services.text import Source
 from models.decoding import Decoded
 from models.tokenizer import EOS_ID, BPETokenizer
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from models.lstm import LSTMCell
+from models.outputs import NonFiniteError
 
 DIRECTIONS = 32  # K, random directions of the norm estimate
 SEED = 0  # the same directions for every call, so answers repeat exactly
@@ -95,6 +96,8 @@ class Rescale(torch.autograd.Function):
     def backward(ctx, *grads):
         present = [g for g in grads if g is not None]
         biggest = max(float(g.abs().max()) for g in present)
+        if not math.isfinite(biggest):
+            raise NonFiniteError(f"the recurrent state's gradient is {biggest} at step {ctx.step}")
         exponent = 0 if biggest == 0 else max(-100, min(100, -math.floor(math.log2(biggest))))
         ctx.exponents[ctx.step] = exponent
         ctx.squares[ctx.step] = sum(float(g.double().pow(2).sum()) for g in present)

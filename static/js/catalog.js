@@ -7,6 +7,7 @@ import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
 class Catalog {
   constructor(health, models) {
     this.limits = health.limits;
+    this.defaults = health.defaults; // what the page opens with: {text, length, seed, top_k}
     this.unavailable = health.unavailable || {}; // name -> why it did not load
     this.device = health.device;
     this.numerics = health.numerics; // {precision, layout}: what every figure was computed with

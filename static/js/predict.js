@@ -15,6 +15,7 @@ export class PredictView {
    * `onChange(changes)`; `ask()`: search again (the reader changed the model, beam or prefix). */
   constructor(root, { catalog, page, onChange, ask }) {
     Object.assign(this, { page, onChange, ask });
+    this.topK = catalog.defaults.top_k; // the server's (GET /api/health), whose answer it computed ahead
     this.$ = partsOf(root);
     this.anchor = this.$("predict-tree"); // its nearness starts the experiment
     this.plots = [this.$("predict-tree")];
@@ -48,7 +49,7 @@ export class PredictView {
   /** Both searches for `text` (greedy and the beam), asked together. */
   call(text, signal) {
     const { pmodel, prefix, beam } = this.page;
-    return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, b, signal)));
+    return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, this.topK, b, signal)));
   }
 
   show([greedy, wide]) {

@@ -19,8 +19,6 @@ export function parseOff(value) {
     .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
 }
 
-const DEFAULT_TEXT = "Je mange du pain.";
-const DEFAULT_LENGTH = 80;
 /** Chapter 5's temperature slider: its ends. */
 export const TEMPERATURES = [0.05, 20];
 
@@ -32,7 +30,8 @@ export class UrlState {
   constructor(search, catalog) {
     const q = new URLSearchParams(search);
     const longest = catalog.limits.max_gradient_length;
-    this.text = q.has("text") ? q.get("text") : DEFAULT_TEXT;
+    const opening = catalog.defaults; // the server's (app/defaults.py): its answers are computed ahead
+    this.text = q.has("text") ? q.get("text") : opening.text;
     this.model = catalog.info(q.get("model")) ? q.get("model") : defaultModel(catalog);
     this.kind = catalog.kinds.includes(q.get("kind")) ? q.get("kind") : "cross";
     [this.layer, this.head] = [0, 0];
@@ -42,7 +41,7 @@ export class UrlState {
       [this.layer, this.head] = [layer, index];
     }
     const length = Number(q.get("len"));
-    this.length = Number.isInteger(length) && length >= 1 && length <= longest ? length : Math.min(DEFAULT_LENGTH, longest);
+    this.length = Number.isInteger(length) && length >= 1 && length <= longest ? length : opening.length;
     this.factor = q.get("factor") || "shrink"; // checked against its views by gradients.js
     // checked against the long-lag results once they arrive (long-lag.js)
     this.filler = q.get("filler") || "blank";
@@ -57,7 +56,7 @@ export class UrlState {
     const temp = Number(q.get("temp"));
     this.temp = q.has("temp") && temp >= TEMPERATURES[0] && temp <= TEMPERATURES[1] ? temp : 1;
     const lengths = (q.get("tlen") || "").split(",").map(Number);
-    this.shuffle = count(q.get("shuffle")) || 1;
+    this.shuffle = count(q.get("shuffle")) || opening.seed;
     this.ohead = count(q.get("ohead"));
     const fits = (h) => catalog.withHeads.some((m) => h.layer < m.layers && h.head < m.heads);
     this.off = parseOff(q.get("off")).filter(fits);

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from app.services.loading import load_registry
+from app.runtime.loading import load_registry
 from tests.tiny import write_tiny_checkpoints
 
 
@@ -22,7 +22,7 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
 
 def tiny_settings(folder: Path, **overrides) -> Settings:
     """Two lanes for /api/compare whatever the machine's cores, so its tests see the same order."""
-    return Settings(checkpoints=folder, device="cpu", cache_size=0, lanes=2, **overrides)
+    return Settings(**{"checkpoints": folder, "device": "cpu", "cache_size": 0, "lanes": 2, **overrides})
 
 
 @pytest.fixture(scope="session")

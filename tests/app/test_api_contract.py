@@ -19,7 +19,8 @@ def test_health_lists_every_loaded_model(client):
     assert body == {"status": "ok", "device": "cpu", "models": list(MODEL_NAMES), "unavailable": {},
                     "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
                                "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16},
-                    "numerics": {"precision": "fp16-weights", "layout": "input-major"}}
+                    "numerics": {"precision": "fp16-weights", "layout": "input-major"},
+                    "defaults": {"text": "Je mange du pain.", "length": 80, "seed": 1, "top_k": 5}}
 
 
 def test_models_report_architecture_size_and_metrics(client):

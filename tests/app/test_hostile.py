@@ -1,9 +1,10 @@
 """A hostile-input corpus through every POST endpoint (read from the app's own OpenAPI schema, so a
 new endpoint is covered without a word here): empty and blank text, 500 and 501 characters before
 and after NFKC, NUL and control characters, lone surrogates, right-to-left text, emoji, HTML and
-script, a 10,000-character word, wrong types in every field, 10,000-deep nesting, invalid UTF-8 and
-an oversized body. Whatever is sent: never a 5xx, only status codes the endpoint documents, and no
-refusal repeats more than 64 characters of what it was sent (app.main.ECHO_CHARS).
+script, a 10,000-character word, wrong types in every field, NaN and infinities in every field
+(JSON has none; Python's parser reads them), 10,000-deep nesting, invalid UTF-8 and an oversized
+body. Whatever is sent: never a 5xx, only status codes the endpoint documents, and no refusal
+repeats more than 64 characters of what it was sent (app.main.ECHO_CHARS).
 
 On the tiny models (tests/tiny.py) with a short output limit: a few hundred requests in seconds."""
 
@@ -104,6 +105,26 @@ def _cases(path: str, operation: dict) -> list[tuple[str, bytes]]:
             cases += [(f"{field}: {kind} as {type(value).__name__}", json.dumps(base | {field: value}).encode())
                       for value in WRONG.get(kind, []) if not (value is None and "null" in _types(spec))]
     cases.append(("unknown field", json.dumps(base | {"x" * 200: "y" * 200}).encode()))
+    return cases + [(name, raw) for name, raw, _ in _non_finite_cases(path, operation)]
+
+
+NON_FINITE = ("NaN", "Infinity", "-Infinity")  # what json.dumps writes for float("nan"), ...
+
+
+def _non_finite_cases(path: str, operation: dict) -> list[tuple[str, bytes, list]]:
+    """(name, raw body, the place a 422 must name) for NaN and the infinities in every field of an
+    otherwise valid body, as the whole body, and deep inside a list."""
+    properties = operation["schema"].get("properties", {})
+    base = {name: 4 for name in operation["schema"].get("required", []) if name != "text"} | QUICK.get(path, {})
+    base = ({"text": "Je mange du pain."} if "text" in properties else {}) | base
+    cases = []
+    for literal in NON_FINITE:
+        for field in [*properties, "unknown"]:
+            raw = json.dumps(base | {field: "@"}).replace('"@"', literal).encode()
+            cases.append((f"{field}: {literal}", raw, ["body", field]))
+        cases.append((f"the body: {literal}", literal.encode(), ["body"]))
+        cases.append((f"nested: {literal}", json.dumps({"a": [1, {"b": "@"}]}).replace('"@"', literal).encode(),
+                      ["body", "a", 1, "b"]))
     return cases
 
 
@@ -164,6 +185,18 @@ def test_hostile_input_never_5xx_never_undocumented_never_echoed(hostile_client,
             piece = _echoes(body, _inputs(raw)) or _echoes(decoded, _inputs(raw))
             if piece:
                 failures.append(f"{name}: {status} echoes {piece[:20]!r}... ({len(body)} bytes)")
+    assert not failures, f"{path}:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("path", sorted(OPERATIONS))
+def test_nan_and_infinities_are_bad_input_naming_the_place(hostile_client, path):
+    """422 before any work, naming where the number is: never the 503 of a model's own NaN."""
+    failures = []
+    for name, raw, loc in _non_finite_cases(path, OPERATIONS[path]):
+        answer = hostile_client.post(path, content=raw, headers={"Content-Type": "application/json"})
+        detail = answer.json()["detail"] if answer.status_code == 422 else None
+        if not detail or detail[0]["loc"] != loc or detail[0]["input"] not in NON_FINITE:
+            failures.append(f"{name}: {answer.status_code} {answer.text[:200]}")
     assert not failures, f"{path}:\n" + "\n".join(failures)
 
 

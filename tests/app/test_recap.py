@@ -3,12 +3,17 @@ start-up (app/services/ahead.py), on the tiny models."""
 
 from __future__ import annotations
 
-import asyncio
 import re
+import threading
 
+from fastapi.testclient import TestClient
+
+from app import defaults
+from app.main import create_app
+from app.runtime.loading import load_registry
 from app.services import ahead
-from app.services.loading import load_registry
 from app.services.recap import fmt
+from tests.app.conftest import tiny_settings
 from tests.app.contract import assert_recap_is_the_chapters
 
 TEXT = "Je mange du pain."
@@ -49,15 +54,47 @@ def test_fmt_writes_numbers_as_the_page_does():
 
 def test_the_first_visit_is_every_chapter_in_reading_order(tiny_checkpoints):
     with load_registry(tiny_checkpoints, device="cpu", cache_size=0) as registry:
-        paths = [path for path, _ in ahead.first_visit(registry)]
+        paths = [ask.path for ask in ahead.first_visit(registry)]
     assert paths == ["/api/compare", "/api/recurrence", "/api/gradients", "/api/scores", "/api/scores",
                      "/api/scaling", "/api/order", "/api/heads", "/api/predict", "/api/recap"]
 
 
-def test_answers_computed_ahead_are_in_the_cache(tiny_checkpoints):
-    with load_registry(tiny_checkpoints, device="cpu", cache_size=64) as registry:
-        asks = ahead.first_visit(registry)
-        assert asyncio.run(ahead.ask_all(ahead.InProcess(registry), asks)) == len(asks)
-        assert len(registry.jobs.cache) > 0
+def test_a_first_visit_finds_every_answer_computed_ahead(tiny_checkpoints):
+    """The app computes the default sentence's answers at start-up; then the page's own requests
+    for them, over HTTP, are all answered from the cache: the model thread runs nothing."""
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, cache_size=64))) as client:
+        work = client.app.state.ahead
+        work.join(timeout=120)
+        asks = ahead.first_visit(client.app.state.registry)
+        assert work.answered == len(asks)
+        worker = client.app.state.registry.jobs.worker
+        ran = []
+
+        def watched(name):
+            original = getattr(worker, name)
+            return lambda *args, **kwargs: ran.append(name) or original(*args, **kwargs)
+
+        worker.submit, worker.run_together = watched("submit"), watched("run_together")
+        for ask in asks:
+            response = client.post(ask.path, json=ask.body)
+            assert response.status_code == 200, (ask.path, response.text)
+            assert not ran, f"{ask.path} {ask.body} was computed again: not the cache key ahead used"
+
+
+def test_the_page_defaults_are_served(client):
+    health = client.get("/api/health").json()
+    assert health["defaults"] == {"text": defaults.TEXT, "seed": defaults.SEED, "top_k": defaults.TOP_K,
+                                  "length": defaults.length(health["limits"]["max_gradient_length"])}
+
+
+def test_no_answer_is_computed_ahead_without_a_cache(tiny_checkpoints):
     with load_registry(tiny_checkpoints, device="cpu", cache_size=0) as registry:
         assert ahead.start(registry) is None
+
+
+def test_stopping_ahead_ends_it_without_a_failure(tiny_checkpoints, caplog):
+    with load_registry(tiny_checkpoints, device="cpu", cache_size=64) as registry:
+        stopped = threading.Event()
+        stopped.set()
+        assert ahead.answer_all(registry, ahead.first_visit(registry), stopped) == 0
+    assert "failed" not in caplog.text

@@ -43,8 +43,8 @@ def _attention(weight: float, text: str = "Hi.") -> schemas.Attention:
 @pytest.mark.parametrize("weight", [float("nan"), float("inf"), float("-inf")])
 def test_an_answer_holding_a_non_finite_number_is_not_written(weight):
     """JSON has no NaN, and a null in its place would read as a number left out: the answer is
-    refused with the ValueError the app turns into a 503 that says so (tests/app/test_integrity.py)."""
-    with pytest.raises(ValueError, match="Out of range float values"):
+    refused with the error the app turns into a 503 that says so (tests/app/test_integrity.py)."""
+    with pytest.raises(schemas.NonFiniteAnswerError, match="non-finite"):
         _attention(weight).to_json()
 
 

@@ -18,7 +18,7 @@ from app.config import REPO_ROOT, Settings
 from app.dependencies import get_registry
 from app.main import create_app
 from app.routes.pages import PLOTLY_JS
-from app.services.loading import load_registry
+from app.runtime.loading import load_registry
 from models.serving import step_of
 from models.serving.layout import layout_of
 from models.serving.precision import precision_of

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.runtime.loading import load_registry
 from app.services.catalog import health, model_infos, training_curve
-from app.services.loading import load_registry
 from models import checkpoint
 from tests.app.answers import sent
 from tests.tiny import CURVE, SNAPSHOT_MODELS, write_tiny_checkpoints

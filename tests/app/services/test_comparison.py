@@ -8,9 +8,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+from app.runtime.worker import Abandoned
 from app.schemas import Attention, AttentionMap, ModelFailure, Translation
 from app.services.comparison import as_ready, comparison, queue_comparison
-from app.services.worker import Abandoned
 from models.decoding import Stopped
 
 TEXT = "Je mange du pain."
@@ -90,7 +90,7 @@ def test_a_model_s_time_is_per_source_piece_a_running_mean_and_a_cached_answer_i
     """Live typing times each model on whatever prefix it last finished: per piece, a transformer
     timed on a long text and an LSTM on a short one compare fairly."""
     clock = iter([10.0, 10.5, 20.0, 20.25])
-    monkeypatch.setattr("app.services.jobs.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("app.runtime.jobs.time.perf_counter", lambda: next(clock))
     registry = cached_registry
     registry.jobs.seconds.clear()
     assert registry.jobs._timed("transformer", 8, lambda: "done") == "done"  # 0.5 s over 8 pieces

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from app.runtime.errors import InvalidOptionError
 from app.services.gradients import GATE_UNITS, gate_summary, gradient_curves, recurrent_models, repeat_to
-from app.services.inference import InvalidOptionError
 from tests.app.answers import sent
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.inference import DecodeOptions, InvalidOptionError, model_options
+from app.runtime.errors import InvalidOptionError
+from app.services.inference import DecodeOptions, model_options
 
 
 def test_switches_become_the_transformer_s_keyword_arguments(registry):

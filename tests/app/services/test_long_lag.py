@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.config import REPO_ROOT
-from app.services.inference import InvalidOptionError
-from app.services.loading import load_registry
-from app.services.long_lag import NoResultsError, lag_gradients, results
+from app.runtime.errors import InvalidOptionError, NoResultsError
+from app.runtime.loading import load_registry
+from app.services.long_lag import lag_gradients, results
 from tests.app.answers import sent
 
 SHIPPED = REPO_ROOT / "checkpoints"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.inference import DecodeOptions, InvalidOptionError
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.services.inference import DecodeOptions
 from app.services.predict import prediction
-from app.services.registry import UnknownModelError
 from app.services.translation import translation
 from tests.app.answers import sent
 

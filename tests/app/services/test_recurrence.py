@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.services.inference import InvalidOptionError
+from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.services.recurrence import UNITS, recurrence, recurrent_model
-from app.services.registry import UnknownModelError
 from models.probes.recurrence import read
 from tests.app.answers import sent
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from app.services.inference import InvalidOptionError
+from app.runtime.errors import InvalidOptionError
 from app.services.scaling import D_KS, scaling
 from tests.app.answers import sent
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from app.services.inference import InvalidOptionError
+from app.runtime.errors import InvalidOptionError
 from app.services.maps import attention_maps
 from app.services.scores import UNITS, attention_scores, scoring_model
 from tests.app.answers import sent

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import trained_states as states_module
+from app.runtime import trained_states as states_module
+from app.runtime.errors import UnknownSnapshotError
 from app.services.catalog import model_infos
 from app.services.maps import attention_maps
 from app.services.snapshots import snapshot_maps
-from app.services.trained_states import UnknownSnapshotError
 from tests.app.answers import sent
 from tests.tiny import SNAPSHOT_MODELS, SNAPSHOT_STEPS
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from app.services.inference import InvalidOptionError
-from app.services.timing import MAX_LENGTH, MAX_LENGTHS, BusyError, TimingBench, bench, check_lengths
+from app.runtime.errors import BusyError, InvalidOptionError
+from app.services.timing import MAX_LENGTH, MAX_LENGTHS, TimingBench, bench, check_lengths
 from models.probes.timing import LENGTHS
 from tests.app.answers import sent
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.inference import DecodeOptions, InvalidOptionError
+from app.runtime.errors import InvalidOptionError
+from app.services.inference import DecodeOptions
 from app.services.maps import attention_maps
 from app.services.translation import translation
 from tests.app.answers import sent

@@ -5,15 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.runtime.errors import InvalidTextError
 from models.data import normalize
 from models.tokenizer import UNK_ID, BPETokenizer
 
 # JSON may carry "\ud800" escapes that are no character at all; the tokenizer cannot take them.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class InvalidTextError(ValueError):
-    """Text the models cannot read: empty, or too long, once trimmed and normalised."""
 
 
 @dataclass(frozen=True)

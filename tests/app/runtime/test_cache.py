@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel
 
+from app.runtime.cache import ResultCache, approx_bytes
 from app.schemas import Attention, AttentionMap
-from app.services.cache import ResultCache, approx_bytes
 
 
 def test_cache_keeps_the_most_recent_results():

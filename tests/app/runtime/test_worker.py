@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from app.services.worker import ModelThread
+from app.runtime.worker import ModelThread
 from models.decoding import Stopped
 
 
@@ -118,7 +118,7 @@ def test_a_batch_keeps_the_model_thread_until_every_lane_is_done():
 
 
 def test_a_failing_job_fails_alone_and_a_cancelled_batch_is_not_run():
-    from app.services.worker import Abandoned
+    from app.runtime.worker import Abandoned
 
     worker = ModelThread(1, lanes=2)
     try:

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from app.services.text import InvalidTextError, check_text, source_of
+from app.runtime.errors import InvalidTextError
+from app.runtime.text import check_text, source_of
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\u0000\u0007", "x" * 501])

@@ -5,27 +5,35 @@ few at a time; and the shipped weights. Each is served as the registry serves it
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+import torch
 from torch import nn
 
+from app.runtime.errors import UnknownSnapshotError
 from app.schemas import SnapshotPoint
 from models import snapshots
 from models.architectures import initialized
 from models.serving import served
 
-if TYPE_CHECKING:
-    from app.services.registry import ModelRegistry
+
+class Models(Protocol):
+    """What the trained states read of the registry that owns them (app/runtime/registry.py), named
+    here so that this module does not import the registry that imports it."""
+
+    device: torch.device
+    layout: str
+    precision: str
+    step: str
+
+    def get(self, name: str) -> Any: ...
+
 
 SNAPSHOTS_KEPT = 2  # training snapshots held in memory at once (each is a whole model)
 
 
-class UnknownSnapshotError(LookupError):
-    """A model without training snapshots, or a step it has none at; the message lists the steps."""
-
-
 class TrainedStates:
-    def __init__(self, registry: ModelRegistry):
+    def __init__(self, registry: Models):
         self.registry = registry
         self.untrained: dict[str, nn.Module] = {}  # see `initialized`
         self.snapshot_models: OrderedDict = OrderedDict()  # (name, step) -> model, LRU

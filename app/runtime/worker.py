@@ -35,7 +35,7 @@ from typing import TypeVar
 
 import torch
 
-from app.services.cores import CoreShare
+from app.runtime.cores import CoreShare
 from models.decoding import Stopped
 from models.serving.threads import intra_op, set_intra_op
 

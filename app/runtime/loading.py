@@ -12,10 +12,10 @@ from typing import Any
 import torch
 
 from app.limits import Limits
-from app.services.cache import ResultCache
-from app.services.jobs import Jobs
-from app.services.registry import LoadedModel, ModelRegistry
-from app.services.worker import ModelThread
+from app.runtime.cache import ResultCache
+from app.runtime.jobs import Jobs
+from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.worker import ModelThread
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, count_parameters, describe
 from models.device import choose_device

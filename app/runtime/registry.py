@@ -1,4 +1,4 @@
-"""The loaded models: read once at start-up (app/services/loading.py), then only read (never
+"""The loaded models: read once at start-up (app/runtime/loading.py), then only read (never
 written) by requests; each request's work goes to the model thread through here, answered from the
 result cache when it can be.
 """
@@ -14,10 +14,11 @@ import torch
 from torch import nn
 
 from app.limits import Limits
+from app.runtime.errors import UnknownModelError
+from app.runtime.jobs import Jobs
+from app.runtime.text import Source, source_of
+from app.runtime.trained_states import TrainedStates
 from app.schemas import SnapshotPoint
-from app.services.jobs import Jobs
-from app.services.text import Source, source_of
-from app.services.trained_states import TrainedStates
 from models import snapshots
 from models.architectures import Capabilities
 from models.serving.options import PLAIN
@@ -25,10 +26,6 @@ from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
 TOKENIZER_FILE = "tokenizer.json"
-
-
-class UnknownModelError(LookupError):
-    """A model name that is not loaded; the message lists the names that are."""
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from app.limits import Limits
-from app.services.loading import load_registry, model_folders
-from app.services.worker import Abandoned
+from app.runtime.loading import load_registry, model_folders
+from app.runtime.worker import Abandoned
 from models.config import Seq2SeqConfig
 from tests.tiny import write_tiny_checkpoints
 

@@ -1,5 +1,5 @@
 """Model work for requests: answered from the result cache when it can be, else queued for the
-one model thread (app/services/worker.py), alone or as a batch side by side."""
+one model thread (app/runtime/worker.py), alone or as a batch side by side."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from app.services.cache import MISSING, ResultCache
-from app.services.worker import ModelThread
+from app.runtime.cache import MISSING, ResultCache
+from app.runtime.worker import ModelThread
 
 
 @dataclass

@@ -3,7 +3,7 @@ other programs do, every core when the pressure cannot be read."""
 
 from __future__ import annotations
 
-from app.services.cores import BUSY, WINDOW_S, CoreShare, cpu_stall_us
+from app.runtime.cores import BUSY, WINDOW_S, CoreShare, cpu_stall_us
 
 
 class Machine:

@@ -1,0 +1,42 @@
+"""The errors a request can meet, in one place, each with the status the API answers it with
+(app/main.py maps them): the services raise them, the routes never catch them."""
+
+from __future__ import annotations
+
+from app.schemas import NonFiniteAnswerError  # 503, raised where an answer is written (a leaf, below)
+
+__all__ = ["BusyError", "InvalidOptionError", "InvalidTextError", "NoResultsError", "NonFiniteAnswerError",
+           "UnknownModelError", "UnknownSnapshotError"]
+
+
+class UnknownModelError(LookupError):
+    """404: a model name that is not loaded; the message lists the names that are."""
+
+
+class UnknownSnapshotError(LookupError):
+    """404: a model without training snapshots, or a step it has none at; the message lists the steps."""
+
+
+class NoResultsError(LookupError):
+    """404: the long-lag experiment has not been run (python -m models.long_lag)."""
+
+
+class InvalidTextError(ValueError):
+    """422: text the models cannot read: empty, or too long, once trimmed and normalised."""
+
+
+class InvalidOptionError(ValueError):
+    """422: an option the chosen model does not have (e.g. a head switch on a recurrent model)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class BusyError(RuntimeError):
+    """429: a measurement is already running; `retry_after`: seconds until it should be done."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"a timing measurement is running; ask again in {retry_after} s "
+                         "(GET /api/timing/status shows its progress)")
+        self.retry_after = retry_after
