@@ -52,7 +52,7 @@ class Capabilities:
     recurrent: bool  # reads the source through a recurrence: chapter 3's gradient probe applies
     gates: bool  # an LSTM: input, forget and output gates to show
     attention_kinds: tuple[str, ...]  # the maps its forward returns, in ATTENTION_KINDS order
-    switches: bool  # positional encoding and single heads can be switched off (chapters 8-9)
+    switches: bool  # the encoder's positional encoding and single heads can be switched off (chapters 8-9)
     summary: str  # one line for a reader
 
     @property

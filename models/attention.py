@@ -67,6 +67,11 @@ class AdditiveAttention(nn.Module):
         self.U = nn.Linear(d_key, d_attn)
         self.v = nn.Linear(d_attn, 1, bias=False)
 
+    @staticmethod
+    def parameter_shapes(d_query: int, d_key: int, d_attn: int) -> list[tuple[int, ...]]:
+        """Its parameters' shapes in the order `__init__` draws them: W, U (weight, bias), v."""
+        return [(d_attn, d_query), (d_attn, d_key), (d_attn,), (1, d_attn)]
+
     def project(self, keys: torch.Tensor) -> torch.Tensor:
         """(B, T_k, d_k) -> U h_j: (B, T_k, a)."""
         return self.U(keys)

@@ -41,7 +41,7 @@ class TransformerConfig:
     d_ff: int = 1024  # hidden width of the position-wise feed-forward
     dropout: float = 0.1
     max_len: int = 512  # longest sequence the positional table covers
-    positional: bool = True  # sinusoidal encoding on/off (the chapter 8 switch)
+    positional: bool = True  # sinusoidal encoding, both sides; encode(positional=) switches the encoder's
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:

@@ -149,9 +149,10 @@ def greedy_batch(model, src: torch.Tensor, max_len: int | None = None, stop: Sto
 def greedy(model, src_ids: list[int], max_len: int | None = None, top_k: int = 5, stop: Stop = None,
            prefix: Sequence[int] = (), **options) -> Decoded:
     """Greedy translation of one sentence, with its internals collected as the search runs (no
-    second pass). `options` go to the model (e.g. `head_mask=` or `positional=` for the
-    Transformer). A `prefix` of target ids is fed as if chosen, then greedy search continues: the
-    output starts with it verbatim, and its maps and top-k cover prefix and continuation."""
+    second pass). `options` go to the model's `encode_with_internals` (e.g. `head_mask=`, or
+    `positional=`, which switches the Transformer encoder's positional encoding, not the decoder's).
+    A `prefix` of target ids is fed as if chosen, then greedy search continues: the output starts
+    with it verbatim, and its maps and top-k cover prefix and continuation."""
     src = _source(model, src_ids)
     max_len = max_len or max_target_len(model, len(src_ids))
     prefix = check_prefix(model, prefix, max_len)

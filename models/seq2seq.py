@@ -32,6 +32,20 @@ class Seq2SeqMemory:
     projected: torch.Tensor | None = None  # (B, S, a): the attention's key-only part, once per sentence
 
 
+def attention_for(c: Seq2SeqConfig) -> AdditiveAttention | DotAttention | None:
+    """The attention `c` asks for (None: the bottleneck model), built explicitly. Whichever it is,
+    the random generator moves on as far as building an additive scorer moves it."""
+    if c.attention == "additive":
+        return AdditiveAttention(c.d_hidden, c.d_hidden, c.d_attn)
+    # The shipped models were built when every model drew an additive scorer's initial weights here,
+    # used or not; the parameters built after it (W_c, out) were trained from the numbers that came
+    # next. Drawing the same amount, in the same order (one uniform number per weight, as nn.Linear
+    # draws), keeps every model's seeded initialization, and the checkpoints' record of it, the same.
+    for shape in AdditiveAttention.parameter_shapes(c.d_hidden, c.d_hidden, c.d_attn):
+        torch.empty(shape).uniform_()
+    return DotAttention() if c.attention == "dot" else None
+
+
 class Seq2Seq(nn.Module):
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -40,11 +54,7 @@ class Seq2Seq(nn.Module):
         self.embed = TiedEmbedding(c.vocab_size, c.d_embed, padding_idx=PAD_ID)
         self.encoder = Recurrent(c.d_embed, c.d_hidden)
         self.decoder = Recurrent(c.d_embed, c.d_hidden)  # same unrolled cell, reading targets
-        self.attention = {
-            None: None,
-            "additive": AdditiveAttention(c.d_hidden, c.d_hidden, c.d_attn),
-            "dot": DotAttention(),
-        }[c.attention]
+        self.attention = attention_for(c)
         if self.attention is not None:
             self.W_c = nn.Linear(2 * c.d_hidden, c.d_hidden)
         self.out = nn.Linear(c.d_hidden, c.d_embed)  # into embedding space; logits via tied E

@@ -9,7 +9,9 @@ which matters on a CPU budget.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -45,6 +47,13 @@ class FeedForward(nn.Module):
         return self.W_2(self.drop(torch.relu(self.W_1(x))))
 
 
+# Told of one attention sub-layer call as a layer's forward makes it: (kind, module, query_in, key_in,
+# mask, head_mask, output, weights), the fields of `AttentionCall` but the layer's index, which the
+# caller knows and the layer does not. None (the default) records nothing, at no cost to the pass.
+Recorder = Callable[[str, MultiHeadAttention, torch.Tensor, torch.Tensor, torch.Tensor | None,
+                     torch.Tensor | None, torch.Tensor, torch.Tensor], None]
+
+
 class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig):
         super().__init__()
@@ -53,10 +62,13 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, mask, head_mask=None):
+    def forward(self, x, mask, head_mask=None, record: Recorder | None = None):
+        """`record`, when given, is told of the self-attention call (see `Recorder`)."""
         # x: (B, S, d); mask: (B, 1, S) visible keys
         h = self.norm1(x)
         a, weights = self.self_attn(h, h, h, mask, head_mask)
+        if record is not None:
+            record("encoder", self.self_attn, h, h, mask, head_mask, a, weights)
         x = x + self.drop(a)
         x = x + self.drop(self.ff(self.norm2(x)))
         return x, weights  # (B, S, d), (B, h, S, S)
@@ -72,11 +84,12 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(c.dropout)
 
     def forward(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None,
-                cross_kv=None):
+                cross_kv=None, record: Recorder | None = None):
         """x: (B, t, d) new target positions; past: this layer's self-attention keys and values at
         earlier positions, each (B, h, t0, d_head) (the incremental-decoding cache); cross_kv: the
-        source's keys and values, projected once per sentence. Returns x, both weights and the
-        keys and values up to now."""
+        source's keys and values, projected once per sentence; record: told of both attention calls
+        (see `Recorder`; its key input is the new positions', so record without a `past`). Returns x,
+        both weights and the keys and values up to now."""
         h = self.norm1(x)
         k, v = self.self_attn.keys_values(h, h)
         if past is not None:
@@ -84,9 +97,13 @@ class DecoderLayer(nn.Module):
         # one new position (a decoding step) may see every key: no mask to build
         future = causal_mask(h.size(1), k.size(2), device=x.device) if h.size(1) > 1 else None  # (t, t0+t)
         a, self_w = self.self_attn(h, None, None, future, self_head_mask, kv=(k, v))
+        if record is not None:
+            record("decoder", self.self_attn, h, h, future, self_head_mask, a, self_w)
         x = x + self.drop(a)
         h = self.norm2(x)
         a, cross_w = self.cross_attn(h, memory, memory, memory_mask, cross_head_mask, kv=cross_kv)
+        if record is not None:
+            record("cross", self.cross_attn, h, memory, memory_mask, cross_head_mask, a, cross_w)
         x = x + self.drop(a)
         x = x + self.drop(self.ff(self.norm3(x)))
         return x, self_w, cross_w, (k, v)
@@ -166,13 +183,7 @@ class Transformer(nn.Module):
     def encode_with_internals(self, src, head_mask=None, positional=None):
         """Like `encode`, also returning what the encoder computed on the way, as ModelOutput
         fields: {"attentions": {"encoder": (B, L, h, S, S)}, "encoder_hidden": (B, S, d)}."""
-        mask = mask_if_needed((src != PAD_ID).unsqueeze(1))  # (B, 1, S), None without padding
-        x = self._embed(src, positional=positional)
-        weights = []
-        for i, layer in enumerate(self.encoder_layers):
-            x, w = layer(x, mask, head_row(head_mask, "encoder", i))
-            weights.append(w)
-        states = self.encoder_norm(x)
+        states, mask, weights = self._encoder(src, head_mask, positional)
         # contiguous (B, h, S, d_head): every decoding step reads them without a copy
         cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
                     for layer in self.decoder_layers]
@@ -180,12 +191,32 @@ class Transformer(nn.Module):
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
-        """src (B, S) -> TransformerMemory. `positional` overrides the config (chapter 8)."""
+        """src (B, S) -> TransformerMemory. `positional` switches the encoder's positional encoding
+        on or off (None: as configured), for chapter 8; the decoder's is not switched (see `decode`)."""
         return self.encode_with_internals(src, head_mask, positional)[0]
+
+    def _encoder(self, src, head_mask=None, positional=None, record: Recorder | None = None):
+        """The encoder's pass over src (B, S): its normed states (B, S, d), the source mask (B, 1, S)
+        (None without padding) and each layer's self-attention weights (B, h, S, S)."""
+        mask = mask_if_needed((src != PAD_ID).unsqueeze(1))  # (B, 1, S), None without padding
+        x = self._embed(src, positional=positional)
+        weights = []
+        for i, layer in enumerate(self.encoder_layers):
+            x, w = layer(x, mask, head_row(head_mask, "encoder", i), at_layer(record, i))
+            weights.append(w)
+        return self.encoder_norm(x), mask, weights
 
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
         """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
-        Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache."""
+        Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache.
+        The decoder always adds its positional encoding as configured: `encode`'s `positional`
+        switches the encoder's only (chapter 8 is about the encoder)."""
+        x, self_ws, cross_ws, new_cache = self._decoder(memory, tgt_in, cache)
+        return *self._outputs(x, self_ws, cross_ws), new_cache
+
+    def _decoder(self, memory: TransformerMemory, tgt_in, cache=None, record: Recorder | None = None):
+        """The decoder layers' pass over tgt_in (B, t): their last states (B, t, d) before the final
+        norm, each layer's self- and cross-attention weights, and the new cache."""
         offset = 0 if cache is None else cache[0][0].size(2)
         x = self._embed(tgt_in, offset)
         self_ws, cross_ws, new_cache = [], [], []
@@ -193,11 +224,11 @@ class Transformer(nn.Module):
             past = None if cache is None else cache[i]
             x, sw, cw, kv = layer(x, memory.states, memory.mask, past, head_row(memory.head_mask, "decoder", i),
                                   head_row(memory.head_mask, "cross", i),
-                                  None if memory.cross_kv is None else memory.cross_kv[i])
+                                  None if memory.cross_kv is None else memory.cross_kv[i], at_layer(record, i))
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
-        return *self._outputs(x, self_ws, cross_ws), new_cache
+        return x, self_ws, cross_ws, new_cache
 
     def _outputs(self, x, self_ws: list, cross_ws: list):
         """The decoder's last states x (..., d) onto the vocabulary, and its layers' maps stacked:
@@ -206,38 +237,32 @@ class Transformer(nn.Module):
         return logits, {"decoder": torch.stack(self_ws, dim=1), "cross": torch.stack(cross_ws, dim=1)}
 
     def attention_calls(self, src, tgt_in, head_mask=None, positional=None) -> list[AttentionCall]:
-        """The pass `forward` makes (eval mode: dropout is the identity), sub-layer by sub-layer
-        through each layer's own modules, returning every attention call with its inputs instead
-        of only its weights: encoder layers, then per decoder layer its self- and cross-attention."""
+        """The teacher-forced pass `forward` makes (in eval mode, as the probes run it), through the
+        layers' own forward, returning every attention call with its inputs instead of only its
+        weights: encoder layers, then per decoder layer its self- and cross-attention. `positional`
+        switches the encoder's positional encoding, as in `encode`."""
         calls: list[AttentionCall] = []
 
-        def attend(kind, layer, module, query_in, key_in, mask, row):
-            out, w = module(query_in, key_in, key_in, mask, row)
-            calls.append(AttentionCall(kind, layer, module, query_in, key_in, mask, row, out, w))
-            return out
+        def record(layer: int, kind: str, *call) -> None:
+            calls.append(AttentionCall(kind, layer, *call))
 
-        mask = mask_if_needed((src != PAD_ID).unsqueeze(1))
-        x = self._embed(src, positional=positional)
-        for i, layer in enumerate(self.encoder_layers):
-            h = layer.norm1(x)
-            x = x + attend("encoder", i, layer.self_attn, h, h, mask, head_row(head_mask, "encoder", i))
-            x = x + layer.ff(layer.norm2(x))
-        states = self.encoder_norm(x)
-        x = self._embed(tgt_in)
-        future = causal_mask(tgt_in.size(1), device=x.device) if tgt_in.size(1) > 1 else None
-        for i, layer in enumerate(self.decoder_layers):
-            h = layer.norm1(x)
-            x = x + attend("decoder", i, layer.self_attn, h, h, future, head_row(head_mask, "decoder", i))
-            h = layer.norm2(x)
-            x = x + attend("cross", i, layer.cross_attn, h, states, mask, head_row(head_mask, "cross", i))
-            x = x + layer.ff(layer.norm3(x))
+        states, mask, _ = self._encoder(src, head_mask, positional, record)
+        # no source keys and values projected ahead: each cross-attention projects its key input itself
+        self._decoder(TransformerMemory(states, mask, head_mask), tgt_in, record=record)
         return calls
 
     def forward(self, src, tgt_in, head_mask=None, positional=None) -> ModelOutput:
+        """Teacher-forced pass: src (B, S), tgt_in (B, T) -> ModelOutput. `positional` switches the
+        encoder's positional encoding (see `encode`); the decoder adds its own as configured."""
         memory, internals = self.encode_with_internals(src, head_mask, positional)
         logits, weights, _ = self.decode(memory, tgt_in)
         return ModelOutput(logits=logits, attentions={**internals["attentions"], **weights},
                            encoder_hidden=internals["encoder_hidden"])
+
+
+def at_layer(record: Callable | None, layer: int) -> Recorder | None:
+    """`record` (called with the layer's index first) as the layer `layer` calls it; None stays None."""
+    return None if record is None else functools.partial(record, layer)
 
 
 def head_row(head_mask: dict[str, torch.Tensor] | None, kind: str, layer: int):

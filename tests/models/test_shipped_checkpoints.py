@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, count_parameters, initialized
@@ -147,3 +148,26 @@ def test_snapshots_belong_to_the_shipped_run_and_keep_its_maps(name):
     for entry in index["steps"][1:]:
         assert snapshots.reference_deviation(ROOT / name, entry["step"]) <= snapshots.TOLERANCE
         assert entry["max_map_deviation"] <= snapshots.TOLERANCE
+
+
+# Each shipped model's seeded initialization (its config and training seed rebuilt by
+# `initialized`), as the code drew it when the checkpoints were trained: chapter 3's "at
+# initialization" curves start from these weights, so a change to how a model is built must keep them.
+INITIAL_DIGESTS = {
+    "rnn": "cf6c5b374d7e06e6dda082c6fb61bb102a996760f8d27830a1479ce288142dae",
+    "lstm": "cf99431399f9657c1ed372a6565eaa515386094575aefeec613c76f4125c8738",
+    "lstm-additive": "fc7b343efdc9cedb4d5284aec34ad91da28c84416fb6dd44fb401ee9c0e69c47",
+    "lstm-dot": "fb4252c4940cf1d8b1afc0cc02992c5b2014208561d71b4002ea3163ecb5e1ec",
+    "transformer": "b09e1669ad769ff043ad8a2386c29608ccb9cb78597d5fce82bec05527d9a043",
+}
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_the_seeded_initialization_is_the_one_training_started_from(name):
+    """The rebuilt initialization is the pinned one, equal to the digest the checkpoint records where
+    it records one, with the state-dict names of the shipped weights (checkpoints load by name)."""
+    meta = checkpoint.read_meta(ROOT / name)
+    start = initialized(checkpoint.config_from_dict(meta["model"]), meta["training"]["seed"])
+    assert checkpoint.weights_digest(start) == INITIAL_DIGESTS[name]
+    assert meta.get(checkpoint.INITIAL_SHA256, INITIAL_DIGESTS[name]) == INITIAL_DIGESTS[name]
+    assert start.state_dict().keys() == load_file(ROOT / name / checkpoint.WEIGHTS).keys()

@@ -4,8 +4,17 @@ import pytest
 import torch
 from torch import nn
 
+from models.attention import causal_mask, mask_if_needed
 from models.config import TransformerConfig
-from models.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_table
+from models.tokenizer import PAD_ID
+from models.transformer import (
+    AttentionCall,
+    DecoderLayer,
+    EncoderLayer,
+    Transformer,
+    head_row,
+    sinusoidal_table,
+)
 
 CFG = TransformerConfig(vocab_size=40, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
                         d_ff=64, dropout=0.0)
@@ -164,3 +173,72 @@ def test_the_source_projected_once_gives_exactly_what_projecting_it_at_every_ste
         assert torch.all(fast[1]["cross"][1, ..., 2:] == 0)  # the padded source slots
         last.append(fast[0])
     assert not torch.equal(*last)  # the switched-off heads changed the step
+
+
+def reference_attention_calls(model, src, tgt_in, head_mask=None, positional=None) -> list[AttentionCall]:
+    """`Transformer.attention_calls` as it was before it recorded through the layers' own forward
+    (a verbatim copy, kept as the reference the recording must match bit for bit)."""
+    calls: list[AttentionCall] = []
+
+    def attend(kind, layer, module, query_in, key_in, mask, row):
+        out, w = module(query_in, key_in, key_in, mask, row)
+        calls.append(AttentionCall(kind, layer, module, query_in, key_in, mask, row, out, w))
+        return out
+
+    mask = mask_if_needed((src != PAD_ID).unsqueeze(1))
+    x = model._embed(src, positional=positional)
+    for i, layer in enumerate(model.encoder_layers):
+        h = layer.norm1(x)
+        x = x + attend("encoder", i, layer.self_attn, h, h, mask, head_row(head_mask, "encoder", i))
+        x = x + layer.ff(layer.norm2(x))
+    states = model.encoder_norm(x)
+    x = model._embed(tgt_in)
+    future = causal_mask(tgt_in.size(1), device=x.device) if tgt_in.size(1) > 1 else None
+    for i, layer in enumerate(model.decoder_layers):
+        h = layer.norm1(x)
+        x = x + attend("decoder", i, layer.self_attn, h, h, future, head_row(head_mask, "decoder", i))
+        h = layer.norm2(x)
+        x = x + attend("cross", i, layer.cross_attn, h, states, mask, head_row(head_mask, "cross", i))
+        x = x + layer.ff(layer.norm3(x))
+    return calls
+
+
+def same_tensor(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    """Both None, or equal in shape and in every bit."""
+    return a is b if a is None or b is None else torch.equal(a, b)
+
+
+@pytest.mark.parametrize("positional", [None, False])
+@pytest.mark.parametrize("tgt", [[[1, 7, 8, 9], [1, 3, 4, 5]], [[1], [1]]], ids=["teacher-forced", "one-token"])
+@torch.no_grad()
+def test_attention_calls_record_what_the_pass_computed_bit_for_bit(positional, tgt):
+    """The calls recorded through the layers' own forward: the same modules, inputs, masks, head
+    switches, outputs and weights, bit for bit, as the sub-layers written out again computed them.
+    Padding, heads switched off, the positional switch, one target token (no causal mask)."""
+    torch.manual_seed(6)
+    model = Transformer(dataclasses.replace(CFG, dropout=0.1)).eval()  # eval: the dropouts are the identity
+    src, tgt = torch.tensor([[5, 9, 12, 7], [8, 6, 0, 0]]), torch.tensor(tgt)
+    for head_mask in (None, model.head_mask([("encoder", 1, 0), ("decoder", 0, 2), ("cross", 1, 3)])):
+        calls = model.attention_calls(src, tgt, head_mask, positional)
+        expected = reference_attention_calls(model, src, tgt, head_mask, positional)
+        assert [(c.kind, c.layer) for c in calls] == [(c.kind, c.layer) for c in expected]
+        for got, want in zip(calls, expected, strict=True):
+            assert got.module is want.module
+            for field in ("query_in", "key_in", "mask", "head_mask", "output", "weights"):
+                assert same_tensor(getattr(got, field), getattr(want, field)), (got.kind, got.layer, field)
+
+
+@torch.no_grad()
+def test_the_positional_switch_is_the_encoders_the_decoder_keeps_its_own():
+    """`positional=False` takes the encoding off the source only: the decoder's first self-attention
+    (which reads nothing from the source) is the same either way, and differs from that of a model
+    configured without positions, whose decoder adds none."""
+    torch.manual_seed(7)
+    model = Transformer(CFG).eval()
+    src, tgt = torch.tensor([[5, 9, 12, 7]]), torch.tensor([[1, 7, 8, 9]])
+    on, off = model(src, tgt), model(src, tgt, positional=False)
+    assert not torch.equal(on.attentions["encoder"], off.attentions["encoder"])
+    assert torch.equal(on.attentions["decoder"][:, 0], off.attentions["decoder"][:, 0])
+    unpositioned = Transformer(dataclasses.replace(CFG, positional=False)).eval()
+    unpositioned.load_state_dict(model.state_dict())
+    assert not torch.equal(unpositioned(src, tgt).attentions["decoder"][:, 0], on.attentions["decoder"][:, 0])

@@ -1,0 +1,211 @@
+"""How many typing readers one replica holds (prints figures; not a test).
+
+    .venv/bin/python bench/readers.py                          # 1, 8, 16, 32, 48, 64 readers, 40 s each
+    .venv/bin/python bench/readers.py --readers 1,64,128 --seconds 30 --json /tmp/readers.json
+    .venv/bin/python bench/readers.py --url http://127.0.0.1:8000          # a running server
+
+Each simulated reader does what the page does (static/js/speculate.js, main.js, the chapters):
+types a French sentence one key every 120-260 ms; at every key, one POST /api/compare for every
+model with the page's X-Supersede-Key (one per reader), the previous one dropped (its connection
+closed, as the browser's abort does); after the last key and the page's pause (70 ms), the requests
+of the chapter in view (drawn per sentence: the recurrence, the gradients at the page's length, the
+scores for each attention LSTM, the scaling, the order, the heads, the two predictions, the recap,
+or nothing for the chapters that ask nothing more); then it reads for 2-5 s before the next
+sentence. The latency of a sentence is from its last keystroke to its last answer (the last
+compare line and every chapter answer). A sentence fails when any of its last answers is not a 200
+(a 503 or 429 included) or a compare line is an error.
+
+Printed per number of readers: sentences, p50/p95/p99 latency, failures by cause, requests per
+second, the load generator's own CPU (its share of the machine), and then the most readers held at
+p95 <= 250 ms with none failed. The readers start staggered over their first 2 s; each level runs
+on the same server, after the previous one's readers have stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import statistics
+import time
+from collections import Counter
+
+import httpx
+from serving import serve, write_report  # bench/serving.py: this script's folder is on sys.path
+
+# `make serve`'s uvicorn limits (Makefile UVICORN_LIMITS), as uvicorn's own environment variables
+UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE": "5",
+                  "UVICORN_LIMIT_CONCURRENCY": "128", "UVICORN_BACKLOG": "256", "MALLOC_ARENA_MAX": "2"}
+SUBJECTS = ["Je", "Tu", "Il", "Elle", "Nous", "Vous", "Ils", "Mon frère", "La voisine", "Le professeur"]
+VERBS = ["mange", "regarde", "cherche", "aime", "prépare", "oublie", "achète", "lit"]
+OBJECTS = ["du pain", "une pomme", "le journal", "la lettre", "un livre", "les clés", "ce film", "la soupe"]
+ENDINGS = [".", " ce matin.", " avant la nuit.", " dans le jardin.", " avec ses amis.", " depuis hier.",
+           " parce qu'il pleut.", " tous les jours à Paris."]
+KEY_MS = (120, 260)  # a key every 120-260 ms
+READ_S = (2.0, 5.0)  # reading between sentences
+PAUSE_S = 0.070  # the page's pause in typing (static/js/main.js PAUSE_MS)
+HELD_P95_MS = 250
+# the chapter in view when the reader stops typing: (chapter, weight); 1, 4 and 6 ask nothing more
+CHAPTERS = [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
+
+
+def sentence(rng: random.Random) -> str:
+    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(ENDINGS)}"
+
+
+def chapter_asks(chapter: int, text: str, page: dict) -> list[tuple[str, dict]]:
+    """The requests chapter `chapter`'s view makes for `text` after the pause (as the page makes them)."""
+    d = page["defaults"]
+    asks = {
+        2: [("/api/recurrence", {"text": text})],
+        3: [("/api/gradients", {"text": text, "length": d["length"], "initialized": True, "factors": True})],
+        5: [("/api/scores", {"text": text, "model": m, "row": 0, "temperature": 1}) for m in page["aligning"]],
+        7: [("/api/scaling", {"text": text})],
+        8: [("/api/order", {"text": text, "seed": d["seed"]})],
+        9: [("/api/heads", {"text": text, "model": page["heads"], "heads_off": []})] if page["heads"] else [],
+        10: [("/api/predict", {"text": text, "model": page["heads"], "prefix": [], "top_k": d["top_k"],
+                               "beam_size": 1})] * 2 if page["heads"] else [],
+        11: [("/api/recap", {"text": text})],
+    }
+    return asks.get(chapter, [])
+
+
+class Reader:
+    def __init__(self, index: int, url: str, page: dict, seed: int):
+        self.rng = random.Random(seed * 1000 + index)
+        self.client = httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=6))
+        self.page = page
+        self.key = secrets.token_hex(16)  # the page's X-Supersede-Key: one per visit
+        self.latencies: list[float] = []
+        self.failures: Counter = Counter()
+        self.requests = 0
+
+    async def compare(self, text: str) -> str | None:
+        """The compare stream for `text`, read to its end: None, or why it failed."""
+        self.requests += 1
+        async with self.client.stream("POST", "/api/compare", json={"text": text, "models": self.page["names"]},
+                                      headers={"X-Supersede-Key": self.key}) as response:
+            if response.status_code != 200:
+                return f"compare {response.status_code}"
+            lines = [line async for line in response.aiter_lines() if line.strip()]
+        return "compare line error" if any('"error"' in line for line in lines) else None
+
+    async def ask(self, path: str, body: dict) -> str | None:
+        self.requests += 1
+        response = await self.client.post(path, json=body)
+        return None if response.status_code == 200 else f"{path} {response.status_code}"
+
+    async def sentence(self, until: float) -> None:
+        words = sentence(self.rng)
+        asked, pending = "", None
+        for end in range(1, len(words) + 1):
+            text = words[:end].strip()
+            if text and text != asked:
+                if pending is not None:
+                    pending.cancel()  # superseded: its connection is closed, as the browser's abort does
+                asked, last_key = text, time.perf_counter()
+                pending = asyncio.create_task(self.compare(text))
+            await asyncio.sleep(self.rng.uniform(*KEY_MS) / 1000)
+            if time.perf_counter() > until:
+                if pending is not None:
+                    pending.cancel()
+                return  # the level ended mid-sentence: not counted
+        await asyncio.sleep(max(0.0, last_key + PAUSE_S - time.perf_counter()))
+        chapter = self.rng.choices([c for c, _ in CHAPTERS], [w for _, w in CHAPTERS])[0]
+        asks = [self.ask(path, body) for path, body in chapter_asks(chapter, asked, self.page)]
+        try:
+            outcomes = await asyncio.gather(pending, *asks)
+        except (httpx.HTTPError, OSError) as error:
+            outcomes = [type(error).__name__]
+        why = next((o for o in outcomes if o), None)
+        if why:
+            self.failures[why] += 1
+        else:
+            self.latencies.append((time.perf_counter() - last_key) * 1000)
+
+    async def run(self, until: float) -> None:
+        await asyncio.sleep(self.rng.uniform(0, 2))
+        try:
+            while time.perf_counter() < until:
+                await self.sentence(until)
+                await asyncio.sleep(self.rng.uniform(*READ_S))
+        finally:
+            await self.client.aclose()
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+async def level(url: str, page: dict, readers: int, seconds: float, seed: int) -> dict:
+    until = time.perf_counter() + seconds
+    crowd = [Reader(i, url, page, seed) for i in range(readers)]
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(r.run(until) for r in crowd))
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    latencies = [x for r in crowd for x in r.latencies]
+    failures = sum((r.failures for r in crowd), Counter())
+    return {"readers": readers, "sentences": len(latencies) + sum(failures.values()),
+            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
+            "p99_ms": percentile(latencies, 99), "failed": sum(failures.values()), "failures": dict(failures),
+            "requests_per_s": sum(r.requests for r in crowd) / wall,
+            "generator_cpu_share": cpu / wall / (os.cpu_count() or 1)}
+
+
+def read_page(url: str) -> dict:
+    """What a reader's page learns at load: the defaults and which model does what."""
+    health = httpx.get(f"{url}/api/health", timeout=30).json()
+    models = httpx.get(f"{url}/api/models", timeout=30).json()
+    heads = next((m["name"] for m in models if "encoder" in m["attention_kinds"]), None)
+    return {"defaults": health["defaults"], "names": [m["name"] for m in models],
+            "aligning": [m["name"] for m in models if m["recurrent"] and m["cross_attention"]], "heads": heads}
+
+
+def show(row: dict) -> None:
+    fmt = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
+    print(f"{row['readers']:>4} readers: {row['sentences']:>4} sentences, p50 {fmt(row['p50_ms']):>5} ms, "
+          f"p95 {fmt(row['p95_ms']):>5} ms, p99 {fmt(row['p99_ms']):>5} ms, failed {row['failed']:>3} "
+          f"{row['failures'] or ''}, {row['requests_per_s']:.0f} requests/s, "
+          f"load generator {100 * row['generator_cpu_share']:.0f}% of the machine", flush=True)
+
+
+def held(rows: list[dict]) -> int:
+    return max((r["readers"] for r in rows
+                if r["failed"] == 0 and r["p95_ms"] is not None and r["p95_ms"] <= HELD_P95_MS), default=0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--readers", default="1,8,16,32,48,64", help="comma-separated numbers of readers")
+    parser.add_argument("--seconds", type=float, default=40, help="per number of readers")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.readers.split(",")]
+
+    def measure(url: str) -> list[dict]:
+        page = read_page(url)
+        rows = []
+        for readers in counts:
+            rows.append(asyncio.run(level(url, page, readers, args.seconds, args.seed)))
+            show(rows[-1])
+        return rows
+
+    if args.url:
+        rows = measure(args.url.rstrip("/"))
+    else:
+        with serve(env=UVICORN_LIMITS) as url:
+            time.sleep(10)  # the default sentence's answers computed ahead, as a replica has them by then
+            rows = measure(url)
+    print(f"held at p95 <= {HELD_P95_MS} ms with none failed: {held(rows)} typing readers")
+    write_report(args.json, {"levels": rows, "held_readers": held(rows), "p95_target_ms": HELD_P95_MS,
+                             "seconds_per_level": args.seconds, "cpus": os.cpu_count()})
+
+
+if __name__ == "__main__":
+    main()
