@@ -1,5 +1,5 @@
 """The bounds of one request, in one place: the settings fill them (app/config.py), the registry
-enforces them, GET /api/health tells them (app/schemas.py's Health). Torch-free, so the settings
+enforces them, GET /api/health tells them (app/schemas/catalog.py's Health). Torch-free, so the settings
 load without it."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from typing import Annotated
 
 from pydantic import Field
 
+from models.config import MAX_BEAM_SIZE  # hypotheses a beam search keeps
+
 # Fixed by the contract (the request schemas' own bounds), told to clients with the settable ones
-MAX_BEAM_SIZE = 8  # hypotheses a beam search keeps
 MAX_TIMING_LENGTH = 2000  # longest input chapter 6 times, in pieces
 MAX_TIMING_LENGTHS = 16  # input lengths per timing
 

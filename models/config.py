@@ -7,6 +7,7 @@ from typing import Any
 
 ARCHITECTURES = ("rnn", "lstm")
 ATTENTIONS = (None, "additive", "dot")
+MAX_BEAM_SIZE = 8  # hypotheses a beam search keeps at most (models/decoding.py; the server tells clients)
 
 
 @dataclass

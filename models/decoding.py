@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
+from models.config import MAX_BEAM_SIZE
 from models.outputs import ModelOutput, select_batch
 from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
@@ -219,8 +220,8 @@ def beam_search(
     fed first, one forced node per step: every hypothesis starts with it, and its log-probability
     counts. `Decoded.history` holds, per step, the 2 x beam_size best extensions considered.
     """
-    if not 1 <= beam_size <= 8:
-        raise ValueError("beam_size must be between 1 and 8")
+    if not 1 <= beam_size <= MAX_BEAM_SIZE:
+        raise ValueError(f"beam_size must be between 1 and {MAX_BEAM_SIZE}")
     src = _source(model, src_ids)
     max_len = max_len or max_target_len(model, len(src_ids))
     prefix = check_prefix(model, prefix, max_len)

@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from app.schemas import Response as Answer
 
 JSON = "application/json"
+NDJSON = "application/x-ndjson"  # streamed answers: one JSON object per line
 
 
 class Answered(APIRoute):

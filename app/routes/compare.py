@@ -4,16 +4,15 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.dependencies import ClientGone, Registry, SupersedeKey
+from app.routes import NDJSON
 from app.schemas import NON_FINITE, Attention, CompareRequest, ErrorBody, ModelFailure, NonFiniteAnswerError
 from app.services.comparison import as_ready, queue_comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])
 
-NDJSON = "application/x-ndjson"
-
 
 @router.post("/compare", response_class=StreamingResponse, responses={
-    200: {"description": "One JSON object per line and per model, in the order asked, each sent as soon as "
+    200: {"description": "One JSON object per line and per model, each sent as soon as "
                          "it is ready: what POST /api/attention answers for that model (`maps` is [] for "
                          "models without attention), or {\"model\", \"error\"} if that model failed.",
           # a reference to the components' Attention (its own $defs would not resolve inside a path)

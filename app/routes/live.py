@@ -1,13 +1,11 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from app.routes import Answered
+from app.routes import NDJSON, Answered
 from app.schemas import ErrorBody, TrainInfo, TrainRequest
 from app.services.live import LiveRuns
 
 router = APIRouter(prefix="/api", tags=["train"], route_class=Answered)
-
-NDJSON = "application/x-ndjson"
 
 
 def runs(request: Request) -> LiveRuns:

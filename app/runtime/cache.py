@@ -1,5 +1,5 @@
 """A small thread-safe LRU cache of finished results, so live typing that revisits a prefix is
-instant. Values are response models (app/schemas.py) that nobody mutates after they are stored.
+instant. Values are response models (app/schemas/) that nobody mutates after they are stored.
 
 Bounded twice: by entries and by an estimate of the memory the entries hold. One long sentence's
 Transformer maps can weigh ~25 MiB as Python objects, so a count alone could grow a replica by

@@ -25,7 +25,7 @@ from models.serving.options import LAYOUT, PLAIN, PRECISION, STEP
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
-TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_FILE = "tokenizer.json"  # in the checkpoints folder, shared by every model
 
 
 def load_model(folder: Path, name: str, device: torch.device, layout: str = PLAIN[0],

@@ -25,7 +25,6 @@ from models.serving.options import PLAIN
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
-TOKENIZER_FILE = "tokenizer.json"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ request from a request thread takes several times as long as from a thread that 
 (docs/SERVER.md, "One model thread"). With a single model thread a request can use every core
 (cores.py decides how many), requests never share model state, and the answers are the serial
 ones by construction. Requests queue for it, so cached answers are served before they reach it
-(see ModelRegistry.result), and work whose client has hung up is skipped (`cancel`).
+(see Jobs.result, app/runtime/jobs.py), and work whose client has hung up is skipped (`cancel`).
 
 One exception, `run_together`: a batch of independent read-only jobs (POST /api/compare's five
 models) runs on every core at once, one job per core with one intra-op thread each, the lanes

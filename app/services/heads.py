@@ -13,7 +13,10 @@ from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import AlignedHead, Alignment, HeadContribution, HeadEffect, Heads, HeadSwitch, SublayerNorm
 from app.services.inference import (
+    ATTENDING,
+    SWITCHED,
     DecodeOptions,
+    attending,
     decode_tokens,
     model_options,
     pick_model,
@@ -45,8 +48,7 @@ DEFINITION = {
 def heads(registry: ModelRegistry, text: str, name: str | None = None, heads_off: tuple = (),
           reference: str | None = None, cancel: threading.Event | None = None) -> Heads:
     source = registry.source(text)
-    entry = pick_model(registry, name, with_switches, "a model with positional and head switches "
-                                                       "(a Transformer)")
+    entry = pick_model(registry, name, with_switches, SWITCHED)
     ref = _reference(registry, reference)
     options = DecodeOptions(heads_off=heads_off)
     mask = model_options(entry, options).get("head_mask")  # InvalidOptionError for a head that does not exist
@@ -100,15 +102,12 @@ def _reference(registry: ModelRegistry, name: str | None) -> LoadedModel | None:
     """The reference alignment's model: `name` (a recurrent model with attention), else the first
     loaded recurrent model that scores additively (Bahdanau's), else the first recurrent model with
     attention, else None. Chosen by what the models have inside, never by their names."""
-    def fits(entry: LoadedModel) -> bool:
-        return entry.capabilities.recurrent and entry.capabilities.cross_attention
-
     if name is not None:
         try:
-            return pick_model(registry, name, fits, "a recurrent model with attention over the source")
+            return pick_model(registry, name, attending, ATTENDING)
         except InvalidOptionError as error:
             raise InvalidOptionError("reference", str(error)) from error
-    candidates = [e for e in registry.models.values() if fits(e)]
+    candidates = [e for e in registry.models.values() if attending(e)]
     additive = [e for e in candidates if e.capabilities.attention == REFERENCE_SCORING]
     return (additive or candidates or [None])[0]
 

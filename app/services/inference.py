@@ -22,7 +22,7 @@ class DecodeOptions:
 
     beam_size: int = 1  # 1: greedy
     top_k: int = 0  # next-token alternatives reported per step; 0: none
-    positional: bool | None = None  # Transformer only: switch the positional encoding (chapter 8)
+    positional: bool | None = None  # Transformer only: switch the encoder's positional encoding (chapter 8)
     heads_off: tuple[tuple[str, int, int], ...] = ()  # Transformer only: (kind, layer, head) (chapter 9)
 
 
@@ -82,9 +82,10 @@ def decode(entry: LoadedModel, source: Source, options: DecodeOptions, max_token
 
 
 def pick_model(registry: ModelRegistry, name: str | None, fits: Callable[[LoadedModel], bool],
-               what: str) -> LoadedModel:
+               what: str, none_loaded: str | None = None) -> LoadedModel:
     """Model `name`, which must fit (else an InvalidOptionError naming `model`); None: the first
-    loaded model that fits (none: UnknownModelError). `what` says what fits, for the messages."""
+    loaded model that fits (none: UnknownModelError). `what` says what fits, for the messages;
+    `none_loaded` replaces "no {what} is loaded" in the second."""
     if name is not None:
         entry = registry.get(name)
         if not fits(entry):
@@ -93,7 +94,8 @@ def pick_model(registry: ModelRegistry, name: str | None, fits: Callable[[Loaded
     for entry in registry.models.values():
         if fits(entry):
             return entry
-    raise UnknownModelError(f"no {what} is loaded; loaded: {', '.join(registry.names) or 'none'}")
+    loaded = ", ".join(registry.names) or "none"
+    raise UnknownModelError(f"{none_loaded or f'no {what} is loaded'}; loaded: {loaded}")
 
 
 def chosen_model(registry: ModelRegistry, name: str | None) -> LoadedModel:
@@ -109,5 +111,16 @@ def chosen_model(registry: ModelRegistry, name: str | None) -> LoadedModel:
 
 
 def with_switches(entry: LoadedModel) -> bool:
-    """A model whose positional encoding and heads can be switched (the Transformer's chapters)."""
+    """A model whose encoder's positional encoding and heads can be switched (the Transformer's chapters)."""
     return entry.capabilities.switches
+
+
+SWITCHED = "a model with positional and head switches (a Transformer)"  # with_switches, in messages
+
+
+def attending(entry: LoadedModel) -> bool:
+    """A recurrent model whose decoder attends over the source (chapter 5's scores, chapter 9's reference)."""
+    return entry.capabilities.recurrent and entry.capabilities.cross_attention
+
+
+ATTENDING = "a recurrent model with attention over the source"  # attending, in messages

@@ -28,12 +28,12 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from app.config import REPO_ROOT
 from app.runtime.errors import BusyError, InvalidOptionError
 from app.schemas import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine
 from models import live
 from models.live_config import LiveLimits
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SWEEP = Path("live") / "sweep.json"  # under the checkpoints folder: the reference table
 NICE = 10  # added to the run's nice value: translation requests come first
 LINE = TypeAdapter(TrainLine)

@@ -12,7 +12,7 @@ from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
 from app.runtime.text import Source
 from app.schemas import Order, OrderCheck, PositionalTable
-from app.services.inference import DecodeOptions, decode_tokens, pick_model, stop_when, with_switches
+from app.services.inference import SWITCHED, DecodeOptions, decode_tokens, pick_model, stop_when, with_switches
 from app.services.rounding import round_sig
 from models.probes.order import check_permutation, order_check, positions, shuffle_words
 
@@ -25,8 +25,7 @@ def order(registry: ModelRegistry, text: str, name: str | None = None, permutati
           seed: int = 0, layer: int = 0, max_position: int | None = None,
           cancel: threading.Event | None = None) -> Order:
     source = registry.source(text)
-    entry = pick_model(registry, name, with_switches, "a model with positional and head switches "
-                                                       "(a Transformer)")
+    entry = pick_model(registry, name, with_switches, SWITCHED)
     if permutation is None:
         permutation = shuffle_words(source.pieces, seed)
     try:

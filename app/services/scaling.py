@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from app.runtime.registry import ModelRegistry
 from app.schemas import HeadSpread, SampledCurves, SaturationPoint, Scaling
-from app.services.inference import GREEDY, decode_tokens, pick_model, stop_when, with_switches
+from app.services.inference import GREEDY, SWITCHED, decode_tokens, pick_model, stop_when, with_switches
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.scaling import DISTRIBUTION, model_scores, saturation
@@ -26,8 +26,7 @@ DEFINITION = ("scores s_j = q . k_j (unscaled) or q . k_j / sqrt(d_k) (scaled); 
 def scaling(registry: ModelRegistry, text: str, name: str | None = None, d_ks: tuple[int, ...] | None = None,
             keys: int = KEYS, cancel: threading.Event | None = None) -> Scaling:
     source = registry.source(text)
-    entry = pick_model(registry, name, with_switches, "a model with positional and head switches "
-                                                       "(a Transformer)")
+    entry = pick_model(registry, name, with_switches, SWITCHED)
     d_ks = tuple(sorted(set(d_ks))) if d_ks else D_KS
     limit, stop = registry.limits.max_target_tokens, stop_when(cancel)
 

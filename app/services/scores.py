@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import threading
 
-from app.runtime.errors import InvalidOptionError, UnknownModelError
-from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.errors import InvalidOptionError
+from app.runtime.registry import ModelRegistry
 from app.schemas import Blend, Scores
-from app.services.inference import GREEDY, decode_tokens, stop_when
+from app.services.inference import ATTENDING, GREEDY, attending, decode_tokens, pick_model, stop_when
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.recurrence import most_varying
@@ -31,7 +31,7 @@ def attention_scores(registry: ModelRegistry, text: str, name: str | None = None
     produced piece `row` of its greedy translation of `text`; a row past the translation's end is
     an InvalidOptionError (the request's schema keeps row >= 0 and the temperature in range)."""
     source = registry.source(text)
-    entry = scoring_model(registry, name)
+    entry = pick_model(registry, name, attending, ATTENDING, "no recurrent model with attention is loaded")
     limit, stop = registry.limits.max_target_tokens, stop_when(cancel)
 
     def compute() -> Scores:
@@ -57,19 +57,3 @@ def attention_scores(registry: ModelRegistry, text: str, name: str | None = None
                       max_entropy=round_sig(math.log(len(source.ids))), blend=blend)
 
     return registry.jobs.result(("scores", entry.name, source.text, row, temperature), compute, cancel)
-
-
-def scoring_model(registry: ModelRegistry, name: str | None) -> LoadedModel:
-    """`name`, which must be a recurrent model whose decoder attends over the source; None: the
-    first such model loaded."""
-    if name is not None:
-        entry = registry.get(name)
-        if not (entry.capabilities.recurrent and entry.capabilities.cross_attention):
-            raise InvalidOptionError("model", f"{name!r} is not a recurrent model with attention over the "
-                                              "source")
-        return entry
-    for entry in registry.models.values():
-        if entry.capabilities.recurrent and entry.capabilities.cross_attention:
-            return entry
-    loaded = ", ".join(registry.names) or "none"
-    raise UnknownModelError(f"no recurrent model with attention is loaded; loaded: {loaded}")

@@ -14,6 +14,8 @@ from app.main import create_app
 from app.runtime.loading import load_registry
 from tests.tiny import write_tiny_checkpoints
 
+TEXT = "Je mange du pain."  # the sentence the tests send when any will do (five pieces)
+
 
 @pytest.fixture(scope="session")
 def tiny_checkpoints(tmp_path_factory) -> Path:

@@ -20,9 +20,9 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.defaults import TEXT
 from app.main import create_app
 
-TEXT = "Je mange du pain."
 HEAD = {"kind": "cross", "layer": 0, "head": 1}
 REQUESTS = [
     ("/api/gradients", {"text": TEXT, "length": 40, "initialized": True, "factors": True}),

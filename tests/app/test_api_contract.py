@@ -1,14 +1,13 @@
-"""Every endpoint and every model kind against the contract in ../shared/docs/API.md."""
+"""Every endpoint and every model kind against the contract in docs/API.md."""
 
 from __future__ import annotations
 
 import pytest
 
 from models.architectures import MODEL_NAMES
+from tests.app.conftest import TEXT
 from tests.app.contract import check_attention, check_translation
 from tests.tiny import tiny_metrics
-
-TEXT = "Je mange du pain."
 
 
 def test_health_lists_every_loaded_model(client):
@@ -20,7 +19,7 @@ def test_health_lists_every_loaded_model(client):
                     "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
                                "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16},
                     "numerics": {"precision": "fp16-weights", "layout": "input-major"},
-                    "defaults": {"text": "Je mange du pain.", "length": 80, "seed": 1, "top_k": 5}}
+                    "defaults": {"text": TEXT, "length": 80, "seed": 1, "top_k": 5}}
 
 
 def test_models_report_architecture_size_and_metrics(client):

@@ -7,9 +7,8 @@ import json
 import pytest
 
 from models.architectures import MODEL_NAMES
+from tests.app.conftest import TEXT
 from tests.app.contract import check_attention
-
-TEXT = "Je mange du pain."
 
 
 def lines(response) -> list[dict]:

@@ -17,9 +17,7 @@ from fastapi.testclient import TestClient
 from app.guard import CSP, DOCS_CSP, BodyLimit, SecurityHeaders
 from app.main import ECHO_CHARS, create_app
 from app.serving import H11
-from tests.app.conftest import tiny_settings
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT, tiny_settings
 
 
 def test_a_body_over_the_limit_is_413_before_parsing(client):

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import ECHO_CHARS, create_app
 from app.main import app as shipped_app
-from tests.app.conftest import tiny_settings
+from tests.app.conftest import TEXT, tiny_settings
 
 SCHEMA = shipped_app.openapi()  # the routes and codes only: no model is loaded for this
 NFKC_WIDE = "\ufb01"  # "ﬁ": one character, two ("fi") after NFKC
@@ -90,7 +90,7 @@ def _cases(path: str, operation: dict) -> list[tuple[str, bytes]]:
     base = {name: 4 for name in operation["schema"].get("required", []) if name != "text"} | QUICK.get(path, {})
     cases = []
     if "text" in properties:
-        base = {"text": "Je mange du pain."} | base
+        base = {"text": TEXT} | base
         cases += [(f"text: {name}", json.dumps(base | {"text": text}).encode()) for name, text in TEXTS.items()]
         cases += [(name, raw) for name, raw in RAW.items()]
     else:  # no text: only what cannot be valid (an empty body may be, e.g. POST /api/timing)
@@ -116,7 +116,7 @@ def _non_finite_cases(path: str, operation: dict) -> list[tuple[str, bytes, list
     otherwise valid body, as the whole body, and deep inside a list."""
     properties = operation["schema"].get("properties", {})
     base = {name: 4 for name in operation["schema"].get("required", []) if name != "text"} | QUICK.get(path, {})
-    base = ({"text": "Je mange du pain."} if "text" in properties else {}) | base
+    base = ({"text": TEXT} if "text" in properties else {}) | base
     cases = []
     for literal in NON_FINITE:
         for field in [*properties, "unknown"]:

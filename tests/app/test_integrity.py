@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 import app.services.maps
 from app.main import create_app
 from models import checkpoint
-from tests.app.conftest import tiny_settings
+from tests.app.conftest import TEXT, tiny_settings
 from tests.tiny import write_tiny_checkpoints
 
-TEXT = {"text": "Je mange du pain."}
+BODY = {"text": TEXT}
 
 
 def _flip(path, count=4096):
@@ -37,10 +37,10 @@ def test_a_tampered_checkpoint_is_refused_by_name_while_the_others_serve(tmp_pat
         reason = health["unavailable"]["lstm"]
         assert "lstm/model.safetensors" in reason and "sha256" in reason
         for model in ("rnn", "transformer"):
-            assert client.post("/api/translate", json={**TEXT, "model": model}).status_code == 200
-        refused = client.post("/api/translate", json={**TEXT, "model": "lstm"})
+            assert client.post("/api/translate", json={**BODY, "model": model}).status_code == 200
+        refused = client.post("/api/translate", json={**BODY, "model": "lstm"})
         assert refused.status_code == 404 and "sha256" in refused.json()["detail"]
-        gradients = client.post("/api/gradients", json=TEXT)
+        gradients = client.post("/api/gradients", json=BODY)
         assert gradients.status_code == 200 and [c["model"] for c in gradients.json()["curves"]] == ["rnn"]
 
 
@@ -54,19 +54,19 @@ def test_nan_weights_are_refused_at_load(tmp_path):
     with TestClient(create_app(tiny_settings(folder))) as client:
         reason = client.get("/api/health").json()["unavailable"]["rnn"]
         assert "rnn/model.safetensors" in reason and "NaN" in reason
-        for path, body in (("/api/translate", {**TEXT, "model": "rnn"}),
-                           ("/api/gradients", {**TEXT, "models": ["rnn"]})):
+        for path, body in (("/api/translate", {**BODY, "model": "rnn"}),
+                           ("/api/gradients", {**BODY, "models": ["rnn"]})):
             answer = client.post(path, json=body)
             assert answer.status_code == 404 and "NaN" in answer.json()["detail"]
 
 
 @pytest.mark.parametrize("path, body", [
-    ("/api/translate", {**TEXT, "model": "rnn"}),
-    ("/api/translate", {**TEXT, "model": "rnn", "beam_size": 3, "top_k": 3}),
-    ("/api/attention", {**TEXT, "model": "lstm"}),
-    ("/api/gradients", {**TEXT, "models": ["rnn", "lstm"], "factors": True}),
-    ("/api/recurrence", {**TEXT, "model": "rnn"}),
-    ("/api/predict", {**TEXT, "model": "rnn"}),
+    ("/api/translate", {**BODY, "model": "rnn"}),
+    ("/api/translate", {**BODY, "model": "rnn", "beam_size": 3, "top_k": 3}),
+    ("/api/attention", {**BODY, "model": "lstm"}),
+    ("/api/gradients", {**BODY, "models": ["rnn", "lstm"], "factors": True}),
+    ("/api/recurrence", {**BODY, "model": "rnn"}),
+    ("/api/predict", {**BODY, "model": "rnn"}),
 ])
 def test_non_finite_outputs_never_reach_a_500(tmp_path, path, body):
     """Weights that turn NaN after loading (the check at load cannot see this): the answer is a
@@ -92,9 +92,9 @@ def test_nan_attention_weights_are_an_error_not_nulls(tmp_path, monkeypatch):
     monkeypatch.setattr(app.services.maps, "round_sig", lambda weights: maps_rounding(weights * float("nan")))
     folder = write_tiny_checkpoints(tmp_path / "checkpoints", names=("rnn", "lstm-additive"))
     with TestClient(create_app(tiny_settings(folder, max_target_tokens=8))) as client:
-        answer = client.post("/api/attention", json={**TEXT, "model": "lstm-additive"})
+        answer = client.post("/api/attention", json={**BODY, "model": "lstm-additive"})
         assert answer.status_code == 503 and "non-finite" in answer.json()["detail"]
-        lines = [json.loads(line) for line in client.post("/api/compare", json=TEXT).text.splitlines()]
+        lines = [json.loads(line) for line in client.post("/api/compare", json=BODY).text.splitlines()]
         by_model = {line["model"]: line for line in lines}
         assert "non-finite" in by_model["lstm-additive"]["error"]
         assert "error" not in by_model["rnn"] and by_model["rnn"]["source_tokens"]

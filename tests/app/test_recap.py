@@ -13,10 +13,8 @@ from app.main import create_app
 from app.runtime.loading import load_registry
 from app.services import ahead
 from app.services.recap import fmt
-from tests.app.conftest import tiny_settings
+from tests.app.conftest import TEXT, tiny_settings
 from tests.app.contract import assert_recap_is_the_chapters
-
-TEXT = "Je mange du pain."
 
 
 def test_the_recap_has_a_measured_number_for_every_chapter_of_the_sentence(client):

@@ -1,19 +1,35 @@
 """The response models: each shape written once, and no key outside it, where it is made or sent."""
 
+import ast
+import importlib
 import inspect
 import json
+import pkgutil
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
 from app import schemas
 from app.routes import gradients, health, maps, predict, scores, translate
+from tests.app.conftest import TEXT
 
 
 def _responses() -> list[type[BaseModel]]:
     return [cls for _, cls in inspect.getmembers(schemas, inspect.isclass)
-            if issubclass(cls, BaseModel) and cls.__module__ == schemas.__name__
+            if issubclass(cls, BaseModel) and cls.__module__.startswith(f"{schemas.__name__}.")
             and not issubclass(cls, schemas.Request) and cls is not schemas.Response]
+
+
+def test_every_public_name_of_the_schemas_package_is_imported_from_app_schemas():
+    """One module per chapter, one way to import: `from app.schemas import X`."""
+    for module in pkgutil.iter_modules(schemas.__path__):
+        defined = importlib.import_module(f"{schemas.__name__}.{module.name}")
+        tree = ast.parse(inspect.getsource(defined))
+        names = [node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)]
+        names += [target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets]
+        for name in (n for n in names if not n.startswith("_")):
+            assert getattr(schemas, name, None) is getattr(defined, name), f"{module.name}.{name}"
+            assert name in schemas.__all__, name
 
 
 def test_every_response_model_refuses_a_key_it_does_not_name():
@@ -62,6 +78,6 @@ def test_the_routes_send_the_answer_as_its_model_writes_it(client):
     for path in ("/api/attention", "/api/translate", "/api/scores", "/api/gradients", "/api/predict"):
         assert hasattr(routes[path].endpoint, "__wrapped__"), path
     assert not hasattr(routes["/api/health"].endpoint, "__wrapped__")
-    answer = client.post("/api/attention", json={"text": "Je mange du pain."})
+    answer = client.post("/api/attention", json={"text": TEXT})
     assert answer.headers["content-type"] == "application/json; charset=utf-8"
     assert schemas.Attention.model_validate_json(answer.content).to_json(exclude_none=True) == answer.text

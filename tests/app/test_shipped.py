@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from app import defaults
 from app.config import REPO_ROOT
 from app.main import app
 from models.architectures import MODEL_NAMES
@@ -69,7 +70,7 @@ def test_chapter_3_s_fixed_prose_holds_on_the_shipped_models(client):
     that opens with "a gradient that survives is not a memory that works" (training left the
     recurrent models with more gradient far back than their initialization, yet the plain RNN
     scores lowest of all on the longest sentences)."""
-    body = {"text": "Je mange du pain.", "length": 80, "initialized": True, "factors": True}
+    body = {"text": defaults.TEXT, "length": defaults.LENGTH, "initialized": True, "factors": True}
     answer = client.post("/api/gradients", json=body).json()
     reach = {}
     for curve in answer["curves"]:
@@ -82,4 +83,4 @@ def test_chapter_3_s_fixed_prose_holds_on_the_shipped_models(client):
 
 
 def test_the_recap_s_numbers_are_the_chapters_on_the_shipped_models(client):
-    assert_recap_is_the_chapters(client, "Je mange du pain.")
+    assert_recap_is_the_chapters(client, defaults.TEXT)

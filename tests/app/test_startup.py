@@ -23,7 +23,7 @@ from models.serving import step_of
 from models.serving.layout import layout_of
 from models.serving.precision import precision_of
 from tests.app import first_requests
-from tests.app.conftest import tiny_settings
+from tests.app.conftest import TEXT, tiny_settings
 from tests.tiny import write_tiny_checkpoints
 
 
@@ -80,7 +80,7 @@ def test_fp32_products_are_one_setting_away(tiny_checkpoints):
             served = {precision_of(entry.model) for entry in registry.models.values()}
             assert served == {precision}
             assert precision_of(registry.states.at_step("transformer", 0)) == "fp32"
-            response = client.post("/api/attention", json={"text": "Je mange du pain.", "model": "transformer"})
+            response = client.post("/api/attention", json={"text": TEXT, "model": "transformer"})
             assert response.status_code == 200
 
 
@@ -95,7 +95,7 @@ def test_the_recorded_decoding_step_is_one_setting_away_and_answers_the_same(tin
             assert step_of(registry.models["transformer"].model) == step
             assert step_of(registry.states.at_step("transformer", 1)) == step
             assert step_of(registry.models["lstm-additive"].model) == step
-            answers[step] = [client.post("/api/attention", json={"text": "Je mange du pain.", "model": name})
+            answers[step] = [client.post("/api/attention", json={"text": TEXT, "model": name})
                              .json() for name in ("transformer", "lstm-additive")]
             assert all(answer.get("maps") for answer in answers[step])
     assert answers["graph"] == answers["python"]
@@ -244,7 +244,7 @@ def test_a_fresh_servers_first_requests_all_at_once(tmp_path, run):
 
 
 def test_the_settings_and_the_schemas_load_without_torch():
-    """app/config.py and app/schemas.py are read by tools that never run a model (a client's
+    """app/config.py and app/schemas/ are read by tools that never run a model (a client's
     generator, a linter of the settings): importing them must not load torch."""
     code = "import sys, app.config, app.schemas; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,

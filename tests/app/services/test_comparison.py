@@ -12,8 +12,7 @@ from app.runtime.worker import Abandoned
 from app.schemas import Attention, AttentionMap, ModelFailure, Translation
 from app.services.comparison import as_ready, comparison, queue_comparison
 from models.decoding import Stopped
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT
 
 
 def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry, monkeypatch):

@@ -8,6 +8,7 @@ import torch
 from app.runtime.errors import InvalidOptionError
 from app.services.gradients import GATE_UNITS, gate_summary, gradient_curves, recurrent_models, repeat_to
 from tests.app.answers import sent
+from tests.app.conftest import TEXT
 
 
 def test_repeat_to():
@@ -25,15 +26,15 @@ def test_by_default_the_recurrent_models_without_attention_are_measured(registry
 
 
 def test_the_length_limit_is_the_registry_s(registry):
-    answer = sent(gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length))
+    answer = sent(gradient_curves(registry, TEXT, registry.limits.max_gradient_length))
     assert len(answer["tokens"]) == registry.limits.max_gradient_length
     with pytest.raises(InvalidOptionError, match="1 to 200") as error:
-        sent(gradient_curves(registry, "Je mange du pain.", registry.limits.max_gradient_length + 1))
+        sent(gradient_curves(registry, TEXT, registry.limits.max_gradient_length + 1))
     assert error.value.field == "length"
 
 
 def test_gates_come_from_the_first_lstm_with_the_units_that_vary_most(registry):
-    answer = sent(gradient_curves(registry, "Je mange du pain.", 7))
+    answer = sent(gradient_curves(registry, TEXT, 7))
     assert [c["model"] for c in answer["curves"]] == ["rnn", "lstm"]
     gates = answer["gates"]
     assert gates["model"] == "lstm" and len(gates["units"]) == min(GATE_UNITS, 32)
@@ -49,9 +50,9 @@ def test_gate_summary_rounds_a_known_tensor():
 
 
 def test_initialized_curves_are_rebuilt_identically_and_differ_from_the_trained(registry):
-    first = sent(gradient_curves(registry, "Je mange du pain.", 12, initialized=True))
+    first = sent(gradient_curves(registry, TEXT, 12, initialized=True))
     registry.states.untrained.clear()  # rebuilt from the config and seed, not remembered
-    again = sent(gradient_curves(registry, "Je mange du pain.", 12, initialized=True))
+    again = sent(gradient_curves(registry, TEXT, 12, initialized=True))
     assert first == again
     assert [(c["model"], c["weights"]) for c in first["curves"]] == [
         ("rnn", "trained"), ("rnn", "initialized"), ("lstm", "trained"), ("lstm", "initialized")]
@@ -60,9 +61,9 @@ def test_initialized_curves_are_rebuilt_identically_and_differ_from_the_trained(
 
 
 def test_factors_come_with_each_curve_when_asked(registry):
-    plain = sent(gradient_curves(registry, "Je mange du pain.", 9))
+    plain = sent(gradient_curves(registry, TEXT, 9))
     assert "step_factor" not in plain["curves"][0]
-    rnn, lstm = sent(gradient_curves(registry, "Je mange du pain.", 9, factors=True))["curves"]
+    rnn, lstm = sent(gradient_curves(registry, TEXT, 9, factors=True))["curves"]
     for curve in (rnn, lstm):
         assert len(curve["state_norm"]) == len(curve["step_factor"]) == 9 and len(curve["shrink"]) == 8
         assert all(s <= f * 1.05 for s, f in zip(curve["shrink"], curve["step_factor"], strict=False))

@@ -6,8 +6,7 @@ import pytest
 
 from app.services.heads import heads
 from tests.app.answers import sent
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT
 
 
 def test_contributions_ranking_and_rollout(registry):

@@ -11,6 +11,7 @@ from app.services.inference import DecodeOptions
 from app.services.maps import attention_maps
 from models.decoding import Stopped
 from tests.app.answers import sent
+from tests.app.conftest import TEXT
 
 
 def test_positional_switch_permutes_encoder_attention(registry):
@@ -42,12 +43,12 @@ def test_decoding_for_a_client_that_left_stops(cached_registry, monkeypatch):
 
     monkeypatch.setattr(model, name, step_then_hang_up)
     with pytest.raises(Stopped):
-        sent(attention_maps(cached_registry, "transformer", "Je mange du pain.", cancel=gone))
+        sent(attention_maps(cached_registry, "transformer", TEXT, cancel=gone))
     assert len(steps) == 1 and len(cached_registry.jobs.cache) == 0
 
 
 def test_only_the_kinds_asked_for_in_the_canonical_order(registry):
-    answer = sent(attention_maps(registry, "transformer", "Je mange du pain.", kinds=("cross", "decoder")))
+    answer = sent(attention_maps(registry, "transformer", TEXT, kinds=("cross", "decoder")))
     kinds = [m["kind"] for m in answer["maps"]]
     assert kinds == ["cross"] * 8 + ["decoder"] * 8  # 2 layers x 4 heads each
     cross = answer["maps"][0]
@@ -55,4 +56,4 @@ def test_only_the_kinds_asked_for_in_the_canonical_order(registry):
 
 
 def test_models_without_attention_have_no_maps(registry):
-    assert sent(attention_maps(registry, "lstm", "Je mange du pain."))["maps"] == []
+    assert sent(attention_maps(registry, "lstm", TEXT))["maps"] == []

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from app.services.order import order
 from tests.app.answers import sent
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT
 
 
 def test_the_identity_holds_off_and_fails_on(registry):

@@ -9,8 +9,8 @@ from app.services.inference import DecodeOptions
 from app.services.predict import prediction
 from app.services.translation import translation
 from tests.app.answers import sent
+from tests.app.conftest import TEXT
 
-TEXT = "Je mange du pain."
 NAMES = ["transformer", "lstm-additive", "rnn"]
 
 

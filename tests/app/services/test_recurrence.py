@@ -9,8 +9,7 @@ from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.services.recurrence import UNITS, recurrence, recurrent_model
 from models.probes.recurrence import read
 from tests.app.answers import sent
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT
 
 
 def test_the_default_is_the_plain_rnn_and_any_recurrent_model_is_allowed(registry):

@@ -9,8 +9,7 @@ import pytest
 from app.runtime.errors import InvalidOptionError
 from app.services.scaling import D_KS, scaling
 from tests.app.answers import sent
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT
 
 
 def test_the_curves_and_the_heads(registry):

@@ -7,21 +7,30 @@ import math
 import pytest
 import torch
 
-from app.runtime.errors import InvalidOptionError
+from app.runtime.errors import InvalidOptionError, UnknownModelError
+from app.runtime.loading import load_registry
 from app.services.maps import attention_maps
-from app.services.scores import UNITS, attention_scores, scoring_model
+from app.services.scores import UNITS, attention_scores
 from tests.app.answers import sent
-
-TEXT = "Je mange du pain."
+from tests.app.conftest import TEXT
 
 
 def test_recurrent_models_with_attention_apply(registry):
-    assert scoring_model(registry, None).name == "lstm-additive"
-    assert scoring_model(registry, "lstm-dot").name == "lstm-dot"
+    assert attention_scores(registry, TEXT).model == "lstm-additive"
+    assert attention_scores(registry, TEXT, "lstm-dot").model == "lstm-dot"
     for name in ("lstm", "transformer"):
-        with pytest.raises(InvalidOptionError, match=name) as error:
-            scoring_model(registry, name)
+        with pytest.raises(InvalidOptionError, match=f"{name}' is not a recurrent model with") as error:
+            attention_scores(registry, TEXT, name)
         assert error.value.field == "model"
+
+
+def test_without_a_recurrent_model_with_attention_there_is_nothing_to_score(tiny_checkpoints):
+    registry = load_registry(tiny_checkpoints, ("lstm", "transformer"), device="cpu", cache_size=0)
+    try:
+        with pytest.raises(UnknownModelError, match="^no recurrent model with attention is loaded; loaded: "):
+            attention_scores(registry, TEXT)
+    finally:
+        registry.close()
 
 
 @pytest.mark.parametrize("name", ["lstm-additive", "lstm-dot"])

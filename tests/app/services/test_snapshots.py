@@ -11,9 +11,8 @@ from app.services.catalog import model_infos
 from app.services.maps import attention_maps
 from app.services.snapshots import snapshot_maps
 from tests.app.answers import sent
+from tests.app.conftest import TEXT
 from tests.tiny import SNAPSHOT_MODELS, SNAPSHOT_STEPS
-
-TEXT = "Je mange du pain."
 
 
 def test_models_trained_with_snapshots_list_their_timeline(registry):

@@ -9,6 +9,7 @@ from app.services.inference import DecodeOptions
 from app.services.maps import attention_maps
 from app.services.translation import translation
 from tests.app.answers import sent
+from tests.app.conftest import TEXT
 
 
 def test_chapter_experiments_are_one_call_each(registry):
@@ -29,6 +30,6 @@ def test_chapter_experiments_are_one_call_each(registry):
 
 def test_a_cache_hit_equals_a_fresh_answer(cached_registry, registry):
     first = translation(cached_registry, "lstm", "  Je   mange du pain. ")
-    again = translation(cached_registry, "lstm", "Je mange du pain.")  # same normalised text: a hit
+    again = translation(cached_registry, "lstm", TEXT)  # same normalised text: a hit
     assert again is first and len(cached_registry.jobs.cache) == 1
-    assert translation(registry, "lstm", "Je mange du pain.") == first
+    assert translation(registry, "lstm", TEXT) == first

@@ -1,0 +1,21 @@
+"""POST /api/recap (chapter 11): the recap rows measured on the reader's sentence."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from app.schemas.base import Response
+
+
+class RecapRow(Response):
+    """One row of chapter 11's recap: its chapter's one number on the reader's sentence, in a sentence."""
+
+    chapter: int = Field(ge=1, le=11, description="the chapter the row recaps (its number in the story)")
+    text: str = Field(description="the row's sentence, with the number measured on the text")
+
+
+class Recap(Response):
+    """POST /api/recap: the recap rows that depend on the text, for the chapters whose models are loaded.
+    (The text is not echoed: a client knows what it sent.)"""
+
+    rows: list[RecapRow]
