@@ -12,35 +12,41 @@ so they need no pool thread either, and the pool always keeps threads for static
 from __future__ import annotations
 
 import json
-import threading
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.runtime.metrics import Traffic
 
 RETRY_AFTER_S = 1
 
 
 class Admission:
-    def __init__(self, app: ASGIApp, limit: int):
+    def __init__(self, app: ASGIApp, limit: int, traffic: Traffic | None = None):
         self.app = app
         self.limit = limit
-        self.in_flight = 0
-        self._lock = threading.Lock()
+        self.traffic = traffic or Traffic()  # shared with GET /metrics
+        self.traffic.limit = limit
+
+    @property
+    def in_flight(self) -> int:
+        return self.traffic.in_flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].startswith("/api/"):
             await self.app(scope, receive, send)
             return
-        with self._lock:
-            admitted = self.in_flight < self.limit
-            self.in_flight += admitted
+        traffic = self.traffic
+        with traffic.lock:
+            admitted = traffic.in_flight < self.limit
+            traffic.in_flight += admitted
+            traffic.refused += not admitted
         if not admitted:
             await self._busy(send)
             return
         try:
             await self.app(scope, receive, send)
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            traffic.count("in_flight", -1)
 
     async def _busy(self, send: Send) -> None:
         body = json.dumps({"detail": f"the server is busy ({self.limit} model requests in progress); "

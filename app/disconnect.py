@@ -23,14 +23,17 @@ import threading
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.runtime.metrics import Traffic
+
 STATE_KEY = "client_gone"
 SUPERSEDE_HEADER = b"x-supersede-key"
 MAX_KEY_BYTES = 128  # a longer key is ignored here (and refused 422 where a route declares the header)
 
 
 class CancelOnDisconnect:
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, traffic: Traffic | None = None):
         self.app = app
+        self.traffic = traffic or Traffic()  # counts the superseded requests for GET /metrics
         self.newest: dict[bytes, threading.Event] = {}  # supersede key -> the newest request's flag
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -44,6 +47,7 @@ class CancelOnDisconnect:
             older = self.newest.get(key)
             if older is not None:
                 older.set()  # replaced: its work stops as if its client had gone
+                self.traffic.count("superseded")
             self.newest[key] = gone
         watcher: asyncio.Task | None = None
 

@@ -43,6 +43,7 @@ from app.routes import (
     timing,
     translate,
 )
+from app.routes import metrics as metrics_route
 from app.runtime.errors import (
     BusyError,
     InvalidOptionError,
@@ -53,6 +54,7 @@ from app.runtime.errors import (
     UnknownSnapshotError,
 )
 from app.runtime.loading import load_registry
+from app.runtime.metrics import Metrics
 from app.runtime.worker import Abandoned, ModelThread
 from app.schemas import NON_FINITE, ErrorBody
 from app.services import ahead
@@ -94,14 +96,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.registry = app.state.ahead = None
     app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb)
+    metrics = app.state.metrics = Metrics()
+    metrics.watch(lambda: app.state.registry, app.state.live)
     app.add_middleware(Compress)
-    app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(CancelOnDisconnect, traffic=metrics.traffic)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
-    app.add_middleware(Admission, limit=settings.queue_limit)  # before the body is read
+    # before the body is read
+    app.add_middleware(Admission, limit=settings.queue_limit, traffic=metrics.traffic)
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
-    app.add_middleware(RequestLog)  # outermost of ours: every answer is timed and logged
+    app.add_middleware(RequestLog, metrics=metrics)  # outermost of ours: every answer is timed and logged
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, predict, snapshots, live, recap, pages):
+                   scaling, order, heads, predict, snapshots, live, recap, pages, metrics_route):
         document_errors(module.router)
         app.include_router(module.router)
     if settings.docs:

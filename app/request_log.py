@@ -23,6 +23,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.runtime.metrics import Metrics
+
 log = logging.getLogger("attention_lab.requests")
 HEADER = b"x-request-id"
 CLIENT_ID = re.compile(rb"[A-Za-z0-9._-]{1,64}")
@@ -42,8 +44,9 @@ def configure_logging(level: str) -> None:
 
 
 class RequestLog:
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, metrics: Metrics | None = None):
         self.app = app
+        self.metrics = metrics  # each request's duration, by route template (GET /metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -58,8 +61,10 @@ class RequestLog:
             nonlocal logged
             if not logged:
                 logged = True
-                ms = (time.perf_counter() - began) * 1000
-                log.info("%s %s %d %.1f ms id=%s", scope["method"], scope["path"], code, ms, rid)
+                seconds = time.perf_counter() - began
+                log.info("%s %s %d %.1f ms id=%s", scope["method"], scope["path"], code, seconds * 1000, rid)
+                if self.metrics is not None:
+                    self.metrics.observe(scope["method"], route_label(scope), code, seconds)
 
         async def send_logged(message: Message) -> None:
             nonlocal status
@@ -77,6 +82,15 @@ class RequestLog:
             raise
         finally:  # a cancelled request (its client gone) keeps NO_ANSWER
             write(status)
+
+
+def route_label(scope: Scope) -> str:
+    """The route's template (/api/models/{name}/curve), so the metrics' labels stay few whatever
+    paths clients ask for: static files as one, anything unrouted as "other"."""
+    route = scope.get("route")  # set by FastAPI's routing on this same scope
+    if getattr(route, "path", None):
+        return route.path
+    return "/static" if scope["path"].startswith("/static/") else "other"
 
 
 def request_id(scope: Scope) -> str:

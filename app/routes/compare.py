@@ -9,6 +9,7 @@ from app.schemas import NON_FINITE, Attention, CompareRequest, ErrorBody, ModelF
 from app.services.comparison import as_ready, queue_comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])
+QUEUE_DEPTH = "X-Queue-Depth"
 
 
 @router.post("/compare", response_class=StreamingResponse, responses={
@@ -22,10 +23,13 @@ async def compare(body: CompareRequest, registry: Registry, gone: ClientGone,
                   supersede_key: SupersedeKey = None) -> StreamingResponse:
     """Every model (or those named) on one text, in one request: the page's way of asking.
     (`X-Supersede-Key` is acted on before this runs, by app/disconnect.py.)"""
+    waiting = registry.jobs.worker.load.waiting  # before this request's own work is queued
     answers = as_ready(queue_comparison(registry, body.text, tuple(body.models), gone))  # checks first: 404/422
     # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding
-    # the answer until the last model is done
-    return StreamingResponse(_lines(answers), media_type=NDJSON, headers={"X-Accel-Buffering": "no"})
+    # the answer until the last model is done. X-Queue-Depth: how busy the model thread was when
+    # this arrived, so a client can ask less often while it is busy.
+    return StreamingResponse(_lines(answers), media_type=NDJSON,
+                             headers={"X-Accel-Buffering": "no", QUEUE_DEPTH: str(waiting)})
 
 
 async def _lines(answers: AsyncIterator[Attention | ModelFailure]) -> AsyncIterator[str]:

@@ -44,12 +44,15 @@ class ResultCache:
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self.hits = self.misses = 0  # lookups, for GET /metrics
 
     def get(self, key: Hashable) -> Any:
         """The stored value (now the most recent), or MISSING."""
         with self._lock:
             if key not in self._items:
+                self.misses += 1
                 return MISSING
+            self.hits += 1
             self._items.move_to_end(key)
             return self._items[key][0]
 

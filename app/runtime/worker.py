@@ -28,7 +28,8 @@ import contextlib
 import os
 import sys
 import threading
-from collections import deque
+import time
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
@@ -83,6 +84,42 @@ class Dropped:
             return {"skipped": self.skipped, "stopped": self.stopped}
 
 
+class Load:
+    """What the model thread does, for GET /metrics (app/runtime/metrics.py): turns waiting for it,
+    seconds spent running them, and how many jobs each turn ran (a compare's models run as one)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.waiting = 0
+        self.busy_seconds = 0.0
+        self.sizes: Counter[int] = Counter()  # jobs in a turn -> turns
+
+    def queued(self) -> None:
+        with self._lock:
+            self.waiting += 1
+
+    @contextlib.contextmanager
+    def turn(self, jobs: int):
+        """Around one turn of the model thread, from its start to its end."""
+        with self._lock:
+            self.waiting -= 1
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.busy_seconds += time.perf_counter() - began
+                self.sizes[jobs] += 1
+
+    def histogram(self, bounds: tuple[int, ...]) -> tuple[list[tuple[str, int]], float, int]:
+        """Cumulative (upper bound, turns) pairs ending with +Inf, the sum of the sizes and the count."""
+        with self._lock:
+            sizes = dict(self.sizes)
+        buckets = [(str(b), sum(n for size, n in sizes.items() if size <= b)) for b in bounds]
+        count = sum(sizes.values())
+        return [*buckets, ("+Inf", count)], float(sum(size * n for size, n in sizes.items())), count
+
+
 class ModelThread:
     def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0):
         """torch_threads: intra-op threads for the models; None: every core while the machine is
@@ -94,6 +131,7 @@ class ModelThread:
         self.lanes = max(1, lanes or torch.get_num_threads())
         self.nice = nice
         self.dropped = Dropped()
+        self.load = Load()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="models", initializer=self._setup)
         self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane",
                                         initializer=yield_cpu, initargs=(nice,)) if self.lanes > 1 else None
@@ -112,15 +150,17 @@ class ModelThread:
         time its turn comes, fn is not run and the Future raises Abandoned."""
 
         def job() -> T:
-            try:
-                if cancel is not None and cancel.is_set():
-                    raise Abandoned()
-                self._share_cores()
-                return fn(*args, **kwargs)
-            except (Abandoned, Stopped) as error:
-                self.dropped.count(error)
-                raise
+            with self.load.turn(1):
+                try:
+                    if cancel is not None and cancel.is_set():
+                        raise Abandoned()
+                    self._share_cores()
+                    return fn(*args, **kwargs)
+                except (Abandoned, Stopped) as error:
+                    self.dropped.count(error)
+                    raise
 
+        self.load.queued()
         return self._pool.submit(job)
 
     def run_together(self, jobs: list[Callable[[], T]], cancel: threading.Event | None = None,
@@ -156,6 +196,10 @@ class ModelThread:
             drain()
 
         def lead() -> None:
+            with self.load.turn(len(jobs)):
+                together()
+
+        def together() -> None:
             # kept while other programs want the CPU (the reader's browser): a lane has one thread,
             # so no split operation waits on a thread they preempt (see the module's docstring)
             lanes = min(self.lanes, len(jobs))
@@ -169,6 +213,7 @@ class ModelThread:
                 finally:
                     wait(others)  # the model thread is free again only when no lane runs
 
+        self.load.queued()
         self._pool.submit(lead)
         return futures
 
