@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from types import SimpleNamespace
 
 from tests.deploy.files import (
     DEPLOY,
@@ -99,6 +100,22 @@ def test_selectors_and_the_autoscaler_target_match(k8s):
     assert any(m["type"] == "Resource" and m["resource"]["name"] == "cpu" for m in metrics)
     # utilization is relative to the request, so the CPU request must exist
     assert "cpu" in _container(k8s)["resources"]["requests"]
+
+
+def test_the_autoscaler_scales_on_a_series_the_server_exports(k8s):
+    """The HPA's pods metric is what prometheus-adapter's rule names, from a series GET /metrics has."""
+    from app.runtime.metrics import Metrics
+
+    (pods,) = [m["pods"] for m in k8s["HorizontalPodAutoscaler"]["spec"]["metrics"] if m["type"] == "Pods"]
+    (adapter,) = load_yaml_documents(DEPLOY / "prometheus-adapter.yaml")
+    (rule,) = [r for r in adapter["rules"]["custom"] if r["name"]["as"] == pods["metric"]["name"]]
+    series = rule["seriesQuery"].split("{")[0]
+    metrics = Metrics()
+    metrics.watch(lambda: None, SimpleNamespace(slots=1, running=0))  # no models loaded: the request series
+    exported = {family.name for family in metrics.registry.collect()}
+    assert series in exported or series.removesuffix("_total") in exported, (series, sorted(exported))
+    annotations = k8s["Deployment"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/path"] == "/metrics"
 
 
 def test_resources_are_sized_from_the_measured_memory(k8s, compose):
