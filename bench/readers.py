@@ -183,10 +183,14 @@ def main() -> None:
     parser.add_argument("--readers", default="1,8,16,32,48,64", help="comma-separated numbers of readers")
     parser.add_argument("--seconds", type=float, default=40, help="per number of readers")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--typing-only", action="store_true",
+                        help="only the compares of typing, no chapter's requests after the pause")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     counts = [int(n) for n in args.readers.split(",")]
+    if args.typing_only:
+        CHAPTERS[:] = [(4, 1)]  # chapter 4 asks nothing beyond the compare
 
     def measure(url: str) -> list[dict]:
         page = read_page(url)
@@ -204,6 +208,7 @@ def main() -> None:
             rows = measure(url)
     print(f"held at p95 <= {HELD_P95_MS} ms with none failed: {held(rows)} typing readers")
     write_report(args.json, {"levels": rows, "held_readers": held(rows), "p95_target_ms": HELD_P95_MS,
+                             "typing_only": args.typing_only,
                              "seconds_per_level": args.seconds, "cpus": os.cpu_count()})
 
 
