@@ -4,6 +4,18 @@
 import * as api from "./api.js";
 import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
 
+/** The evaluation's length groups (models/evaluate.py), by words in the source sentence. */
+export const BUCKETS = ["1-5", "6-10", "11-15", "16+"];
+
+/** The evaluation bucket of a sentence, by its number of whitespace-separated words. */
+export function bucketOf(text) {
+  const words = text.trim().split(/\s+/).filter(Boolean).length;
+  if (words <= 5) return "1-5";
+  if (words <= 10) return "6-10";
+  if (words <= 15) return "11-15";
+  return "16+";
+}
+
 class Catalog {
   constructor(health, models) {
     this.limits = health.limits;

@@ -1,7 +1,9 @@
 // The prose helpers every chapter shares: numbers as the page writes them, the word for how two
-// compare, and a story's sentences filled from the facts its view measured. A sentence whose slot
-// is still empty stays hidden behind a placeholder line (app.css), so a slot is never left empty on
-// purpose: a fact the answer lacks is written as "–".
+// compare, a story's sentences filled from the facts its view measured, and an attention map said
+// in numbers (its sharpness, its rows as a table). A sentence whose slot is still empty stays hidden
+// behind a placeholder line (app.css), so a slot is never left empty on purpose: a fact the answer
+// lacks is written as "–".
+import { showToken } from "./plots.js";
 
 const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
 
@@ -15,6 +17,9 @@ export const fmt = (x) => {
   return x >= 10 ? x.toFixed(0) : x.toPrecision(2);
 };
 
+/** A share as a whole percentage. */
+export const pct = (x) => `${Math.round(100 * x)}%`;
+
 /** "more" / "less" / "as much": how a compares with b. */
 export const compare = (a, b) => (a === null || b === null ? "–" : a > b ? "more" : a < b ? "less" : "as much");
 
@@ -24,4 +29,18 @@ export function fillStory(root, facts) {
     const value = facts[node.dataset.fact];
     node.textContent = value === undefined ? "–" : value;
   }
+}
+
+/** Mean over the rows of each row's largest weight: 1/columns for a uniform fog, 1 for one-hot. */
+export function sharpness(weights) {
+  return weights.reduce((sum, row) => sum + Math.max(...row), 0) / Math.max(weights.length, 1);
+}
+
+/** An attention map as a table: one row per row token, one column per column token, the weights as the page writes them. */
+export function mapTable(map, caption, corner = "output word") {
+  return {
+    caption,
+    headers: [corner, ...map.cols.map(showToken)],
+    rows: map.weights.map((row, i) => [showToken(map.rows[i]), ...row.map(fmt)]),
+  };
 }

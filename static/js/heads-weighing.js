@@ -1,7 +1,7 @@
 // Chapter 9, what the heads answer says (POST /api/heads): each head's contribution through its
 // share of W_o, the cross heads ranked by how well they align with a recurrent model's attention,
 // the effect of the heads switched off on the translation, and the prose's facts, all from the
-// answer's own numbers.
+// answer's own numbers. A helper of chapters/heads-lab.js.
 import { fmt } from "./facts.js";
 import { WEIGHT_SCALE, baseLayout, draw, onPlot, plotText, showEmpty } from "./plots.js";
 import { offKey } from "./url-state.js";

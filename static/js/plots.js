@@ -42,6 +42,12 @@ export const MODEL_PALETTE = ["#D55E00", "#0072B2", "#009E73", "#E69F00", "#CC79
 /** Marker symbols in the same order, so lines stay apart where colours are hard to tell. */
 export const MODEL_MARKERS = ["circle", "diamond", "square", "triangle-up", "cross", "x", "star", "hexagon"];
 
+/** The colour and marker of `name` by its place in `names` (the cells or contestants an answer lists). */
+export function seriesStyle(names, name) {
+  const i = Math.max(0, names.indexOf(name));
+  return { colour: MODEL_PALETTE[i % MODEL_PALETTE.length], marker: MODEL_MARKERS[i % MODEL_MARKERS.length] };
+}
+
 const FONT = 'Inter, system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", "DejaVu Sans", Arial, sans-serif';
 
 /** Escape a string so Plotly shows it literally instead of reading tags or entities in it. */
@@ -256,4 +262,57 @@ export function attentionTrace(map, extra = {}) {
     ygap: map.rows.length > 40 ? 0 : 1,
     ...extra,
   };
+}
+
+/** The axes of one alignment grid: output words (rows, top down) by source words (columns). */
+export function alignmentLayout(map) {
+  return baseLayout({
+    margin: { l: 60, r: 12, t: 8, b: 60 },
+    xaxis: tokenAxis(map.cols, { title: { text: "source (French)", standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
+    yaxis: tokenAxis(map.rows, { title: { text: "output (English)", standoff: 6 }, autorange: "reversed" }),
+  });
+}
+
+const HIGHLIGHT = "#e8542f";
+/** Which text each axis of a map of each kind reads, and the offset of its first token there. */
+export const MAP_SIDES = { cross: { rows: ["target", 0], cols: ["source", 0] }, encoder: { rows: ["source", 0], cols: ["source", 0] },
+  decoder: { rows: ["target", 0], cols: ["target", 1] } };
+
+/** Outline the hovered token ({side, index}) in a map of `kind`: its row and its column. */
+export function hoverShapes(kind, hover) {
+  if (!hover || !MAP_SIDES[kind]) return [];
+  const line = { color: HIGHLIGHT, width: 2 };
+  const shapes = [];
+  const [rowSide, rowOffset] = MAP_SIDES[kind].rows;
+  const [colSide, colOffset] = MAP_SIDES[kind].cols;
+  if (rowSide === hover.side) {
+    const y = hover.index + rowOffset;
+    shapes.push({ type: "rect", xref: "paper", x0: 0, x1: 1, y0: y - 0.5, y1: y + 0.5, line });
+  }
+  if (colSide === hover.side) {
+    const x = hover.index + colOffset;
+    shapes.push({ type: "rect", yref: "paper", y0: 0, y1: 1, x0: x - 0.5, x1: x + 0.5, line });
+  }
+  return shapes;
+}
+
+/**
+ * Hovering a map's column names its token to the whole chapter: `tell({side, index})`, then
+ * `tell(null)` when the pointer leaves. `kindOf(div)` says which kind of map the div shows now.
+ * Bound on the first hover, once Plotly has drawn; not plotly_unhover: redrawing the outline under
+ * the pointer unhovers it.
+ */
+export function shareColumnHover(div, kindOf, tell) {
+  div.addEventListener("mouseenter", () => {
+    if (div.dataset.hoverBound || !div.on) return;
+    div.dataset.hoverBound = "1";
+    div.on("plotly_hover", (event) => {
+      const point = event.points && event.points[0];
+      const sides = MAP_SIDES[kindOf(div)];
+      if (!point || !sides) return;
+      const [side, offset] = sides.cols;
+      tell({ side, index: point.x - offset });
+    });
+  });
+  div.addEventListener("mouseleave", () => tell(null));
 }

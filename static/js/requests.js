@@ -1,23 +1,246 @@
-// The request lifecycle. Each edit asks the server at once (speculate.js); after a pause in typing
-// a new round of updates begins: the previous round's requests are aborted and any answer that
-// still arrives for it is ignored, so the latest text always wins. Within a round, every other
-// request of the page is a `Latest`: a newer ask of the same kind replaces the older one.
-import { isAbort } from "./api.js";
+// The request lifecycle, one for every chapter view (static/js/chapters/*.js, each of one shape:
+// contents.js). Each edit asks the server at once about every model, in one request (speculate.js);
+// after a pause in typing a round begins: every view is asked about the new text (the per-model
+// views from that one request, the others when their first panel comes near the screen, lazy.js),
+// and the round before is over: its requests are aborted and an answer that still arrives for it is
+// never shown, so the latest text always wins. Within a view, a newer ask (a control moved, a button
+// pressed) aborts the older one. While an ask runs, its panels are marked `is-busy` (a figure keeps
+// its final size, and until first drawn its placeholder: app.css); a failure is said on the view's
+// panels in the view's words, and a 429 or 503 that names a Retry-After is asked again after that
+// many seconds, which the panel says.
+import { ApiError, explain, isAbort } from "./api.js";
+import { chapterRoot, partsOf } from "./dom.js";
+import { whenNear } from "./lazy.js";
+import { showEmpty } from "./plots.js";
 import { Speculation, unlessAborted } from "./speculate.js";
+import * as store from "./store.js";
 
 window.attentionLab = { lastUpdate: null };
 
-export class Requests {
+const RETRIES = 3; // asks after a Retry-After, at most; then the failure stays said
+export const UNAVAILABLE = "This model is not available: it did not load on the server.";
+const drawn = new WeakMap(); // view -> Map key -> the answer it last drew
+
+/** The answer `view` last drew for `key` (what its describe and rows speak of); undefined before any. */
+export const lastAnswer = (view, key = null) => drawn.get(view)?.get(key);
+
+/** "The {what} could not be shown ({why})."; `missing`: the reason given for a 404 (null: the server's own). */
+export function couldNot(what, error, missing = "no model for it is loaded") {
+  const why = error instanceof ApiError && error.status === 404 && missing ? missing : explain(error);
+  return `The ${what} could not be shown (${why}).`;
+}
+
+/** How a per-model view says that model `name`'s answer for the text did not come. */
+export function modelFailure(error, name) {
+  const missing = error instanceof ApiError && error.status === 404;
+  return missing ? UNAVAILABLE : `${name} gave no answer for this text (${explain(error)}).`;
+}
+
+/** Seconds to wait before asking again, when the server named them on a 429 or 503; else null. */
+function retryAfter(error) {
+  const busy = error instanceof ApiError && (error.status === 429 || error.status === 503);
+  return busy && error.retryAfter !== null ? error.retryAfter : null;
+}
+
+/** A copy of `error` that says which model's answer it ended (the status line names the model). */
+function ofModel(name, error) {
+  const copy = error instanceof ApiError ? new ApiError(error.status, error.message, error.body, error.retryAfter)
+    : new Error(error && error.message);
+  copy.model = name;
+  return copy;
+}
+
+const isPlot = (element) => element.classList.contains("plot");
+
+/** Say `message` on each panel: a figure shows it in place of its chart (once near), a text is replaced by it. */
+function say(panels, message) {
+  for (const panel of panels) {
+    if (isPlot(panel)) whenNear(panel, () => showEmpty(panel, message));
+    else {
+      panel.textContent = message;
+      panel.classList.add("is-missing");
+    }
+  }
+}
+
+const sleep = (ms, signal) => new Promise((resolve) => {
+  const timer = setTimeout(resolve, ms);
+  signal.addEventListener("abort", () => {
+    clearTimeout(timer);
+    resolve();
+  }, { once: true });
+});
+
+/** One view's asks about one key (a model's name, or null): each newer ask aborts the older. */
+class Line {
+  constructor(lab, view, key) {
+    Object.assign(this, { lab, view, key });
+    this.controller = null;
+    this.timer = 0;
+  }
+
+  /** Asked about each new text (typed or lazily), so a new round ends its asks. */
+  get perText() {
+    return this.view.asks === "typed" || this.view.asks === "text";
+  }
+
+  /** The text to ask about: the latest round's, trimmed except for the compare stream's views. */
+  get text() {
+    const text = this.lab.text;
+    return text === null || this.view.asks === "typed" ? text : text.trim();
+  }
+
+  get anchor() {
+    return this.view.panels(this.key)[0];
+  }
+
+  /** A new round: ask now ("typed") or once the first panel is near ("text"); the first outcome, or null when put off. */
+  due(report) {
+    if (this.view.asks === "typed") return this.ask(report).first;
+    return whenNear(this.anchor, () => this.ask(report).first, () => this.ask()) ?? Promise.resolve(null);
+  }
+
+  /** Ask again with the latest text, now or (`lazy`) once near; resolves to the last outcome (retries included). */
+  again(lazy) {
+    if (this.perText && this.lab.text === null) return Promise.resolve(null); // the first round will ask
+    if (!lazy || !this.anchor) return this.ask().last;
+    return whenNear(this.anchor, () => this.ask().last) ?? Promise.resolve(null);
+  }
+
+  /** `again` once `ms` have passed without another call. */
+  later(lazy, ms) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.again(lazy), ms);
+  }
+
+  stop() {
+    this.controller?.abort();
+  }
+
+  /** Ask now, aborting the ask before; `report(line, outcome)` after each attempt. {first, last}: outcomes. */
+  ask(report = () => {}) {
+    this.controller?.abort();
+    const controller = this.controller = new AbortController();
+    const signal = this.perText ? AbortSignal.any([controller.signal, this.lab.signal]) : controller.signal;
+    let first;
+    const firstOutcome = new Promise((resolve) => { first = resolve; });
+    const last = this.attempts(this.text, signal, (outcome) => {
+      first(outcome);
+      report(this, outcome);
+    }).catch((error) => { // a fault of the page's own: seen, and no round waits for it forever
+      console.error(error);
+      first(null);
+      return null;
+    });
+    return { first: firstOutcome, last };
+  }
+
+  async attempts(text, signal, report) {
+    for (let tries = 0; ; tries += 1) {
+      const outcome = await this.attempt(text, signal, tries < RETRIES);
+      report(outcome);
+      if (!outcome || outcome.wait === null) return outcome;
+      await sleep(outcome.wait * 1000, signal);
+      if (signal.aborted) return null;
+    }
+  }
+
+  /** One request: its answer drawn, or its failure said. {label, why (null: drawn), wait}, or null when superseded. */
+  async attempt(text, signal, mayRetry) {
+    const { view, key } = this;
+    const panels = view.panels(key);
+    const busy = (on) => { for (const panel of panels) panel.classList.toggle("is-busy", on); };
+    busy(true);
+    try {
+      const answer = await view.ask(text, signal, key);
+      if (signal.aborted) return null;
+      busy(false);
+      for (const panel of panels) if (!isPlot(panel)) panel.classList.remove("is-missing");
+      if (!drawn.has(view)) drawn.set(view, new Map());
+      drawn.get(view).set(key, answer);
+      await view.draw(answer, key);
+      return { label: this.label(), why: null, wait: null };
+    } catch (error) {
+      if (isAbort(error) || signal.aborted) return null;
+      if (!(error instanceof ApiError)) console.error(error); // the page's own fault: let it be seen
+      busy(false);
+      const wait = mayRetry ? retryAfter(error) : null;
+      const message = view.failure(error, key);
+      if (message !== null) say(panels, wait === null ? message : `${message} Asking again in ${wait} s.`);
+      return { label: this.label(error), why: explain(error), wait };
+    }
+  }
+
+  /** Its name in the status line: the model whose answer did not come, else the view's (and its key). */
+  label(error = null) {
+    if (error && error.model) return error.model;
+    return this.key === null ? this.view.title : `${this.view.title}, ${this.key}`;
+  }
+}
+
+export class Lab {
   /** `compare(text, names, signal)`: one request for several models (api.compare). */
   constructor(compare) {
     this.speculation = new Speculation(compare);
     this.generation = 0;
     this.controller = new AbortController(); // aborts the latest round's requests
+    this.lines = [];
+    this.models = []; // every model, heaviest first
+    this.text = null; // the text the views were last asked about
   }
 
-  /** Ask about `text` (null: about nothing) now, before the pause; Map name -> Promise of its answer. */
-  ahead(text, names) {
-    return this.speculation.ahead(text, names);
+  /**
+   * Build each view on its chapter's section, in order, then ask those that ask once at the start.
+   * `context`: what every view is built from ({catalog, page}).
+   */
+  mount(views, context) {
+    // The server runs the models in the order asked: heaviest first (the catalogue lists the
+    // story's models from the lightest), so the quick ones are those left when the page redraws.
+    this.models = [...context.catalog.names].reverse();
+    for (const view of views) {
+      const root = chapterRoot(view.chapter);
+      view.mount({
+        ...context, root, part: partsOf(root),
+        ask: (options) => this.again(view, options),
+        stop: () => this.linesOf(view).forEach((line) => line.stop()),
+        compared: (name, signal) => this.compared(name, signal),
+      });
+      for (const key of view.keys()) this.lines.push(new Line(this, view, key));
+    }
+    for (const line of this.lines) if (line.view.asks === "start") line.ask();
+  }
+
+  linesOf(view, key) {
+    return this.lines.filter((line) => line.view === view && (key === undefined || line.key === key));
+  }
+
+  /**
+   * A view asks again (a control moved, a button pressed, a value it watches changed): `key`: only
+   * that one; `lazy`: once its panel is near; `pause`: after that many ms without another call.
+   * Resolves to the first failure among the outcomes, or null.
+   */
+  again(view, { key, lazy = false, pause = 0 } = {}) {
+    const lines = this.linesOf(view, key);
+    if (pause) {
+      for (const line of lines) line.later(lazy, pause);
+      return Promise.resolve(null);
+    }
+    return Promise.all(lines.map((line) => line.again(lazy))).then((outcomes) => outcomes.find((o) => o && o.why) || null);
+  }
+
+  /** Ask about `text` (null: about nothing) now, before the pause: every model's answer, in one request. */
+  ahead(text) {
+    return this.speculation.ahead(text, this.models);
+  }
+
+  /** Model `name`'s answer about the latest text, from the request that left at the keystroke. */
+  compared(name, signal) {
+    // a text no longer asked about (typing went on) is not asked again: its round is ending
+    if (signal.aborted || this.text !== this.speculation.text) return Promise.reject(new DOMException("stale", "AbortError"));
+    const promise = this.speculation.ask(this.text, [name]).get(name);
+    return unlessAborted(promise, signal).catch((error) => {
+      throw isAbort(error) ? error : ofModel(name, error);
+    });
   }
 
   /** A new round: the one before is over. */
@@ -33,64 +256,39 @@ export class Requests {
   }
 }
 
-/**
- * One kind of request, asked again and again: each ask aborts the one before, and an answer that
- * arrives after a newer ask (or after `within()`, the round's signal, is aborted) is never shown.
- */
-export class Latest {
-  constructor(within = null) {
-    this.within = within;
-    this.controller = null;
-  }
-
-  /** Abort the ask in flight, if any: its answer will not be shown. */
-  cancel() {
-    this.controller?.abort();
-  }
-
-  /**
-   * `call(signal)` -> Promise of the answer; `show(answer)` runs only if this is still the latest
-   * ask. Resolves to true once shown, false when replaced; a failure of the latest ask is thrown.
-   */
-  async ask(call, show) {
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
-    const signal = this.within ? AbortSignal.any([controller.signal, this.within()]) : controller.signal;
-    let answer;
-    try {
-      answer = await call(signal);
-    } catch (error) {
-      if (isAbort(error) || signal.aborted) return false;
-      throw error;
-    }
-    if (signal.aborted) return false;
-    await show(answer);
-    return true;
-  }
-}
-
 class Round {
-  constructor(requests, generation, signal) {
-    this.requests = requests;
-    this.generation = generation;
-    this.signal = signal;
+  constructor(lab, generation, signal) {
+    Object.assign(this, { lab, generation, signal });
     this.drawn = {}; // model name -> when its answer was drawn (performance.now())
   }
 
-  /** Model `name`'s answer is on the page (announced with the round, for bench/bench_page.py). */
-  drew(name) {
-    this.drawn[name] = performance.now();
-  }
-
-  /** False once a newer round has begun or this one was replaced: its answers are not shown. */
+  /** False once a newer round has begun: its answers are not shown. */
   get current() {
-    return this.generation === this.requests.generation && !this.signal.aborted;
+    return this.generation === this.lab.generation && !this.signal.aborted;
   }
 
-  /** `promise`, or an AbortError as soon as the round is over. */
-  wait(promise) {
-    return unlessAborted(promise, this.signal);
+  /**
+   * Ask every view about `text`. Resolves once every ask due now has its first outcome;
+   * `onFailures(lines)` then, and again whenever a retry changes them while the round is current.
+   */
+  async update(text, onFailures) {
+    const lab = this.lab;
+    lab.text = text;
+    store.set("text", text);
+    lab.ahead(text); // asked while typing already (an example picked is asked here)
+    const failures = new Map(); // label -> why
+    let done = false;
+    const tell = () => this.current && onFailures([...failures].map(([label, why]) => `${label}: ${why}`));
+    const report = (line, outcome) => {
+      if (!outcome || !this.current) return;
+      if (outcome.why) failures.set(outcome.label, outcome.why);
+      else failures.delete(outcome.label);
+      if (!outcome.why && line.view.asks === "typed" && line.key !== null) this.drawn[line.key] = performance.now();
+      if (done) tell();
+    };
+    await Promise.all(lab.lines.filter((line) => line.perText).map((line) => line.due(report)));
+    done = true;
+    tell();
   }
 
   /**

@@ -1,6 +1,7 @@
 // Chapter 3, one step at a time: how much the gradient shrinks crossing each token backwards
 // (measured; the running product of these is the curve), what bounds that shrink (the top
 // singular value of the step Jacobian), and the LSTM's forget gate, the factor on its cell path.
+// A helper of chapters/gradients.js.
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 
 export const FACTORS = {

@@ -42,8 +42,8 @@ export class UrlState {
     }
     const length = Number(q.get("len"));
     this.length = Number.isInteger(length) && length >= 1 && length <= longest ? length : opening.length;
-    this.factor = q.get("factor") || "shrink"; // checked against its views by gradients.js
-    // checked against the long-lag results once they arrive (long-lag.js)
+    this.factor = q.get("factor") || "shrink"; // checked against its views by chapters/gradients.js
+    // checked against the long-lag results once they arrive (chapters/long-lag.js)
     this.filler = q.get("filler") || "blank";
     this.lag = Number(q.get("lag")) || null;
     const chapters = [...document.querySelectorAll("section[data-chapter]")].map((s) => s.dataset.chapter);
@@ -66,9 +66,9 @@ export class UrlState {
     const beam = Number(q.get("beam"));
     this.beam = Number.isInteger(beam) && beam >= 1 && beam <= catalog.limits.max_beam_size ? beam : 1;
     this.prefix = (q.get("prefix") || "").split(" ").filter(Boolean);
-    this.astep = q.has("astep") ? count(q.get("astep")) : null; // checked against the timeline (scrubber.js)
+    this.astep = q.has("astep") ? count(q.get("astep")) : null; // checked against the timeline (replay.js)
     this.hstep = q.has("hstep") ? count(q.get("hstep")) : null;
-    // chapter 4's live run: checked against GET /api/train's limits by live.js
+    // chapter 4's live run: checked against GET /api/train's limits by chapters/live.js
     this.tt = q.get("tt");
     this.tl = q.has("tl") ? count(q.get("tl")) : null;
     this.tc = (q.get("tc") || "").split(",").filter(Boolean);

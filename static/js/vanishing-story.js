@@ -1,6 +1,7 @@
 // Chapter 3's prose, from the numbers the server just measured: every figure and every "more" or
 // "less" in the text is computed here from the API's answers, never written in advance. The
-// page's test reads these same facts back (data-fact) and checks them against the API.
+// page's test reads these same facts back (data-fact) and checks them against the API. A helper of
+// chapters/gradients.js.
 import { compare, fmt } from "./facts.js";
 
 /** The curve of `model` with `weights` ("trained" | "initialized"), or null. */
@@ -20,11 +21,11 @@ const median = (values) => {
 };
 
 /**
- * The facts the chapter states, each a string for the page. `answer`: POST /api/gradients with
- * initialized and factors; `catalog`: the page's Catalog (metrics); `longLag`: GET /api/long-lag.
- * Models are picked by capability: the plain recurrent model (no gates) and the gated one.
+ * The facts the chapter's story states, each a string for the page. `answer`: POST /api/gradients
+ * with initialized and factors; `catalog`: the page's Catalog (metrics). Models are picked by
+ * capability: the plain recurrent model (no gates) and the gated one.
  */
-export function storyFacts(answer, catalog, longLag) {
+export function storyFacts(answer, catalog) {
   const models = [...new Set(((answer && answer.curves) || []).map((c) => c.model))];
   const plain = models.find((name) => catalog.info(name) && !catalog.info(name).gates) || null;
   const gated = models.find((name) => catalog.info(name) && catalog.info(name).gates) || null;
@@ -50,7 +51,6 @@ export function storyFacts(answer, catalog, longLag) {
   }
   const forget = curveOf(answer, gated, "trained");
   facts["gated-forget"] = fmt(median((forget && forget.forget_mean) || []));
-  Object.assign(facts, lagFacts(longLag));
   return facts;
 }
 
@@ -66,27 +66,4 @@ function bucketBleu(catalog, name, bucket) {
   const rows = (info && info.metrics && info.metrics.bleu_by_length) || [];
   const row = rows.find((r) => r.bucket === bucket);
   return row ? row.bleu : null;
-}
-
-/** "lag 20", or "no lag tried (up to 100)" when a cell stayed above chance everywhere. */
-function lagFacts(longLag) {
-  const facts = {};
-  if (!longLag) return facts;
-  for (const [filler, cells] of Object.entries(longLag.chance_lag || {})) {
-    const tried = longLag.runs.filter((r) => r.filler === filler).map((r) => r.lag);
-    const beyond = Math.max(...tried) + 1; // "never at chance" ranks past every lag tried
-    for (const [cell, lag] of Object.entries(cells)) {
-      facts[`lag-${filler}-${cell}`] = lag === null ? `no lag tried (up to ${Math.max(...tried)})` : `a lag of ${lag}`;
-    }
-    facts[`lag-${filler}-holds`] = holdsOut(Object.entries(cells).map(([cell, lag]) => [cell, lag ?? beyond]));
-  }
-  facts["lag-steps"] = String(longLag.max_steps);
-  return facts;
-}
-
-/** "the RNN holds out longer" (the cell whose chance lag is largest), or "both hold out as long". */
-function holdsOut(lags) {
-  const longest = Math.max(...lags.map(([, lag]) => lag));
-  const best = lags.filter(([, lag]) => lag === longest);
-  return best.length === lags.length ? "both hold out as long" : `the ${best.map(([c]) => c.toUpperCase()).join(" and ")} holds out longer`;
 }

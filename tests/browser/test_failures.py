@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import show_everything
+from tests.browser.conftest import show, show_everything
 
 pytestmark = pytest.mark.browser
 
@@ -149,4 +149,39 @@ def test_a_reader_typing_leaves_no_traceback_in_the_log(open_page, server, serve
     assert "Traceback" not in written and "never retrieved" not in written
     assert re.search(r"POST /api/compare 200 \d+\.\d ms id=[0-9a-f]{8}", written)
     assert written.count("POST /api/") >= 10
+    assert page_errors(problems) == []
+
+
+def busy_once(status: int, seconds: str):
+    """A route handler: the first request is refused (`status`, Retry-After `seconds`), the rest go through."""
+    refused = []
+
+    def handle(route):
+        if refused:
+            route.continue_()
+            return
+        refused.append(route.request.url)
+        route.fulfill(status=status, content_type=JSON, headers={"Retry-After": seconds},
+                      body='{"detail": "too many model requests at once"}')
+
+    return handle, refused
+
+
+def test_a_busy_server_is_asked_again_after_its_retry_after(open_page):
+    """A 503 or 429 that names a Retry-After is said on the panel that asked (and in the status line),
+    with when the page asks again; then it asks again by itself, and both show the answer."""
+    page, problems = open_page("?ch=8")
+    show(page, "order-maps")  # near the screen: the new text's round asks for it at once
+    order, refused = busy_once(503, "2")
+    page.route("**/api/order", order)
+    page.get_by_test_id("source").fill("Il pleut.")
+    said = page.locator("[data-testid=order-maps] .plot-empty")
+    said.wait_for()
+    assert "the server is busy with other readers; try again in 2 s" in said.inner_text()
+    assert "Asking again in 2 s." in said.inner_text()
+    page.wait_for_function("t => document.getElementById('status').textContent.includes(t)",
+                           arg="order experiment: the server is busy")
+    page.wait_for_function("document.getElementById('order-maps').dataset.state === 'drawn'")
+    page.wait_for_function("document.getElementById('status').hidden")
+    assert len(refused) == 1
     assert page_errors(problems) == []

@@ -3,17 +3,25 @@
 // encoder map is the original's with rows and columns permuted (the max abs difference is float
 // rounding), with it on it is not, and the translation changes (POST /api/order). Below, the
 // sinusoidal table itself and the similarity PE(i) . PE(j) of its rows.
-import * as api from "./api.js";
-import { partsOf } from "./dom.js";
-import { whenNear } from "./lazy.js";
-import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw, plotText, tokenAxis } from "./plots.js";
-import { headline } from "./recap.js";
-import { fillStory, fmt } from "./facts.js";
+import * as api from "../api.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, plotText, showToken, tokenAxis } from "../plots.js";
+import { couldNot } from "../requests.js";
+import * as store from "../store.js";
+
+export const chapter = "8";
+export const title = "order experiment";
+export const figures = ["order-maps", "order-pe", "order-shuffle", "order-seed", "order-head", "order-story"];
+export const asks = "text";
+
+let lab = null;
+let answer = null; // the answer drawn
 
 /** Below this the two maps are the same up to float32 rounding. */
-export const ROUNDING = 1e-5;
+const ROUNDING = 1e-5;
 
-export function orderFacts(answer) {
+function orderFacts(answer) {
   const { checks, translations: t, positional_encoding: pe } = answer;
   const [off, on] = [checks.pe_off.max_abs_difference, checks.pe_on.max_abs_difference];
   const sim = pe.similarity[0];
@@ -32,49 +40,70 @@ export function orderFacts(answer) {
   };
 }
 
-export class OrderView {
-  /** `root`: chapter 8's section; `page`: the URL state (shuffle, ohead), changed through
-   * `onChange(changes)` when the reader shuffles or picks a head; `ask()`: measure again. */
-  constructor(root, { page, onChange, ask }) {
-    Object.assign(this, { page, onChange, ask });
-    this.$ = partsOf(root);
-    this.anchor = this.$("order-maps"); // its nearness starts the experiment
-    this.plots = [this.$("order-maps"), this.$("order-pe")];
-    this.$("order-shuffle").addEventListener("click", () => {
-      this.onChange({ shuffle: this.page.shuffle + 1 });
-      this.ask();
-    });
-    this.$("order-head").addEventListener("change", (e) => {
-      this.onChange({ ohead: Number(e.target.value) });
-      if (this.answer) this.draw(this.answer);
-    });
-  }
+/** The shuffle button (a new seed, measured at once) and the head shown, from and to the URL (shuffle, ohead). */
+export function mount(context) {
+  lab = context;
+  const { part, page } = lab;
+  part("order-shuffle").addEventListener("click", () => {
+    page.set({ shuffle: page.shuffle + 1 });
+    lab.ask();
+  });
+  part("order-head").addEventListener("change", (e) => {
+    page.set({ ohead: Number(e.target.value) });
+    if (answer) show(answer);
+  });
+}
 
-  /** The sentence, its words shuffled with the URL's seed. */
-  call(text, signal) {
-    return api.order(text, this.page.shuffle, signal);
-  }
+export const keys = () => [null];
+export const panels = () => [lab.part("order-maps"), lab.part("order-pe")];
+/** The sentence, its words shuffled with the URL's seed. */
+export const ask = (text, signal) => api.order(text, lab.page.shuffle, signal);
+export const failure = (error) => couldNot(title, error);
 
-  show(answer) {
-    this.answer = answer;
-    const facts = orderFacts(answer);
-    fillStory(this.$("order-story"), facts);
-    this.$("order-seed").textContent = `seed ${this.page.shuffle}: ${answer.permutation.join(", ")}`;
-    headline(8, `shuffled, with positional encoding off the encoder's maps differ by ${facts["off-difference"]} (rounding); on, by ${facts["on-difference"]}.`);
-    this.draw(answer);
-  }
+export function draw(next) {
+  answer = next;
+  const facts = orderFacts(answer);
+  fillStory(lab.part("order-story"), facts);
+  lab.part("order-seed").textContent = `seed ${lab.page.shuffle}: ${answer.permutation.join(", ")}`;
+  store.headline(chapter, `shuffled, with positional encoding off the encoder's maps differ by ${facts["off-difference"]} (rounding); on, by ${facts["on-difference"]}.`);
+  show(answer);
+}
 
-  draw(answer) {
-    const heads = answer.checks.pe_off.original.length;
-    const select = this.$("order-head");
-    if (select.options.length !== heads) {
-      select.replaceChildren(...Array.from({ length: heads }, (_, i) => new Option(String(i + 1), String(i))));
-    }
-    const head = Math.min(this.page.ohead, heads - 1);
-    select.value = String(head);
-    whenNear(this.$("order-maps"), () => drawMaps(this.$("order-maps"), answer, head));
-    whenNear(this.$("order-pe"), () => drawTable(this.$("order-pe"), answer));
+/** The head picked, within the heads the answer has. */
+function headOf(shown) {
+  return Math.min(lab.page.ohead, shown.checks.pe_off.original.length - 1);
+}
+
+function show(shown) {
+  const heads = shown.checks.pe_off.original.length;
+  const select = lab.part("order-head");
+  if (select.options.length !== heads) {
+    select.replaceChildren(...Array.from({ length: heads }, (_, i) => new Option(String(i + 1), String(i))));
   }
+  const head = headOf(shown);
+  select.value = String(head);
+  const [maps, table] = panels();
+  whenNear(maps, () => drawMaps(maps, shown, head));
+  whenNear(table, () => drawTable(table, shown));
+}
+
+export function describe(shown) {
+  const f = orderFacts(shown);
+  return `Your sentence shuffled to “${f.shuffled}”. With positional encoding off, ${f.model}'s encoder maps of the two differ, ` +
+    `rows and columns permuted back, by at most ${f["off-difference"]} (${f["off-verdict"]}); on, by ${f["on-difference"]} ` +
+    `(${f["on-verdict"]}): yours translates as “${f["on-original"]}” and the shuffled one as “${f["on-shuffled"]}”.`;
+}
+
+export function rows(shown) {
+  const head = headOf(shown);
+  const maps = [["off", "original", shown.source_tokens], ["off", "shuffled", shown.shuffled_tokens],
+    ["on", "original", shown.source_tokens], ["on", "shuffled", shown.shuffled_tokens]];
+  return {
+    caption: `Encoder self-attention of layer ${shown.layer + 1}, head ${head + 1}, original and shuffled, positional encoding off and on`,
+    headers: ["positional encoding", "sentence", "query piece", "key piece", "weight"],
+    rows: maps.flatMap(([pe, which, tokens]) => shown.checks[`pe_${pe}`][which][head].flatMap((row, i) =>
+      row.map((w, j) => [pe, which, showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
+  };
 }
 
 /** Original and shuffled maps (columns) with the encoding off and on (rows), one figure. */
@@ -100,7 +129,7 @@ function drawMaps(div, answer, head) {
   ] });
   div.dataset.head = String(head);
   div.dataset.permutation = answer.permutation.join(",");
-  draw(div, data, layout, `${answer.model}-order-L${answer.layer + 1}H${head + 1}`, answer);
+  drawPlot(div, data, layout, `${answer.model}-order-L${answer.layer + 1}H${head + 1}`, answer);
 }
 
 /** The sinusoidal table (position x dimension) and PE(i) . PE(j). */
@@ -122,5 +151,5 @@ function drawTable(div, answer) {
     { type: "heatmap", z: pe.similarity, x: positions, y: positions, xaxis: "x2", yaxis: "y2", colorscale: WEIGHT_SCALE,
       showscale: false, hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
   ];
-  draw(div, data, layout, `${answer.model}-positional-encoding`, answer);
+  drawPlot(div, data, layout, `${answer.model}-positional-encoding`, answer);
 }

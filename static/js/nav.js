@@ -4,7 +4,7 @@
 
 const SETTLED_PX = 2; // a page scrolled further than this, with a chapter held, was scrolled by the reader
 
-export class Chapters {
+export class Nav {
   /** `page`: the URL state; its `ch` is opened now (a shared link) and kept as the reader scrolls. */
   constructor(page) {
     this.page = page;

@@ -2,21 +2,29 @@
 // vectors, POST /api/scaling), and dividing by sqrt(d_k) keeps it soft; the Transformer's own
 // heads on the typed sentence, their scores' spread with and without the scale. The prose is
 // filled from the answer: every number and every "larger" or "smaller" is computed here.
-import * as api from "./api.js";
-import { partsOf } from "./dom.js";
-import { whenNear } from "./lazy.js";
-import { baseLayout, draw } from "./plots.js";
-import { headline } from "./recap.js";
-import { fillStory, fmt } from "./facts.js";
+import * as api from "../api.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { baseLayout, draw as drawPlot } from "../plots.js";
+import { couldNot } from "../requests.js";
+import * as store from "../store.js";
+
+export const chapter = "7";
+export const title = "scaling experiment";
+export const figures = ["scaling-curves", "scaling-heads", "scaling-story"];
+export const asks = "text";
 
 const RAW = "#D55E00";
 const SCALED = "#0072B2";
 const QUANTITIES = [["max_weight", "largest weight"], ["entropy", "entropy (nats)"], ["gradient", "softmax gradient ‖J‖"]];
+const QUANTITY = Object.fromEntries(QUANTITIES);
 
 const than = (a, b) => (a > b ? "larger" : a < b ? "smaller" : "the same");
 
+let lab = null;
+
 /** The facts the prose states, each a string. */
-export function scalingFacts(answer) {
+function scalingFacts(answer) {
   const { sampled, d_k: dk, summary } = answer;
   const [raw, scaled] = [sampled.at_model_d_k.unscaled, sampled.at_model_d_k.scaled];
   const [first, last] = [sampled.unscaled[0], sampled.unscaled[sampled.unscaled.length - 1]];
@@ -36,26 +44,39 @@ export function scalingFacts(answer) {
   };
 }
 
-export class ScalingView {
-  /** `root`: chapter 7's section. */
-  constructor(root) {
-    this.$ = partsOf(root);
-    this.anchor = this.$("scaling-curves"); // its nearness starts the experiment
-    this.plots = [this.$("scaling-curves"), this.$("scaling-heads")];
-  }
+export function mount(context) {
+  lab = context;
+}
 
-  call(text, signal) {
-    return api.scaling(text, signal);
-  }
+export const keys = () => [null];
+export const panels = () => [lab.part("scaling-curves"), lab.part("scaling-heads")];
+export const ask = (text, signal) => api.scaling(text, signal);
+export const failure = (error) => couldNot(title, error);
 
-  show(answer) {
-    this.answer = answer;
-    const facts = scalingFacts(answer);
-    fillStory(this.$("scaling-story"), facts);
-    headline(7, `at ${answer.model}'s d_k = ${answer.d_k}, random scores' largest softmax weight is ${facts["raw-max"]} unscaled, ${facts["scaled-max"]} divided by √d_k.`);
-    whenNear(this.$("scaling-curves"), () => drawCurves(this.$("scaling-curves"), answer));
-    whenNear(this.$("scaling-heads"), () => drawHeads(this.$("scaling-heads"), answer));
-  }
+export function draw(answer) {
+  const facts = scalingFacts(answer);
+  fillStory(lab.part("scaling-story"), facts);
+  store.headline(chapter, `at ${answer.model}'s d_k = ${answer.d_k}, random scores' largest softmax weight is ${facts["raw-max"]} unscaled, ${facts["scaled-max"]} divided by √d_k.`);
+  const [curves, heads] = panels();
+  whenNear(curves, () => drawCurves(curves, answer));
+  whenNear(heads, () => drawHeads(heads, answer));
+}
+
+export function describe(answer) {
+  const f = scalingFacts(answer);
+  return `With ${f.keys} random keys, the spread of q · k grows from ${f["std-small"]} at d_k = ${f["std-small-dk"]} to ${f["std-large"]} ` +
+    `at d_k = ${f["std-large-dk"]}. At ${f.model}'s d_k = ${f["d-k"]} the largest softmax weight averages ${f["raw-max"]} unscaled and ` +
+    `${f["scaled-max"]} divided by √d_k; the softmax's gradient is ${f["raw-gradient"]} unscaled and ${f["scaled-gradient"]} scaled.`;
+}
+
+export function rows(answer) {
+  const { unscaled, scaled } = answer.sampled;
+  const pair = (key) => [`${QUANTITY[key]}, q · k`, `${QUANTITY[key]}, q · k / √d_k`];
+  return {
+    caption: `Softmax saturation against d_k, ${answer.sampled.keys} keys, ${answer.sampled.draws} draws per width (the model's d_k: ${answer.d_k})`,
+    headers: ["d_k", "spread of q · k", ...QUANTITIES.flatMap(([key]) => pair(key))],
+    rows: unscaled.map((r, i) => [String(r.d_k), fmt(r.score_std), ...QUANTITIES.flatMap(([key]) => [fmt(r[key]), fmt(scaled[i][key])])]),
+  };
 }
 
 function drawCurves(div, answer) {
@@ -83,7 +104,7 @@ function drawCurves(div, answer) {
     legend: { orientation: "h", x: 0, y: 1.12 },
     annotations: [{ text: `the model's d_k = ${dk}`, xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
   div.dataset.dk = String(dk);
-  draw(div, data, layout, `${answer.model}-scaling-sampled`, answer);
+  drawPlot(div, data, layout, `${answer.model}-scaling-sampled`, answer);
 }
 
 function drawHeads(div, answer) {
@@ -96,6 +117,6 @@ function drawHeads(div, answer) {
     legend: { orientation: "h", x: 0, y: 1.12 },
     xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },
     yaxis: { type: "log", title: { text: "std of the scores" }, gridcolor: "#eceef3" } });
-  draw(div, [bar("without the scale", "raw_std", RAW), bar("with the scale", "scaled_std", SCALED)], layout,
+  drawPlot(div, [bar("without the scale", "raw_std", RAW), bar("with the scale", "scaled_std", SCALED)], layout,
     `${answer.model}-scaling-heads`, answer);
 }

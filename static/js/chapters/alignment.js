@@ -1,0 +1,81 @@
+// Chapter 5, deriving attention: the alignment grid of each recurrent model with attention, output
+// words (rows) by source words (columns), one panel per model, from the one compare stream (keyed
+// by model). A click on a row picks that output word for the scores below (store `row`).
+import { el } from "../dom.js";
+import { fmt, mapTable, sharpness } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty, showToken } from "../plots.js";
+import { modelFailure } from "../requests.js";
+import * as store from "../store.js";
+
+export const chapter = "5";
+export const title = "alignment";
+export const figures = ["alignment-plots"];
+export const asks = "typed";
+
+let lab = null;
+const plots = new Map(); // model -> its plot
+
+/** One panel per model of `catalog.aligning`. */
+export function mount(context) {
+  lab = context;
+  const container = lab.part("alignment-plots");
+  for (const m of lab.catalog.aligning) plots.set(m.name, plotPanel(m));
+  container.replaceChildren(...[...plots.values()].map((div) => div.parentElement));
+  if (!plots.size) {
+    container.append(el("p", "panel panel--note", "No recurrent model with attention is loaded, so there is no alignment to show."));
+  }
+}
+
+export const keys = () => [...plots.keys()];
+export const panels = (name) => [plots.get(name)];
+export const ask = (text, signal, name) => lab.compared(name, signal);
+export const failure = modelFailure;
+
+export function draw(answer, name) {
+  const div = plots.get(name);
+  whenNear(div, () => drawAlignment(div, name, answer));
+}
+
+const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross");
+
+export function describe(answer, name) {
+  const map = crossOf(answer);
+  if (!map || !map.rows.length) return `${name} produced no attention for this sentence.`;
+  let best = [0, 0];
+  map.weights.forEach((row, i) => row.forEach((w, j) => { if (w > map.weights[best[0]][best[1]]) best = [i, j]; }));
+  const [i, j] = best;
+  return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces; each output word puts on average ` +
+    `${fmt(sharpness(map.weights))} of its weight on one source piece, most of all “${showToken(map.rows[i])}” on ` +
+    `“${showToken(map.cols[j])}” (${fmt(map.weights[i][j])}).`;
+}
+
+export function rows(answer, name) {
+  const map = crossOf(answer);
+  return mapTable(map || { rows: [], cols: [], weights: [] }, `Attention weights of ${name}: output words by source words`);
+}
+
+/** A figure captioned with the model's summary and name; returns its plot. */
+function plotPanel(model) {
+  const caption = el("figcaption", "panel__caption");
+  caption.append(el("span", "panel__title", model.summary), " ", el("code", "", model.name));
+  const div = el("div", "plot plot--align");
+  div.dataset.testid = `attention-${model.name}`;
+  div.setAttribute("role", "group");
+  div.setAttribute("aria-label", `Attention weights of ${model.name}: output words by source words`);
+  el("figure", "panel").append(caption, div);
+  return div;
+}
+
+function drawAlignment(div, model, response) {
+  const map = crossOf(response);
+  if (!map || !map.rows.length || !map.cols.length) {
+    showEmpty(div, `${model} produced no attention for this sentence.`);
+    return;
+  }
+  drawPlot(div, [attentionTrace(map)], alignmentLayout(map), `attention-${model}`, response);
+  onPlot(div, "plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    if (point) store.set("row", point.y); // a row is an output word: chapter 5 looks at it closely
+  });
+}

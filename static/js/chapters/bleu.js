@@ -1,0 +1,139 @@
+// Chapter 4, the bottleneck, as a chart: test BLEU by source length, one line per model, the
+// typed sentence's length group shaded and the picked card's model (store `model`) emphasised. It
+// asks the server nothing: the shipped evaluation comes with the catalogue.
+import { BUCKETS, bucketOf } from "../catalog.js";
+import { whenNear } from "../lazy.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import * as store from "../store.js";
+
+export const chapter = "4";
+export const title = "BLEU chart";
+export const figures = ["bleu-plot"];
+export const asks = "typed";
+
+// One object for every drawing: Plotly.react takes new tick arrays for new ticks and redraws the
+// axes (~15 ms here instead of ~4 ms).
+const BUCKET_AXIS = {
+  tickmode: "array",
+  tickvals: BUCKETS.map((_, i) => i),
+  ticktext: BUCKETS.map((b) => b.replace("-", "–")),
+  title: { text: "source sentence length (words)", standoff: 4 },
+  range: [-0.5, BUCKETS.length - 0.5],
+  showgrid: false,
+  zeroline: false,
+};
+
+const hasInterval = (row) => row != null && row.bleu_low != null && row.bleu_high != null;
+let lab = null;
+let evaluated = []; // the models with a score per length group
+let shown = ""; // the bucket and selection drawn last
+// The traces of the last drawing, kept while the selection stays: given the same data objects,
+// Plotly.react redraws only what changed (the bucket's band, as the typed sentence grows), ~4 ms
+// instead of ~14 ms for new but equal traces.
+let traces = { selected: undefined, data: null };
+
+export function mount(context) {
+  lab = context;
+  const div = lab.part("bleu-plot");
+  evaluated = lab.catalog.models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
+  if (!lab.catalog.models.length) showEmpty(div, "No model is loaded.");
+  else if (!evaluated.length) showEmpty(div, "No evaluation report yet: the scores appear once the models have been evaluated.");
+  store.watch("model", () => lab.ask());
+}
+
+export const keys = () => [null];
+export const panels = () => [lab.part("bleu-plot")];
+/** The sentence's length group and the picked model: all the chart needs. */
+export const ask = (text) => Promise.resolve({ bucket: bucketOf(text), selected: lab.page.model });
+export const failure = () => "The BLEU chart could not be shown.";
+
+/** Draw for the sentence's `bucket` with `selected` emphasised (and say the chapter's headline); nothing to do when neither changed. */
+export function draw({ bucket, selected }) {
+  store.headline(chapter, headline(bucket));
+  const key = `${bucket}|${selected}`;
+  if (key === shown || !evaluated.length) return;
+  shown = key;
+  const div = lab.part("bleu-plot");
+  whenNear(div, () => plotBleu(div, bucket, selected));
+}
+
+/** In the bucket, the best BLEU without and with attention. */
+function best(bucket) {
+  const top = (has) => lab.catalog.models.filter(has).map((m) => {
+    const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket);
+    return row ? { name: m.name, bleu: row.bleu } : null;
+  }).filter(Boolean).sort((a, b) => b.bleu - a.bleu)[0];
+  return [top((m) => !m.cross_attention), top((m) => m.cross_attention)];
+}
+
+const sayBest = (b) => (b ? `${b.name} ${b.bleu.toFixed(1)}` : "none evaluated");
+
+function headline(bucket) {
+  const [squeezed, looking] = best(bucket);
+  return `on test sentences of ${bucket.replace("-", "–")} words, best BLEU with one vector: ${sayBest(squeezed)}; looking back: ${sayBest(looking)}.`;
+}
+
+export function describe({ bucket, selected }) {
+  const [squeezed, looking] = best(bucket);
+  return `Test BLEU of ${evaluated.length} models by source length (${selected || "no model"} picked). Your sentence falls in the ` +
+    `${bucket.replace("-", "–")} words group, where the best with one vector is ${sayBest(squeezed)} and the best looking back ${sayBest(looking)}.`;
+}
+
+export function rows() {
+  const cell = (row) => (!row ? "–" : hasInterval(row)
+    ? `${row.bleu.toFixed(1)} (${row.bleu_low.toFixed(1)}–${row.bleu_high.toFixed(1)})` : row.bleu.toFixed(1));
+  return {
+    caption: "Test BLEU by source length (words), with each group's 95% bootstrap interval",
+    headers: ["model", ...BUCKETS.map((b) => `${b.replace("-", "–")} words`)],
+    rows: evaluated.map((m) => {
+      const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
+      return [m.name, ...BUCKETS.map((b) => cell(byBucket.get(b)))];
+    }),
+  };
+}
+
+function plotBleu(div, bucket, selected) {
+  const at = BUCKETS.indexOf(bucket);
+  const layout = baseLayout({
+    margin: { l: 48, r: 12, t: 36, b: 48 },
+    xaxis: BUCKET_AXIS,
+    yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
+    legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom", font: { size: 12 } },
+    shapes: at < 0 ? [] : [{
+      type: "rect", xref: "x", yref: "paper", x0: at - 0.5, x1: at + 0.5, y0: 0, y1: 1,
+      fillcolor: "rgba(43,68,201,0.08)", line: { width: 0 }, layer: "below",
+    }],
+  });
+  drawPlot(div, lines(selected), layout, "bleu-by-length", lab.catalog.models);
+}
+
+function lines(selected) {
+  if (traces.selected === selected) return traces.data;
+  const { catalog } = lab;
+  const data = evaluated.map((m) => {
+    const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
+    const groups = BUCKETS.map((b) => byBucket.get(b));
+    const emphasis = !selected || selected === m.name;
+    return {
+      type: "scatter",
+      mode: "lines+markers",
+      name: plotText(m.name),
+      x: BUCKETS.map((_, i) => i),
+      y: groups.map((r) => (r ? r.bleu : null)),
+      // the 95% bootstrap interval of each bucket's BLEU (models/evaluate.py): how far apart two
+      // models must be before the bucket ranks them
+      error_y: {
+        type: "data", symmetric: false, visible: groups.some(hasInterval), thickness: 1.5, width: 4,
+        array: groups.map((r) => (hasInterval(r) ? r.bleu_high - r.bleu : null)),
+        arrayminus: groups.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
+      },
+      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? `, 95% interval ${r.bleu_low.toFixed(1)}–${r.bleu_high.toFixed(1)}` : ""]),
+      hovertemplate: `<b>${plotText(m.name)}</b><br>%{y:.1f} BLEU on %{customdata[0]} sentences%{customdata[1]}<extra></extra>`,
+      line: { color: catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },
+      marker: { size: selected === m.name ? 9 : 6, symbol: catalog.marker(m.name) },
+      opacity: emphasis ? 1 : 0.45,
+    };
+  });
+  traces = { selected, data };
+  return data;
+}

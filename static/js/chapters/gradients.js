@@ -1,0 +1,191 @@
+// Chapter 3, vanishing gradients: how much gradient reaches each input position of the recurrent
+// encoders without attention (log scale), as shipped and at their seeded initialization; the
+// per-step factors behind those curves; how open an LSTM's gates are at each token; and the prose,
+// whose every number comes from the same answer (vanishing-story.js).
+import * as api from "../api.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
+import { couldNot } from "../requests.js";
+import { FACTORS, drawStepFactors } from "../step-factors.js";
+import * as store from "../store.js";
+import { storyFacts } from "../vanishing-story.js";
+
+export const chapter = "3";
+export const title = "gradient experiment";
+export const figures = ["grad-plot", "factor-plot", "gates-plot", "grad-length", "grad-length-value", "factor-view",
+  "gate-view", "gates-model", "vanishing-story"];
+export const asks = "text";
+
+// The input-length slider asks for the heaviest experiment when the reader stops dragging: after
+// a longer pause than typing's, so that a slow drag does not ask at every stop.
+const MEASURE_PAUSE_MS = 120;
+const GATE_NAMES = ["input", "forget", "output"];
+let lab = null;
+let answer = null; // the answer drawn
+
+/** The controls: the input length (len), the factor view (factor), the gate view. */
+export function mount(context) {
+  lab = context;
+  const { part, page, catalog } = lab;
+  const factor = part("factor-view");
+  factor.value = FACTORS[page.factor] ? page.factor : "shrink";
+  if (factor.value !== page.factor) page.set({ factor: factor.value }); // the URL named no such view
+  factor.addEventListener("change", () => {
+    page.set({ factor: factor.value });
+    if (answer) whenNear(part("factor-plot"), drawFactors);
+  });
+  const slider = part("grad-length");
+  slider.max = String(catalog.limits.max_gradient_length);
+  slider.value = String(page.length);
+  showLength(page.length);
+  slider.addEventListener("input", () => {
+    showLength(Number(slider.value));
+    page.set({ length: Number(slider.value) });
+    lab.ask({ pause: MEASURE_PAUSE_MS });
+  });
+  part("gate-view").addEventListener("change", () => {
+    if (answer) whenNear(part("gates-plot"), drawGates);
+  });
+}
+
+function showLength(length) {
+  lab.part("grad-length-value").textContent = `${length} tokens`;
+}
+
+export const keys = () => [null];
+export const panels = () => ["grad-plot", "factor-plot", "gates-plot"].map(lab.part);
+/** The sentence's tokens, repeated up to the URL's length. */
+export const ask = (text, signal) => api.gradients(text, lab.page.length, signal);
+export const failure = (error) => couldNot(title, error, null);
+
+export function draw(next) {
+  answer = next;
+  drawGradients(lab.part("grad-plot"), answer, lab.catalog);
+  drawFactors();
+  drawGates();
+  const facts = storyFacts(answer, lab.catalog);
+  fillStory(lab.part("vanishing-story"), facts);
+  store.headline(chapter, `${facts.distance} pieces back, ${facts.plain} keeps ${facts["plain-trained"]} of the last piece's gradient, ${facts.gated} ${facts["gated-trained"]}.`);
+}
+
+function drawFactors() {
+  drawStepFactors(lab.part("factor-plot"), answer, lab.part("factor-view").value, lab.catalog);
+}
+
+function drawGates() {
+  const model = (answer.gates && answer.gates.model) || "";
+  lab.part("gates-model").textContent = model;
+  plotGates(lab.part("gates-plot"), answer, lab.part("gate-view").value, model);
+}
+
+const curveName = (c) => `${c.model}, ${(c.weights || "trained") === "trained" ? "as shipped" : "at initialization"}`;
+const measured = (shown) => ((shown && shown.curves) || []).filter((c) => c.distance && c.distance.length);
+
+export function describe(shown) {
+  const facts = storyFacts(shown, lab.catalog);
+  return `On your sentence repeated to ${facts.length} pieces, ${facts.distance} steps before the end the gradient reaching ` +
+    `the input is ${facts["plain-trained"]} of the last piece's for the ${facts.plain} as shipped (${facts["plain-initialized"]} ` +
+    `at initialization), and ${facts["gated-trained"]} for the ${facts.gated} (${facts["gated-initialized"]}).`;
+}
+
+export function rows(shown) {
+  const curves = measured(shown);
+  const longest = Math.max(0, ...curves.map((c) => c.distance.length));
+  return {
+    caption: "Gradient norm reaching each input, by tokens before the end of the input",
+    headers: ["tokens before the end", ...curves.map(curveName)],
+    rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(c.norm[i]))]),
+  };
+}
+
+function drawGradients(div, response, catalog) {
+  const curves = measured(response);
+  if (!curves.length) {
+    showEmpty(div, "No recurrent model without attention is loaded, so there is nothing to measure.");
+    return;
+  }
+  const data = curves.map((c) => {
+    const weights = c.weights || "trained";
+    const name = `${plotText(c.model)}, ${weights === "trained" ? "as shipped" : "at initialization"}`;
+    return {
+      type: "scatter",
+      mode: c.distance.length > 40 ? "lines" : "lines+markers",
+      name,
+      x: c.distance,
+      y: c.norm.map((v) => (v > 0 ? v : null)), // a log axis cannot show 0 (underflow): left as gaps
+      line: { color: catalog.colour(c.model), width: 2.5, dash: weights === "trained" ? "solid" : "dot" },
+      marker: { size: 5, symbol: catalog.marker(c.model) },
+      hovertemplate: `<b>${name}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+    };
+  });
+  const layout = baseLayout({
+    margin: { l: 64, r: 12, t: 10, b: 48 },
+    xaxis: { title: { text: "tokens before the end of the input" }, zeroline: false, gridcolor: "#eceef3" },
+    yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
+    legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
+  });
+  drawPlot(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`, response);
+}
+
+/**
+ * The gate activations to draw. `gates` (API: /api/gradients) holds, per gate, a token x unit
+ * matrix for the units that vary most, and `mean`: each gate's average over all units per token.
+ * view "mean": rows are the three gates; view "input" | "forget" | "output": rows are units.
+ */
+function gateMatrix(response, view) {
+  const g = response && response.gates;
+  if (!g) return null;
+  const tokens = response.tokens || [];
+  if (view === "mean") {
+    const mean = g.mean || {};
+    const names = GATE_NAMES.filter((n) => Array.isArray(mean[n]));
+    if (!names.length) return null;
+    return { rows: names.map((n) => `${n} gate`), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
+  }
+  const perToken = g[view];
+  if (!Array.isArray(perToken) || !perToken.length) return null;
+  const units = g.units || perToken[0].map((_, i) => i);
+  // token x unit -> unit x token, so tokens run along the x axis in both views
+  const values = units.map((_, u) => perToken.map((row) => row[u]));
+  return { rows: units.map((u) => `unit ${u}`), values, tokens, rowTitle: `${view} gate, most active units` };
+}
+
+function plotGates(div, response, view, model) {
+  const m = gateMatrix(response, view);
+  if (!m || !m.values.length || !m.tokens.length) {
+    showEmpty(div, "No LSTM without attention is loaded, so there are no gates to show.");
+    return;
+  }
+  const tokens = m.tokens.slice(0, m.values[0].length);
+  const labels = tokens.map((t) => plotText(showToken(t)));
+  const gateRows = m.rows.map(plotText);
+  const trace = {
+    type: "heatmap",
+    z: m.values,
+    x: tokens.map((_, i) => i),
+    y: gateRows.map((_, i) => i),
+    customdata: gateRows.map((name) => labels.map((tok, i) => [name, tok, i + 1])),
+    hovertemplate: "<b>%{customdata[0]}</b><br>token %{customdata[2]}: <b>%{customdata[1]}</b><br>%{z:.3f}<extra></extra>",
+    colorscale: GATE_SCALE,
+    zmin: 0,
+    zmax: 1,
+    xgap: tokens.length > 60 ? 0 : 1,
+    ygap: gateRows.length > 8 ? 0 : 2,
+    showscale: false,
+    meta: { colorbarTitle: "activation" },
+  };
+  const layout = baseLayout({
+    margin: { l: 84, r: 12, t: 10, b: 70 },
+    xaxis: tokenAxis(tokens, {
+      tickangle: tokens.length > 8 ? -60 : 0,
+      automargin: false, // rotated labels would otherwise cost a second layout pass per redraw
+    }, 20),
+    yaxis: {
+      ...tokenAxis(m.rows, { autorange: "reversed" }),
+      ...(gateRows.length > 8 ? { showticklabels: false, title: { text: plotText(m.rowTitle) } } : {}),
+    },
+  });
+  div.dataset.view = view;
+  drawPlot(div, [trace], layout, `${model}-gates-${view}`, response);
+}

@@ -1,0 +1,186 @@
+// Chapter 9's experiments on the heads (POST /api/heads) of the model the heads view shows (store
+// `heads`): switch heads off and re-translate at once, the encoder's attention rollout, and linked
+// views: hovering a token (in either text, or a row or column of a map) highlights it everywhere in
+// the chapter (store `hover`); clicking source words sums their attention in the enlarged head.
+// What the answer says (each head's contribution, the translation heads, the effect of the heads
+// off, the prose) is drawn by heads-weighing.js.
+import * as api from "../api.js";
+import { el } from "../dom.js";
+import { fillStory, fmt } from "../facts.js";
+import { changedIndices, drawContributions, drawRanking, headsFacts, showEffect } from "../heads-weighing.js";
+import { whenNear } from "../lazy.js";
+import {
+  MAP_SIDES, shareColumnHover, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, plotText, showEmpty, showToken, tokenAxis,
+} from "../plots.js";
+import { couldNot } from "../requests.js";
+import * as store from "../store.js";
+import { offKey } from "../url-state.js";
+
+export const chapter = "9";
+export const title = "heads experiment";
+export const figures = ["heads-contrib", "heads-ranking", "heads-summed", "heads-rollout", "heads-rollout-title",
+  "heads-rollout-toggle", "heads-toggle", "heads-effect", "heads-source", "heads-target", "heads-story"];
+export const asks = "text";
+
+let lab = null;
+let heads = null; // the heads view's model, selection and answer
+let answer = null; // the answer drawn
+
+/** The toggles (off, rollout) and the selection of source words (sel), from and to the URL; the shared hover. */
+export function mount(context) {
+  lab = context;
+  const { part, page } = lab;
+  const toggle = part("heads-rollout-toggle");
+  toggle.checked = page.rollout;
+  toggle.addEventListener("change", () => {
+    page.set({ rollout: toggle.checked });
+    drawRollout();
+  });
+  part("heads-toggle").addEventListener("click", () => heads && switchOff({ kind: heads.kind, layer: heads.layer, head: heads.head }));
+  for (const side of ["source", "target"]) {
+    const strip = part(`heads-${side}`);
+    strip.addEventListener("mouseover", (e) => e.target.dataset.index && store.set("hover", { side, index: Number(e.target.dataset.index) }));
+    strip.addEventListener("mouseleave", () => store.set("hover", null));
+  }
+  part("heads-source").addEventListener("click", (e) => {
+    if (!e.target.dataset.index) return;
+    const index = Number(e.target.dataset.index);
+    const sel = page.sel.includes(index) ? page.sel.filter((i) => i !== index) : [...page.sel, index].sort((a, b) => a - b);
+    page.set({ sel });
+    refresh();
+  });
+  hoverable(part("heads-rollout"));
+  store.watch("heads", (value) => {
+    const first = !heads; // as the page is built: nothing to follow yet
+    const moved = !first && value.model !== heads.model;
+    heads = value;
+    if (!first) refresh();
+    if (moved) lab.ask({ lazy: true }); // the chapter measures the model it shows
+  });
+  store.watch("hover", highlight);
+}
+
+export const keys = () => (lab.catalog.withHeads.length ? [null] : []);
+export const panels = () => [lab.part("heads-contrib"), lab.part("heads-ranking")];
+/** The heads of the model the heads view shows, with the URL's heads off. */
+export const ask = (text, signal) => api.heads(text, heads.model, lab.page.off, signal);
+export const failure = (error) => couldNot(title, error);
+
+export function draw(next) {
+  answer = next;
+  const facts = headsFacts(answer);
+  fillStory(lab.part("heads-story"), facts);
+  if (answer.alignment && answer.alignment.ranking.length) {
+    store.headline(chapter, `the cross heads that align best with ${answer.alignment.reference}: ${facts.top}.`);
+  }
+  showTexts(answer);
+  showEffect(lab.part("heads-effect"), answer);
+  const [contrib, ranking] = panels();
+  whenNear(contrib, () => drawContributions(contrib, answer, lab.page.off, switchOff));
+  whenNear(ranking, () => drawRanking(ranking, answer));
+  refresh();
+}
+
+/** Switch head `h` off, or back on, and measure again at once. */
+function switchOff(h) {
+  const key = offKey(h);
+  const { off } = lab.page;
+  lab.page.set({ off: off.some((o) => offKey(o) === key) ? off.filter((o) => offKey(o) !== key) : [...off, h] });
+  lab.ask();
+}
+
+/** The heads view's selection or answer changed: the views that follow it. */
+function refresh() {
+  const { part, page } = lab;
+  const key = offKey({ kind: heads.kind, layer: heads.layer, head: heads.head });
+  const isOff = page.off.some((o) => offKey(o) === key);
+  part("heads-toggle").textContent = isOff ? "Switch this head back on" : "Switch this head off";
+  part("heads-toggle").setAttribute("aria-pressed", String(isOff));
+  for (const span of part("heads-source").children) span.classList.toggle("token--selected", page.sel.includes(Number(span.dataset.index)));
+  drawRollout();
+  whenNear(part("heads-summed"), drawSummed);
+}
+
+function showTexts(shown) {
+  const strip = (id, tokens, marked) => lab.part(id).replaceChildren(...tokens.map((t, i) => {
+    const span = el(marked && marked.has(i) ? "mark" : "span", "token", showToken(t));
+    span.dataset.index = String(i);
+    span.tabIndex = 0;
+    return span;
+  }));
+  strip("heads-source", shown.source_tokens);
+  strip("heads-target", shown.target_tokens, changedIndices(shown));
+}
+
+/** A Plotly hover on the rollout: its column's source token, for the whole chapter. */
+const hoverable = (div) => shareColumnHover(div, () => "encoder", (hover) => store.set("hover", hover));
+
+/** Hover: the token outlined in both texts and in the rollout, if drawn (the enlarged head does its own). */
+function highlight(hover) {
+  for (const side of ["source", "target"]) {
+    for (const span of lab.part(`heads-${side}`).children) {
+      span.classList.toggle("token--hover", !!hover && hover.side === side && Number(span.dataset.index) === hover.index);
+    }
+  }
+  const div = lab.part("heads-rollout");
+  if (div.dataset.state === "drawn" && !div.dataset.stale) window.Plotly.relayout(div, { shapes: hoverShapes("encoder", hover) });
+  document.documentElement.dataset.headsHover = hover ? `${hover.side}.${hover.index}` : "";
+}
+
+function drawRollout() {
+  const div = lab.part("heads-rollout");
+  const shown = lab.page.rollout;
+  div.closest("figure").hidden = !shown;
+  if (!shown) showEmpty(div, "Tick “attention rollout” to show it.");
+  if (!shown || !answer) return;
+  whenNear(div, () => {
+    const { rollout, source_tokens: tokens, model } = answer;
+    const layer = Math.min(heads.layer, rollout.length - 1);
+    const trace = attentionTrace({ weights: rollout[layer], rows: tokens, cols: tokens });
+    div.dataset.layer = String(layer);
+    drawPlot(div, [trace], baseLayout({ margin: { l: 60, r: 12, t: 8, b: 60 }, shapes: hoverShapes("encoder", store.get("hover")),
+      xaxis: tokenAxis(tokens, { tickangle: -45 }), yaxis: tokenAxis(tokens, { autorange: "reversed" }) }),
+    `${model}-rollout-L${layer + 1}`, answer);
+    lab.part("heads-rollout-title").textContent = `Encoder rollout through layer ${layer + 1}`;
+  });
+}
+
+/** The enlarged head's rows, each the sum of its weights on the selected source pieces. */
+function drawSummed() {
+  const div = lab.part("heads-summed");
+  const { kind, layer, head, attention, model } = heads;
+  const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
+  if (!map || MAP_SIDES[kind].cols[0] !== "source") {
+    showEmpty(div, "Pick cross or encoder attention: their columns are the source words you can select.");
+    return;
+  }
+  const sel = lab.page.sel.filter((j) => j < map.cols.length);
+  if (!sel.length) {
+    showEmpty(div, "Click source words above to sum the attention they receive.");
+    return;
+  }
+  const y = map.weights.map((row) => sel.reduce((s, j) => s + row[j], 0));
+  div.dataset.selected = sel.join(",");
+  drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
+    customdata: map.rows.map((t) => plotText(showToken(t))), hovertemplate: "<b>%{customdata}</b>: %{y:.3f}<extra></extra>" }],
+  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: "summed weight" }, gridcolor: "#eceef3" } }),
+  `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
+}
+
+export function describe(shown) {
+  const f = headsFacts(shown);
+  const off = shown.heads_off.length ? ` With ${shown.heads_off.length} head${shown.heads_off.length > 1 ? "s" : ""} off, it translates as “${shown.effect?.changed.translation ?? ""}”.` : "";
+  return `On your sentence, ${shown.model}'s sharpest cross head is ${f.sharpest} (largest weight ${f["sharpest-weight"]}), adding ` +
+    `${f["sharpest-adds"]} on average; the head that adds most is ${f.strongest} (${f["strongest-adds"]}): ${f["same-head"]}. ` +
+    `The cross heads that align best with ${f.reference}: ${f.top}.${off}`;
+}
+
+export function rows(shown) {
+  const ranks = new Map((shown.alignment ? shown.alignment.ranking : []).map((r) => [`${r.layer}.${r.head}`, r.score]));
+  return {
+    caption: `What each head of ${shown.model} adds through W_o (mean norm), its largest weight, and its overlap with the reference alignment`,
+    headers: ["attention", "layer", "head", "adds (mean ‖c_h W_o‖)", "largest weight", "alignment overlap", "switched off"],
+    rows: shown.contributions.map((c) => [c.kind, String(c.layer + 1), String(c.head + 1), fmt(c.mean), fmt(c.max_weight),
+      c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", c.off ? "yes" : "no"]),
+  };
+}

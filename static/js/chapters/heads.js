@@ -1,0 +1,283 @@
+// Chapter 9, many heads: every layer x head of a model with self-attention (the Transformer) as
+// small multiples in one figure (so it exports as one picture), plus the chosen head enlarged with
+// its tokens on the axes. Answers come keyed by model from the one compare stream; the model shown
+// follows the picked card (store `model`) when it has heads. The selection (kind, layer, head) has
+// one owner, the URL state; this view shares it, with the shown model's answer (store `heads`), and
+// outlines the token hovered anywhere in the chapter (store `hover`).
+import { fmt, mapTable, sharpness } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import {
+  shareColumnHover, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, onPlot, plotText, showEmpty, showToken, tokenAxis,
+} from "../plots.js";
+import { modelFailure } from "../requests.js";
+import * as store from "../store.js";
+
+export const chapter = "9";
+export const title = "heads";
+export const figures = ["heads-grid", "head-detail", "heads-model", "heads-note", "head-title", "kind-picker", "pick-layer", "pick-head"];
+export const asks = "typed";
+
+const KIND_AXES = {
+  cross: ["source", "output"],
+  encoder: ["source (keys)", "source (queries)"],
+  decoder: ["output so far (keys)", "output (queries)"],
+};
+
+let lab = null;
+let infos = new Map(); // model -> its catalogue entry, for the models with heads
+let model = null; // the model shown
+const answers = new Map(); // model -> its latest answer
+let radios = [];
+
+export function mount(context) {
+  lab = context;
+  const { part, page, catalog, root } = lab;
+  infos = new Map(catalog.withHeads.map((m) => [m.name, m]));
+  model = infos.has(page.model) ? page.model : catalog.withHeads[0]?.name;
+  const first = catalog.withHeads[0];
+  if (first) store.headline(chapter, `${first.name} asks ${first.layers * first.heads} questions at once per attention kind: ${first.layers} layers × ${first.heads} heads.`);
+  radios = [...root.querySelectorAll('input[name="kind"]')];
+  for (const input of radios) input.addEventListener("change", () => pick({ kind: input.value }));
+  part("pick-layer").addEventListener("change", (e) => pick({ layer: Number(e.target.value) - 1 }));
+  part("pick-head").addEventListener("change", (e) => pick({ head: Number(e.target.value) - 1 }));
+  if (!model) {
+    showEmpty(part("heads-grid"), "No model with layers of attention heads is loaded.");
+    showEmpty(part("head-detail"), "The enlarged head appears here once such a model is available.");
+    for (const control of [...radios, part("pick-layer"), part("pick-head")]) control.disabled = true;
+    return;
+  }
+  showModel();
+  hoverable(part("head-detail"));
+  store.watch("model", follow);
+  store.watch("hover", outline);
+  share();
+}
+
+export const keys = () => [...infos.keys()];
+/** Only the model shown has panels: another's failure is not this view's to say. */
+export const panels = (name) => (name === model ? [lab.part("heads-grid"), lab.part("head-detail")] : []);
+
+/** Model `name`'s answer from the compare stream (the one it had is for an older text). */
+export function ask(text, signal, name) {
+  answers.delete(name);
+  return lab.compared(name, signal);
+}
+
+export const failure = modelFailure;
+
+export function draw(answer, name) {
+  answers.set(name, answer);
+  if (name !== model) return;
+  redraw();
+  share();
+}
+
+/** The selection and the shown model's answer, for the heads lab. */
+function share() {
+  const { kind, layer, head } = lab.page;
+  store.set("heads", { model, kind, layer, head, attention: answers.get(model) });
+}
+
+/** Show `name`'s heads if it has any (the reader selected its card); else keep the model shown. */
+function follow(name) {
+  if (!infos.has(name) || name === model) return;
+  model = name;
+  showModel();
+  redraw();
+  share();
+}
+
+function pick(changes) {
+  lab.page.set(changes);
+  redraw();
+  share();
+}
+
+/** The model's name in the caption, and only the kinds of attention it has. */
+function showModel() {
+  lab.part("heads-model").textContent = model;
+  const kinds = infos.get(model).attention_kinds;
+  if (!kinds.includes(lab.page.kind)) lab.page.set({ kind: kinds[0] });
+  for (const input of radios) {
+    input.disabled = !kinds.includes(input.value);
+    input.checked = input.value === lab.page.kind;
+  }
+}
+
+function redraw() {
+  const answer = answers.get(model);
+  if (!answer) return;
+  fillPickers(answer);
+  const { kind, layer, head } = lab.page;
+  const [grid, detail] = [lab.part("heads-grid"), lab.part("head-detail")];
+  const shown = model;
+  whenNear(grid, () => drawHeadGrid(grid, shown, answer, kind, [layer, head], (l, h) => pick({ layer: l, head: h })));
+  whenNear(detail, () => drawHeadDetail(detail, shown, answer, kind, layer, head));
+}
+
+/** One option per layer and per head of this kind; the choice kept within them. */
+function fillPickers(answer) {
+  const { page, part } = lab;
+  const info = infos.get(model);
+  const dims = mapsOfKind(answer, page.kind);
+  const layers = dims.layers || info.layers;
+  const heads = dims.heads || info.heads;
+  const within = { layer: Math.min(page.layer, layers - 1), head: Math.min(page.head, heads - 1) };
+  if (within.layer !== page.layer || within.head !== page.head) page.set(within);
+  for (const [id, count, value] of [["pick-layer", layers, page.layer], ["pick-head", heads, page.head]]) {
+    const select = part(id);
+    if (select.options.length !== count) {
+      select.replaceChildren(...Array.from({ length: count }, (_, i) => new Option(String(i + 1))));
+    }
+    select.value = String(value + 1); // options count from 1, like the labels
+  }
+  part("head-title").textContent = `Layer ${page.layer + 1}, head ${page.head + 1}`;
+}
+
+/** A Plotly hover on the enlarged head: its column's token (the map's kind says which text), for the whole chapter. */
+const hoverable = (div) => shareColumnHover(div, (d) => d.dataset.kind, (hover) => store.set("hover", hover));
+
+/** The hovered token outlined in the enlarged head (shapes only), when it is drawn and current. */
+function outline(hover) {
+  const div = lab.part("head-detail");
+  if (div.dataset.state !== "drawn" || div.dataset.stale) return;
+  window.Plotly.relayout(div, { shapes: hoverShapes(div.dataset.kind, hover) });
+}
+
+/** The enlarged head's map in `answer`, for the selection. */
+function selectedMap(answer) {
+  const { kind, layer, head } = lab.page;
+  const { grid } = mapsOfKind(answer, kind);
+  return grid[layer] && grid[layer][head];
+}
+
+export function describe(answer, name) {
+  const { kind, layer, head } = lab.page;
+  const { layers, heads } = mapsOfKind(answer, kind);
+  const map = selectedMap(answer);
+  if (!map) return `${name} returned no ${kind} attention maps for this sentence.`;
+  return `${name}'s ${kind} attention: ${layers} layers × ${heads} heads. In layer ${layer + 1}, head ${head + 1}, each of its ` +
+    `${map.rows.length} rows puts on average ${fmt(sharpness(map.weights))} of its weight on one of ${map.cols.length} columns.`;
+}
+
+export function rows(answer, name) {
+  const { kind, layer, head } = lab.page;
+  const [cols, rowsAxis] = KIND_AXES[kind] || ["columns", "rows"];
+  const map = selectedMap(answer) || { rows: [], cols: [], weights: [] };
+  return mapTable(map, `${name}'s ${kind} attention, layer ${layer + 1}, head ${head + 1}: ${rowsAxis} by ${cols}`, rowsAxis);
+}
+
+/** The maps of one kind, indexed by layer then head. */
+function mapsOfKind(response, kind) {
+  const maps = (response && response.maps ? response.maps : []).filter((m) => m.kind === kind);
+  const layers = maps.reduce((n, m) => Math.max(n, m.layer + 1), 0);
+  const heads = maps.reduce((n, m) => Math.max(n, m.head + 1), 0);
+  const grid = Array.from({ length: layers }, () => Array(heads).fill(null));
+  for (const m of maps) grid[m.layer][m.head] = m;
+  return { grid, layers, heads };
+}
+
+/**
+ * Small multiples as ONE heatmap: every head's matrix is a tile in a (layers x heads) mosaic, tiles
+ * separated by one empty (null) row/column. One trace on one pair of axes draws many times faster
+ * than a subplot per head, and the figure still exports as one picture.
+ * `onPick(layer, head)` runs when a tile is clicked.
+ */
+function drawHeadGrid(div, name, response, kind, selected, onPick) {
+  const { grid, layers, heads } = mapsOfKind(response, kind);
+  const first = grid.flat().find(Boolean);
+  if (!first) {
+    showEmpty(div, `${name} returned no attention maps for this sentence.`);
+    return;
+  }
+  const rowCount = first.rows.length;
+  const colCount = first.cols.length;
+  const rowLabels = first.rows.map((t) => plotText(showToken(t)));
+  const colLabels = first.cols.map((t) => plotText(showToken(t)));
+  const height = layers * (rowCount + 1) - 1;
+  const width = heads * (colCount + 1) - 1;
+  // token labels on hover for every cell, unless the mosaic is huge (long inputs): then only weights
+  const labelled = height * width <= 40_000;
+  const z = Array.from({ length: height }, () => Array(width).fill(null));
+  const custom = labelled ? Array.from({ length: height }, () => Array(width).fill(null)) : null;
+  for (let layer = 0; layer < layers; layer++) {
+    for (let head = 0; head < heads; head++) {
+      const map = grid[layer][head];
+      if (!map) continue;
+      const top = layer * (rowCount + 1);
+      const left = head * (colCount + 1);
+      for (let i = 0; i < rowCount; i++) {
+        for (let j = 0; j < colCount; j++) {
+          z[top + i][left + j] = map.weights[i][j];
+          if (labelled) custom[top + i][left + j] = [layer + 1, head + 1, rowLabels[i], colLabels[j]];
+        }
+      }
+    }
+  }
+  const trace = {
+    type: "heatmap",
+    z,
+    customdata: custom,
+    hovertemplate: labelled
+      ? "layer %{customdata[0]}, head %{customdata[1]}<br><b>%{customdata[2]}</b> → %{customdata[3]}" +
+        "<br>weight %{z:.3f}<extra></extra>"
+      : "weight %{z:.3f}<br>click to enlarge<extra></extra>",
+    hoverongaps: false,
+    colorscale: WEIGHT_SCALE,
+    zmin: 0,
+    zmax: 1,
+    showscale: false,
+    meta: { colorbarTitle: "weight" },
+  };
+  const compact = div.clientWidth < 520;
+  const annotations = [];
+  for (let head = 0; head < heads; head++) {
+    annotations.push({ text: compact ? `H${head + 1}` : `Head ${head + 1}`, x: head * (colCount + 1) + (colCount - 1) / 2,
+      y: -0.5, yanchor: "bottom", showarrow: false, font: { size: 12, color: "#414a5c" } });
+  }
+  for (let layer = 0; layer < layers; layer++) {
+    annotations.push({ text: `L${layer + 1}`, x: -0.5, xanchor: "right", xshift: -4,
+      y: layer * (rowCount + 1) + (rowCount - 1) / 2, showarrow: false, font: { size: 12, color: "#414a5c" } });
+  }
+  const shapes = [];
+  if (selected && grid[selected[0]] && grid[selected[0]][selected[1]]) {
+    const [layer, head] = selected;
+    shapes.push({ type: "rect", x0: head * (colCount + 1) - 0.5, x1: head * (colCount + 1) + colCount - 0.5,
+      y0: layer * (rowCount + 1) - 0.5, y1: layer * (rowCount + 1) + rowCount - 0.5, line: { color: "#e8542f", width: 3 } });
+  }
+  const layout = baseLayout({
+    margin: { l: 30, r: 6, t: 24, b: 6 },
+    xaxis: { visible: false, range: [-0.5, width - 0.5], fixedrange: true },
+    yaxis: { visible: false, range: [height - 0.5, -0.5], fixedrange: true },
+    annotations,
+    shapes,
+  });
+  div.dataset.kind = kind;
+  div.dataset.tile = `${rowCount}x${colCount}`;
+  drawPlot(div, [trace], layout, `${name}-${kind}-heads`, response);
+  onPlot(div, "plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    const tile = point && div.dataset.tile && div.dataset.tile.split("x").map(Number);
+    if (!tile || point.z === null || point.z === undefined) return;
+    const [tileRows, tileCols] = tile; // a tile and the empty line after it
+    onPick(Math.floor(point.y / (tileRows + 1)), Math.floor(point.x / (tileCols + 1)));
+  });
+}
+
+/** The chosen head, enlarged, with its tokens on both axes. */
+function drawHeadDetail(div, name, response, kind, layer, head) {
+  const { grid } = mapsOfKind(response, kind);
+  const map = grid[layer] && grid[layer][head];
+  if (!map) {
+    showEmpty(div, "Pick a layer and a head.");
+    return;
+  }
+  const [xTitle, yTitle] = KIND_AXES[kind];
+  const layout = baseLayout({
+    margin: { l: 60, r: 12, t: 8, b: 60 },
+    xaxis: tokenAxis(map.cols, { title: { text: plotText(xTitle), standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
+    yaxis: tokenAxis(map.rows, { title: { text: plotText(yTitle), standoff: 6 }, autorange: "reversed" }),
+  });
+  div.dataset.kind = kind;
+  drawPlot(div, [attentionTrace(map)], layout, `${name}-${kind}-L${layer + 1}H${head + 1}`, response);
+}

@@ -1,0 +1,199 @@
+// Train it yourself (chapter 4 -> 5), the run: the reader trains the bottleneck and the LSTM that
+// looks back on a task whose answer is known (POST /api/train, models/live.py, with the settings
+// of live.js, store `live`), and watches the loss, the held-out accuracy and one probe's attention
+// map as the streamed answer arrives. A finished run's curves stay, dotted, beside the next. The
+// verdict is written from the run's own numbers.
+import * as api from "../api.js";
+import { el } from "../dom.js";
+import { fmt, pct } from "../facts.js";
+import { WEIGHT_SCALE, baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
+import * as store from "../store.js";
+
+export const chapter = "4";
+export const title = "live run";
+export const figures = ["live-start", "live-stop", "live-x", "live-status", "live-loss", "live-accuracy", "live-maps"];
+export const asks = "self";
+
+let lab = null;
+let setup = null; // {info, settings}: what live.js offers and the reader chose
+let runs = []; // {settings, lines: Map contestant -> [progress lines], finals: Map, summary, probe, error}
+let running = false;
+let stopped = false;
+const maps = new Map(); // contestant -> its map div
+
+export function mount(context) {
+  lab = context;
+  const { part } = lab;
+  part("live-start").disabled = true; // until the set-up has arrived
+  part("live-start").addEventListener("click", start);
+  part("live-stop").addEventListener("click", () => {
+    stopped = true;
+    lab.stop();
+  });
+  part("live-x").addEventListener("change", drawCurves);
+  showEmpty(part("live-loss"), "Press “Train” to train the contestants here, live.");
+  showEmpty(part("live-accuracy"), "Held-out exact-sequence accuracy appears here as they train.");
+  store.watch("live", (value) => {
+    setup = value;
+    part("live-start").disabled = running;
+  });
+}
+
+export const keys = () => [null];
+export const panels = () => [lab.part("live-status")];
+
+/** The run of the latest start, its lines drawn as they stream in; resolves to the run. */
+export async function ask(text, signal) {
+  const run = runs[runs.length - 1];
+  await api.train(run.settings, signal, (line) => take(run, JSON.parse(line)));
+  return run;
+}
+
+/** The run ended on its own (a Stop that came too late changes nothing). */
+export function draw(run) {
+  stopped = false;
+  say(run.error ? `The run stopped early: ${run.error}` : verdict(run));
+}
+export const failure = (error) => `The run could not go on (${api.explain(error)}).`;
+
+async function start() {
+  if (running || !setup) return;
+  const settings = setup.settings;
+  if (!settings.contestants.length) return say("Pick at least one contestant.");
+  if (runs.length) runs = [runs[runs.length - 1]]; // the last finished run stays beside
+  runs.push({ settings, lines: new Map(), finals: new Map(), summary: null, error: null });
+  busy(true);
+  say(`Training ${settings.contestants.join(", ")} on ${settings.task} of ${settings.length} symbols…`);
+  prepareMaps(settings.contestants);
+  stopped = false;
+  await lab.ask();
+  if (stopped) say(`Stopped. ${verdict(runs[runs.length - 1], true)}`);
+  busy(false);
+  drawCurves();
+}
+
+function take(run, line) {
+  if (line.error) run.error = line.error;
+  if (line.probe) run.probe = line.probe;
+  if (line.summary) run.summary = line.summary;
+  if (!line.contestant) return;
+  if (line.done) run.finals.set(line.contestant, line);
+  else {
+    if (!run.lines.has(line.contestant)) run.lines.set(line.contestant, []);
+    run.lines.get(line.contestant).push(line);
+  }
+  if (line.map) drawMap(run, line.contestant, line);
+  drawCurves();
+}
+
+function busy(on) {
+  running = on;
+  lab.part("live-start").disabled = on;
+  lab.part("live-stop").disabled = !on;
+  document.documentElement.dataset.liveRunning = on ? "true" : "";
+}
+
+function say(message) {
+  lab.part("live-status").textContent = message;
+}
+
+const contestants = () => setup.info.contestants.map((c) => c.name);
+
+function prepareMaps(names) {
+  const holder = lab.part("live-maps");
+  holder.replaceChildren();
+  maps.clear();
+  for (const name of names) {
+    const info = setup.info.contestants.find((c) => c.name === name);
+    if (!info?.attention) continue;
+    const figure = el("figure", "panel");
+    const caption = el("figcaption", "panel__caption");
+    caption.append(el("span", "panel__title", `Where ${name} looks, on the probe`));
+    const div = el("div", "plot plot--small");
+    div.dataset.testid = `live-map-${name}`;
+    div.setAttribute("role", "group");
+    div.setAttribute("aria-label", `Cross-attention of ${name} on the probe sequence as it trains`);
+    figure.append(caption, div);
+    holder.append(figure);
+    maps.set(name, div);
+    showEmpty(div, "Its attention on one probe sequence appears after its first turn.");
+  }
+}
+
+function drawMap(run, name, line) {
+  const div = maps.get(name);
+  if (!div || !run.probe) return;
+  const src = run.probe.source.map(String);
+  const out = [...run.probe.target.map(String), "end"];
+  drawPlot(div, [{
+    type: "heatmap", z: line.map, x: src.map((_, i) => i), y: out.map((_, i) => i), zmin: 0, zmax: 1,
+    colorscale: WEIGHT_SCALE, showscale: false, xgap: 1, ygap: 1,
+    customdata: out.map((o) => src.map((s) => [o, s])),
+    hovertemplate: "writing <b>%{customdata[0]}</b> → reading %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+  }], baseLayout({
+    margin: { l: 44, r: 8, t: 28, b: 40 },
+    title: { text: plotText(`step ${line.step}`), font: { size: 12 }, x: 0.02 },
+    xaxis: { title: { text: "source symbol" }, tickvals: src.map((_, i) => i), ticktext: src },
+    yaxis: { title: { text: "output" }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
+  }), `live-map-${name}`, { step: line.step, source: run.probe.source, target: run.probe.target, weights: line.map });
+}
+
+function drawCurves() {
+  if (!runs.length) return;
+  const x = lab.part("live-x").value; // "step" or "seconds"
+  const traces = (key) => runs.flatMap((run, r) => [...run.lines].map(([name, lines]) => {
+    const style = seriesStyle(contestants(), name);
+    const old = r < runs.length - 1;
+    return {
+      type: "scatter", mode: "lines+markers", name: plotText(old ? `${name} (previous run)` : name),
+      x: lines.map((l) => l[x]), y: lines.map((l) => l[key]),
+      line: { color: style.colour, dash: old ? "dot" : "solid", width: old ? 1.5 : 2.5 },
+      marker: { symbol: style.marker, size: 5 }, opacity: old ? 0.55 : 1,
+    };
+  }));
+  const axis = { title: { text: x === "step" ? "training step" : "training seconds" } };
+  drawPlot(lab.part("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: "loss (nats)" }, type: "log" },
+    legend: { orientation: "h", y: 1.15 } }), "live-loss", numbers());
+  drawPlot(lab.part("live-accuracy"), traces("accuracy"), baseLayout({ xaxis: axis,
+    yaxis: { title: { text: "held-out sequences exactly right" }, range: [0, 1.02], tickformat: ".0%" },
+    legend: { orientation: "h", y: 1.15 } }), "live-accuracy", numbers());
+}
+
+function numbers() {
+  return runs.map((run) => ({ settings: run.settings, progress: Object.fromEntries(run.lines),
+    final: Object.fromEntries(run.finals), summary: run.summary }));
+}
+
+/** The run's verdict in words, from its own final numbers (`partial`: stopped by the reader). */
+function verdict(run, partial = false) {
+  const s = run.summary;
+  if (partial) {
+    const last = [...run.lines.values()].map((lines) => lines[lines.length - 1]);
+    if (!last.length) return "No contestant finished a turn.";
+    return `Where they stood: ${last.map((l) => `${l.contestant} ${pct(l.accuracy)} of held-out sequences exact at step ${l.step}`).join(", ")}.`;
+  }
+  const finals = [...run.finals.values()];
+  if (!finals.length) return "";
+  const { task, length } = run.settings;
+  const each = finals.map((f) => `${f.contestant} ${pct(f.accuracy)} after ${f.step} steps`).join(", ");
+  const head = `${task === "reverse" ? "Reversing" : "Copying"} ${length} symbols, held-out sequences written back exactly: ${each}.`;
+  if (!s || !s.best_attention || !s.best_bottleneck) return head;
+  const a = s.best_attention;
+  const b = s.best_bottleneck;
+  const gap = Math.round(100 * (a.accuracy - b.accuracy));
+  if (gap >= 20) return `${head} Looking back, ${a.contestant} beat the one-vector ${b.contestant} by ${gap} points.`;
+  if (gap > 0) return `${head} ${a.contestant} is ahead of the one-vector ${b.contestant}, but only by ${gap} points: at this length and budget one vector nearly suffices.`;
+  return `${head} Here the one-vector ${b.contestant} did as well as or better than ${a.contestant} (${pct(b.accuracy)} against ${pct(a.accuracy)}): at this length and budget the bottleneck is not the limit.`;
+}
+
+export function describe(run) {
+  return run.error ? `The run stopped early: ${run.error}` : verdict(run, !run.finals.size);
+}
+
+export function rows(run) {
+  return {
+    caption: `Each contestant's turns: ${run.settings.task} of ${run.settings.length} symbols`,
+    headers: ["contestant", "step", "seconds", "loss (nats)", "held-out sequences exactly right"],
+    rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds), fmt(l.loss), pct(l.accuracy)])),
+  };
+}

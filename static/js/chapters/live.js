@@ -1,0 +1,126 @@
+// Train it yourself (chapter 4 -> 5), its set-up: what the server offers (GET /api/train: tasks,
+// contestants, defaults, limits) as controls kept in the URL (tt, tl, tc, tseed, tsteps), and the
+// shipped reference sweep, accuracy against length for the task picked. The settings are shared
+// (store `live`) with the run itself (live-run.js).
+import * as api from "../api.js";
+import { el } from "../dom.js";
+import { pct } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
+import * as store from "../store.js";
+
+export const chapter = "4";
+export const title = "live experiment";
+export const figures = ["live-controls", "live-task", "live-length", "live-steps", "live-seed", "live-contestants", "live-reference"];
+export const asks = "start";
+
+let lab = null;
+let info = null; // the answer drawn
+
+export function mount(context) {
+  lab = context;
+}
+
+export const keys = () => [null];
+/** Without the set-up there is no run either: the failure is said on the run's figures too. */
+export const panels = () => ["live-loss", "live-accuracy", "live-reference"].map(lab.part);
+export const ask = (text, signal) => api.trainInfo(signal);
+export const failure = (error) => `The live experiment is not available (${api.explain(error)}).`;
+
+export function draw(answer) {
+  info = answer;
+  buildControls();
+  publish(settings());
+}
+
+/** The settings the controls show (the server checks them again). */
+function settings() {
+  const { part } = lab;
+  const contestants = [...part("live-contestants").querySelectorAll("input:checked")].map((b) => b.value);
+  return { task: part("live-task").value, length: Number(part("live-length").value), contestants,
+    steps: Number(part("live-steps").value), seed: Number(part("live-seed").value) };
+}
+
+/** A control changed: the settings into the URL, and on. */
+function changed() {
+  const s = settings();
+  lab.page.set({ tt: s.task, tl: s.length, tc: s.contestants, tseed: s.seed, tsteps: s.steps });
+  publish(s);
+}
+
+/** The reference for the settings, and the settings for the run. */
+function publish(s) {
+  const div = lab.part("live-reference");
+  whenNear(div, () => drawSweep(div, info, s));
+  store.set("live", { info, settings: s });
+}
+
+function buildControls() {
+  const { part, page } = lab;
+  const { defaults, limits, tasks, contestants } = info;
+  const task = part("live-task");
+  task.replaceChildren(...tasks.map((t) => new Option(t === "reverse" ? "Reverse it" : "Copy it", t)));
+  task.value = tasks.includes(page.tt) ? page.tt : defaults.task;
+  const length = part("live-length");
+  Object.assign(length, { min: limits.min_length, max: limits.max_length });
+  const asked = Number(page.tl);
+  length.value = asked >= limits.min_length && asked <= limits.max_length ? asked : defaults.length;
+  const steps = part("live-steps");
+  Object.assign(steps, { min: 1, max: limits.max_steps });
+  steps.value = page.tsteps >= 1 && page.tsteps <= limits.max_steps ? page.tsteps : defaults.steps;
+  part("live-seed").value = Number.isInteger(page.tseed) ? page.tseed : defaults.seed;
+  const chosen = page.tc?.length ? page.tc : defaults.contestants;
+  part("live-contestants").replaceChildren(...contestants.map((c) => {
+    const box = el("input");
+    Object.assign(box, { type: "checkbox", value: c.name, checked: chosen.includes(c.name) });
+    box.dataset.testid = `live-pick-${c.name}`;
+    const label = el("label", "live__pick");
+    label.append(box, ` ${c.name} `, el("span", "live__kind", c.attention ? `looks back (${c.attention})` : "one vector"));
+    return label;
+  }));
+  const boxes = part("live-contestants").querySelectorAll("input");
+  for (const input of [task, length, steps, part("live-seed"), ...boxes]) input.addEventListener("change", changed);
+}
+
+/** The shipped sweep's rows for `task`. */
+const sweepOf = (answer, task) => (answer.reference?.rows || []).filter((r) => r.task === task);
+
+export function describe(answer) {
+  const { task, length } = settings();
+  const near = sweepOf(answer, task).filter((r) => r.length === length);
+  if (!near.length) return `No reference sweep for ${task} at ${length} symbols ships with this server.`;
+  return `The shipped sweep, ${task} of ${length} symbols: ${near.map((r) => `${r.contestant} writes back ${pct(r.accuracy)} of held-out sequences exactly`).join(", ")}.`;
+}
+
+export function rows(answer) {
+  const { task } = settings();
+  return {
+    caption: `The shipped sweep: final held-out accuracy against length, ${task}`,
+    headers: ["contestant", "symbols", "held-out sequences exactly right"],
+    rows: sweepOf(answer, task).map((r) => [r.contestant, String(r.length), pct(r.accuracy)]),
+  };
+}
+
+/** The shipped sweep: final accuracy against length for each contestant, the chosen length marked. */
+function drawSweep(div, answer, { task, length }) {
+  const sweep = answer.reference;
+  const found = sweepOf(answer, task);
+  if (!found.length) {
+    showEmpty(div, `No reference sweep for this task ships with this server (python -m models.live sweep --task ${task}).`);
+    return;
+  }
+  const names = [...new Set(found.map((r) => r.contestant))];
+  const everyone = answer.contestants.map((c) => c.name);
+  const traces = names.map((name) => {
+    const own = found.filter((r) => r.contestant === name).sort((p, q) => p.length - q.length);
+    const style = seriesStyle(everyone, name);
+    return { type: "scatter", mode: "lines+markers", name: plotText(name), x: own.map((r) => r.length),
+      y: own.map((r) => r.accuracy), line: { color: style.colour }, marker: { symbol: style.marker, size: 7 } };
+  });
+  drawPlot(div, traces, baseLayout({
+    xaxis: { title: { text: `symbols to ${task} (${sweep.settings.steps} steps each)` } },
+    yaxis: { title: { text: "held-out sequences exactly right" }, range: [0, 1.02], tickformat: ".0%" },
+    shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: "#8a93a6" } }],
+    legend: { orientation: "h", y: 1.15 },
+  }), "live-reference", { settings: sweep.settings, rows: found });
+}

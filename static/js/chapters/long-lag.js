@@ -1,0 +1,147 @@
+// Chapter 3's learning experiment: tiny RNN and LSTM encoders trained to recall a signal across a
+// lag (models/long_lag.py). Its results ship with the checkpoints (GET /api/long-lag, read once):
+// held-out accuracy against lag, and the note's facts. The reader's choice of filler and lag is
+// shared (store `lag`) with the figure of the tiny models' gradients at that lag (lag-gradients.js).
+import * as api from "../api.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
+import * as store from "../store.js";
+
+export const chapter = "3";
+export const title = "long-lag experiment";
+export const figures = ["lag-accuracy", "lag-filler", "lag-pick", "lag-note"];
+export const asks = "start";
+
+let lab = null;
+let results = null; // the answer drawn
+let state = null; // {filler, lag}: the reader's choice
+
+export function mount(context) {
+  lab = context;
+  lab.part("lag-filler").addEventListener("change", (e) => pick(e.target.value, state.lag));
+  lab.part("lag-pick").addEventListener("change", (e) => pick(state.filler, Number(e.target.value)));
+}
+
+export const keys = () => [null];
+/** Without the results there are no tiny models to measure either: the failure is said on both figures. */
+export const panels = () => [lab.part("lag-accuracy"), lab.part("lag-gradients")];
+export const ask = (text, signal) => api.longLag(signal);
+
+export function failure(error) {
+  const why = error instanceof api.ApiError && error.status === 404 ? "this server has no long-lag results" : api.explain(error);
+  return `The long-lag experiment is not available (${why}).`;
+}
+
+/** The results: the controls (the URL's filler and lag, if the results have them), the note, the chart when near. */
+export function draw(answer) {
+  results = answer;
+  const fillers = [...new Set(results.runs.map((r) => r.filler))];
+  const filler = lab.part("lag-filler");
+  filler.value = fillers.includes(lab.page.filler) ? lab.page.filler : fillers[0];
+  state = { filler: filler.value, lag: lab.page.lag };
+  fillLags();
+  lab.page.set(state);
+  fillStory(lab.part("lag-note"), lagFacts(results));
+  publish();
+}
+
+function lags(filler = state.filler) {
+  return [...new Set(results.runs.filter((r) => r.filler === filler).map((r) => r.lag))].sort((a, b) => a - b);
+}
+
+function fillLags() {
+  const tried = lags();
+  if (!tried.includes(state.lag)) state.lag = tried[Math.floor(tried.length / 2)];
+  lab.part("lag-pick").replaceChildren(...tried.map((lag) => new Option(String(lag), String(lag))));
+  lab.part("lag-pick").value = String(state.lag);
+}
+
+function pick(filler, lag) {
+  state = { filler, lag };
+  fillLags();
+  lab.page.set(state);
+  publish();
+}
+
+/** The chart when near, and the choice for the tiny models' gradients. */
+function publish() {
+  const div = lab.part("lag-accuracy");
+  whenNear(div, () => drawAccuracy(div, results, state));
+  store.set("lag", { results, ...state });
+}
+
+/** "a lag of 20", or "no lag tried (up to 100)" when a cell stayed above chance everywhere; and which holds out longer. */
+function lagFacts(answer) {
+  const facts = {};
+  for (const [filler, cells] of Object.entries(answer.chance_lag || {})) {
+    const tried = answer.runs.filter((r) => r.filler === filler).map((r) => r.lag);
+    const beyond = Math.max(...tried) + 1; // "never at chance" ranks past every lag tried
+    for (const [cell, lag] of Object.entries(cells)) {
+      facts[`lag-${filler}-${cell}`] = lag === null ? `no lag tried (up to ${Math.max(...tried)})` : `a lag of ${lag}`;
+    }
+    facts[`lag-${filler}-holds`] = holdsOut(Object.entries(cells).map(([cell, lag]) => [cell, lag ?? beyond]));
+  }
+  facts["lag-steps"] = String(answer.max_steps);
+  return facts;
+}
+
+/** "the RNN holds out longer" (the cell whose chance lag is largest), or "both hold out as long". */
+function holdsOut(cellLags) {
+  const longest = Math.max(...cellLags.map(([, lag]) => lag));
+  const best = cellLags.filter(([, lag]) => lag === longest);
+  return best.length === cellLags.length ? "both hold out as long" : `the ${best.map(([c]) => c.toUpperCase()).join(" and ")} holds out longer`;
+}
+
+export function describe(answer) {
+  const filler = state ? state.filler : answer.runs[0]?.filler;
+  const facts = lagFacts(answer);
+  const cells = (answer.cells || []).map((cell) => `the ${cell.toUpperCase()} at ${facts[`lag-${filler}-${cell}`] || "–"}`);
+  return `Recalling the first token across ${filler} filler, the tiny models fall to chance (${fmt(answer.chance)}): ` +
+    `${cells.join(", ")}; ${facts[`lag-${filler}-holds`] || "–"}.`;
+}
+
+export function rows(answer) {
+  const filler = state ? state.filler : answer.runs[0]?.filler;
+  const runs = answer.runs.filter((r) => r.filler === filler).sort((a, b) => a.lag - b.lag);
+  return {
+    caption: `Held-out accuracy against lag, ${filler} filler (chance ${fmt(answer.chance)})`,
+    headers: ["cell", "lag", "held-out accuracy", "training steps", "seconds"],
+    rows: runs.map((r) => [r.cell.toUpperCase(), String(r.lag), fmt(r.accuracy), String(r.steps), fmt(r.seconds)]),
+  };
+}
+
+/** Held-out accuracy against lag, one line per cell, chance as a band, the picked lag marked. */
+function drawAccuracy(div, answer, choice) {
+  const runs = answer.runs.filter((r) => r.filler === choice.filler);
+  const cells = (answer.cells || []).filter((cell) => runs.some((r) => r.cell === cell));
+  const data = cells.map((cell) => {
+    const mine = runs.filter((r) => r.cell === cell).sort((a, b) => a.lag - b.lag);
+    const style = seriesStyle(answer.cells || [], cell);
+    const label = plotText(cell.toUpperCase());
+    return {
+      type: "scatter", mode: "lines+markers", name: label,
+      x: mine.map((r) => r.lag), y: mine.map((r) => r.accuracy),
+      customdata: mine.map((r) => [r.steps, r.seconds]),
+      line: { color: style.colour, width: 2.5 }, marker: { size: 7, symbol: style.marker },
+      hovertemplate: `<b>${label}</b>, lag %{x}<br>accuracy %{y:.3f}<br>%{customdata[0]} steps, %{customdata[1]} s<extra></extra>`,
+    };
+  });
+  if (!data.length) {
+    showEmpty(div, "No long-lag results for this filler.");
+    return;
+  }
+  const layout = baseLayout({
+    margin: { l: 56, r: 12, t: 10, b: 48 },
+    xaxis: { title: { text: "lag (filler tokens between the signal and the question)" }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: "held-out accuracy" }, range: [0, 1.05], gridcolor: "#eceef3", zeroline: false },
+    legend: { x: 0, xanchor: "left", y: 0.02, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
+    shapes: [
+      { type: "line", xref: "paper", x0: 0, x1: 1, y0: answer.chance, y1: answer.chance, line: { color: "#8a93a6", dash: "dash", width: 1.5 } },
+      { type: "line", xref: "x", yref: "paper", x0: choice.lag, x1: choice.lag, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } },
+    ],
+    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: "chance", showarrow: false, font: { size: 11, color: "#667085" } }],
+  });
+  div.dataset.filler = choice.filler;
+  drawPlot(div, data, layout, `long-lag-accuracy-${choice.filler}`, answer);
+}

@@ -1,0 +1,150 @@
+// Chapter 10, next-token prediction (POST /api/predict): per output step the model's k likeliest
+// next pieces (a table; click one to force it, and the model continues from there), greedy against
+// a beam of the reader's size (the final candidates and the beam tree, drawn with Plotly).
+import * as api from "../api.js";
+import { el } from "../dom.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty, showToken } from "../plots.js";
+import { couldNot } from "../requests.js";
+import * as store from "../store.js";
+
+export const chapter = "10";
+export const title = "prediction";
+export const figures = ["predict-tree", "predict-table", "predict-candidates", "predict-model", "predict-beam",
+  "predict-beam-value", "predict-clear", "predict-story"];
+export const asks = "text";
+
+const STATUS = { kept: "#0072B2", finished: "#009E73", dropped: "#B0B6C3", forced: "#D55E00" };
+let lab = null;
+let topK = 5; // the server's (GET /api/health), whose answer it computed ahead
+let greedyAnswer = null; // the greedy search drawn: its table's pieces
+
+/** The model, the beam and the forced prefix, from and to the URL (pmodel, beam, prefix); each change searches again. */
+export function mount(context) {
+  lab = context;
+  const { part, page, catalog } = lab;
+  topK = catalog.defaults.top_k;
+  const select = part("predict-model");
+  select.replaceChildren(...catalog.names.map((n) => new Option(n, n)));
+  if (!catalog.info(page.pmodel)) page.set({ pmodel: (catalog.withHeads[0] || catalog.models[0]).name });
+  select.value = page.pmodel;
+  select.addEventListener("change", () => change({ pmodel: select.value, prefix: [] }));
+  const beam = part("predict-beam");
+  beam.max = String(catalog.limits.max_beam_size); // the server's bound (GET /api/health)
+  beam.value = String(page.beam);
+  part("predict-beam-value").textContent = String(page.beam);
+  beam.addEventListener("input", () => {
+    part("predict-beam-value").textContent = beam.value;
+    change({ beam: Number(beam.value) });
+  });
+  part("predict-clear").addEventListener("click", () => change({ prefix: [] }));
+  part("predict-table").addEventListener("click", (e) => {
+    const cell = e.target.closest("button[data-step]");
+    if (!cell || !greedyAnswer) return;
+    const step = Number(cell.dataset.step);
+    change({ prefix: [...greedyAnswer.target_tokens.slice(0, step), cell.dataset.token] });
+  });
+}
+
+function change(state) {
+  lab.page.set(state);
+  lab.ask();
+}
+
+export const keys = () => [null];
+export const panels = () => [lab.part("predict-tree")];
+
+/** Both searches for `text` (greedy and the beam), asked together. */
+export function ask(text, signal) {
+  const { pmodel, prefix, beam } = lab.page;
+  return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, topK, b, signal)));
+}
+
+export const failure = (error) => couldNot(title, error);
+
+/** The story's facts of both searches. */
+function facts([greedy, wide]) {
+  const best = wide.candidates ? wide.candidates[0] : null;
+  const first = greedy.steps[0];
+  return {
+    model: greedy.model, greedy: greedy.translation, "first-piece": first ? showToken(first.token) : "–",
+    "first-probability": first ? fmt(first.probability) : "–", beam: String(wide.beam_size ?? lab.page.beam),
+    best: best ? best.translation : greedy.translation, "best-score": best ? fmt(best.score) : "–",
+    verdict: !best ? "a beam of 1 is greedy search" : best.translation === greedy.translation ? "the same as greedy" : "not what greedy found",
+    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : "none",
+  };
+}
+
+export function draw([greedy, wide]) {
+  greedyAnswer = greedy;
+  table(greedy);
+  const said = facts([greedy, wide]);
+  fillStory(lab.part("predict-story"), said);
+  store.headline(chapter, `${greedy.model}'s first piece is “${greedy.steps[0] ? said["first-piece"] : ""}” with probability ${said["first-probability"]}; greedy writes “${greedy.translation}”.`);
+  lab.part("predict-candidates").replaceChildren(...(wide.candidates || []).map((c) =>
+    el("li", "", `“${c.translation}”: log-probability ${fmt(c.log_prob)}, score ${fmt(c.score)}`)));
+  const tree = lab.part("predict-tree");
+  if (wide.tree) whenNear(tree, () => drawTree(tree, wide));
+  else showEmpty(tree, "Greedy search keeps one hypothesis: choose a beam of 2 or more to see the tree.");
+}
+
+function table(answer) {
+  const made = answer.steps.map((step, s) => {
+    const tr = el("tr", step.forced ? "predict-forced" : "");
+    tr.append(el("th", "", `${s + 1}${step.forced ? " (forced)" : ""}`));
+    for (const choice of step.top) {
+      const button = el("button", choice.token === step.token ? "predict-choice predict-choice--chosen" : "predict-choice",
+        `${showToken(choice.token)} ${fmt(choice.probability)}`);
+      button.type = "button";
+      Object.assign(button.dataset, { step: String(s), token: choice.token });
+      const td = el("td");
+      td.append(button);
+      tr.append(td);
+    }
+    return tr;
+  });
+  lab.part("predict-table").replaceChildren(...made);
+  lab.part("predict-table").dataset.steps = String(made.length);
+}
+
+export function describe(answer) {
+  const said = facts(answer);
+  return `${said.model}'s first piece is “${said["first-piece"]}”, with probability ${said["first-probability"]}; greedy search ` +
+    `writes “${said.greedy}” (forced prefix: ${said.prefix}). A beam of ${said.beam} finds “${said.best}” ` +
+    `(score ${said["best-score"]}): ${said.verdict}.`;
+}
+
+export function rows([greedy]) {
+  const k = Math.max(0, ...greedy.steps.map((s) => s.top.length));
+  return {
+    caption: `${greedy.model}'s likeliest next pieces at each step of greedy search (forced steps marked)`,
+    headers: ["step", "chosen piece", "probability", ...Array.from({ length: k }, (_, i) => `choice ${i + 1}`)],
+    rows: greedy.steps.map((step, s) => [`${s + 1}${step.forced ? " (forced)" : ""}`, showToken(step.token), fmt(step.probability),
+      ...Array.from({ length: k }, (_, i) => (step.top[i] ? `${showToken(step.top[i].token)} ${fmt(step.top[i].probability)}` : "–"))]),
+  };
+}
+
+function drawTree(div, answer) {
+  const x = [];
+  const y = [];
+  const colors = [];
+  const labels = [];
+  const edges = { x: [], y: [] };
+  answer.tree.forEach((nodes, s) => nodes.forEach((n, i) => {
+    x.push(s);
+    y.push(i);
+    colors.push(STATUS[n.status] || "#667085");
+    labels.push(`${plotText(showToken(n.token))}<br>${n.status}, log p ${fmt(n.log_prob)}, score ${fmt(n.score)}`);
+    if (n.parent !== null && n.parent !== undefined) edges.x.push(s - 1, s, null), edges.y.push(n.parent, i, null);
+  }));
+  const data = [
+    { type: "scatter", mode: "lines", x: edges.x, y: edges.y, line: { color: "#c9ced8", width: 1 }, hoverinfo: "skip", showlegend: false },
+    { type: "scatter", mode: "markers+text", x, y, text: answer.tree.flat().map((n) => plotText(showToken(n.token))),
+      textposition: "middle right", marker: { color: colors, size: 10 }, customdata: labels,
+      hovertemplate: "%{customdata}<extra></extra>", showlegend: false },
+  ];
+  div.dataset.nodes = String(x.length);
+  drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: "step" }, dtick: 1, gridcolor: "#eceef3" },
+    yaxis: { autorange: "reversed", title: { text: "rank in the step" }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
+}

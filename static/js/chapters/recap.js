@@ -1,0 +1,58 @@
+// Chapter 11's recap: one number per chapter. Each chapter says its own headline (store
+// `headline:N`) as it measures; the numbers measured on the sentence that no chapter has said yet
+// come in one request (POST /api/recap) when the recap comes near the screen. A chapter's own
+// headline for the current text wins over the recap's row.
+import * as api from "../api.js";
+import * as store from "../store.js";
+
+export const chapter = "11";
+export const title = "recap";
+export const figures = ["recap"];
+export const asks = "text";
+
+let lab = null;
+const written = new Set(); // chapters whose view wrote their row for the current text
+const lasting = new Set(); // chapters whose row holds for any text (a timing of this server)
+
+/** Each row follows its chapter's headline; a new text makes the rows measured on the old one fair game. */
+export function mount(context) {
+  lab = context;
+  for (const node of lab.part("recap").querySelectorAll("[data-recap]")) {
+    const n = node.dataset.recap;
+    store.watch(`headline:${n}`, ({ text, lasting: forAnyText }) => {
+      written.add(n);
+      if (forAnyText) lasting.add(n);
+      node.textContent = text;
+    });
+  }
+  store.watch("text", () => {
+    written.clear();
+    for (const n of lasting) written.add(n);
+  });
+}
+
+export const keys = () => [null];
+export const panels = () => [lab.part("recap")];
+export const ask = (text, signal) => api.recap(text, signal);
+/** No figure: a failed request leaves each row as it was (the status line names it). */
+export const failure = () => null;
+
+export function draw(answer) {
+  for (const row of answer.rows) {
+    const node = lab.part("recap").querySelector(`[data-recap="${row.chapter}"]`);
+    if (node && !written.has(String(row.chapter))) node.textContent = row.text;
+  }
+}
+
+export function describe(answer) {
+  return `Measured on your sentence: ${answer.rows.map((row) => `chapter ${row.chapter}, ${row.text}`).join("; ")}.`;
+}
+
+export function rows(answer) {
+  return {
+    caption: "What the recap measured on your sentence, chapter by chapter",
+    headers: ["chapter", "measured"],
+    rows: answer.rows.map((row) => [String(row.chapter), row.text]),
+  };
+}
+

@@ -1,0 +1,221 @@
+// Chapter 5, deriving attention, one output word at a time: for every recurrent model with
+// attention, side by side (keyed by model), the raw scores e_j of the word the reader picked, the
+// softmax weights (the model's own, and re-normalised at the temperature slider's T), and the
+// blend of the encoder's states they give (POST /api/scores); the prose from the first model's
+// answer. Each model's output words come from the one compare stream; a row clicked in an
+// alignment grid picks the word (store `row`).
+import * as api from "../api.js";
+import { el } from "../dom.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
+import { modelFailure } from "../requests.js";
+import * as store from "../store.js";
+import { TEMPERATURES } from "../url-state.js";
+
+export const chapter = "5";
+export const title = "scores";
+export const figures = ["scores-panels", "scores-row", "scores-temperature", "scores-temperature-value", "scores-story"];
+export const asks = "text";
+
+const OWN = "#0072B2"; // Okabe-Ito blue: the model's weights (T = 1)
+const AT_T = "#D55E00"; // vermillion: softmax(e / T)
+const SCORE = "#009E73";
+const PAUSE_MS = 60; // the slider and the word picker ask after this pause
+
+/** The slider's position (100 x log10 T) <-> T, three significant digits. */
+const toT = (value) => Number((10 ** (Number(value) / 100)).toPrecision(3));
+const toSlider = (t) => Math.round(100 * Math.log10(t));
+
+let lab = null;
+let models = []; // their names, in the catalogue's order
+const targets = new Map(); // model -> its output pieces for the latest text
+const panelsOf = new Map(); // model -> {figure, plot, blend, readout}
+let temperature = 1;
+
+export function mount(context) {
+  lab = context;
+  const { part, page, catalog } = lab;
+  models = catalog.aligning.map((m) => m.name);
+  for (const name of models) panelsOf.set(name, panel(catalog.info(name)));
+  const container = part("scores-panels");
+  container.replaceChildren(...[...panelsOf.values()].map((p) => p.figure));
+  if (!models.length) container.append(el("p", "panel panel--note", "No recurrent model with attention is loaded."));
+  const select = part("scores-row");
+  select.addEventListener("change", () => pick(Number(select.value)));
+  const slider = part("scores-temperature");
+  [slider.min, slider.max] = TEMPERATURES.map(toSlider).map(String);
+  slider.value = String(toSlider(page.temp));
+  temperature = page.temp; // a shared link's T exactly, not the slider's nearest step
+  showTemperature();
+  slider.addEventListener("input", () => {
+    temperature = toT(slider.value);
+    page.set({ temp: temperature });
+    showTemperature();
+    lab.ask({ lazy: true, pause: PAUSE_MS });
+  });
+  store.watch("row", pick);
+}
+
+export const keys = () => models;
+export const panels = (name) => [panelsOf.get(name).plot, panelsOf.get(name).blend];
+
+/** Model `name`'s words (the compare stream), then its picked word's scores (its last word if it wrote fewer); null: no word. */
+export async function ask(text, signal, name) {
+  const answer = await lab.compared(name, signal);
+  targets.set(name, answer.target_tokens || []);
+  fillRows();
+  const words = targets.get(name);
+  if (!words.length) return null;
+  return api.scores(text, name, Math.min(lab.page.row, words.length - 1), temperature, signal);
+}
+
+export function failure(error, name) {
+  return error.model ? modelFailure(error, name) : `The scores could not be computed (${api.explain(error)}).`;
+}
+
+export function draw(answer, name) {
+  const { plot, blend } = panelsOf.get(name);
+  if (!answer) {
+    for (const div of [plot, blend]) showEmpty(div, `${name} wrote no word for this sentence, so there is none to score.`);
+    return;
+  }
+  drawScores(plot, answer);
+  whenNear(blend, () => drawBlend(blend, answer));
+  tell(name, answer);
+}
+
+/** The reader picked output word `row` (the picker, or a click on an alignment grid's row). */
+function pick(row) {
+  lab.page.set({ row });
+  fillRows();
+  lab.ask({ lazy: true, pause: PAUSE_MS });
+}
+
+function fillRows() {
+  const lists = models.map((m) => targets.get(m) || []);
+  const count = Math.max(0, ...lists.map((l) => l.length));
+  const select = lab.part("scores-row");
+  const options = Array.from({ length: count }, (_, i) => {
+    const words = [...new Set(lists.filter((l) => i < l.length).map((l) => showToken(l[i])))];
+    return new Option(`${i + 1}: ${words.join(" / ")}`, String(i));
+  });
+  select.replaceChildren(...options);
+  select.value = String(Math.min(lab.page.row, Math.max(count - 1, 0)));
+}
+
+function showTemperature() {
+  lab.part("scores-temperature-value").textContent = `T = ${temperature}`;
+  lab.part("scores-temperature").setAttribute("aria-valuetext", `temperature ${temperature}`);
+}
+
+/** The prose's facts of one model's answer. */
+function facts(name, answer) {
+  const { query_token: query, source_tokens: source, weights } = answer;
+  const top = weights.indexOf(Math.max(...weights));
+  const change = answer.reweighted_entropy - answer.entropy;
+  return {
+    word: `“${showToken(query)}”`, model: name, "max-weight": fmt(answer.max_weight), "top-source": `“${showToken(source[top])}”`,
+    temperature: String(answer.temperature), "max-reweighted": fmt(answer.reweighted_max_weight),
+    "entropy-t": fmt(answer.reweighted_entropy), entropy: fmt(answer.entropy), "max-entropy": fmt(answer.max_entropy),
+    direction: change > 0 ? "more spread out, towards the fog" : change < 0 ? "sharper, towards a spotlight" : "the model's own",
+  };
+}
+
+function tell(name, answer) {
+  const said = facts(name, answer);
+  panelsOf.get(name).readout.textContent =
+    `${said.word} → ${said["top-source"]}: weight ${said["max-weight"]}; entropy ${said.entropy} nats at T = 1, ${said["entropy-t"]} at T = ${answer.temperature} (uniform: ${said["max-entropy"]}).`;
+  if (name !== models[0]) return;
+  fillStory(lab.part("scores-story"), said);
+  store.headline(chapter, `${name}: ${said.word} puts ${said["max-weight"]} of its weight on ${said["top-source"]}.`);
+}
+
+export function describe(answer, name) {
+  if (!answer) return `${name} wrote no word for this sentence, so there is none to score.`;
+  const said = facts(name, answer);
+  return `For ${said.word}, ${name} puts ${said["max-weight"]} of its weight on ${said["top-source"]}. At T = ${said.temperature} ` +
+    `the largest weight is ${said["max-reweighted"]} and the entropy ${said["entropy-t"]} nats, against ${said.entropy} at T = 1 ` +
+    `(uniform: ${said["max-entropy"]}): the weights are ${said.direction}.`;
+}
+
+export function rows(answer, name) {
+  if (!answer) return { caption: `${name} wrote no word to score`, headers: ["source piece"], rows: [] };
+  return {
+    caption: `${name}, output word ${answer.row + 1} (“${showToken(answer.query_token)}”): score, weight and softmax at T = ${answer.temperature} per source piece`,
+    headers: ["source piece", "score e_j", "weight α_j (T = 1)", `softmax(e_j / ${answer.temperature})`],
+    rows: answer.source_tokens.map((t, j) => [showToken(t), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
+  };
+}
+
+/** A figure per model: its formula, a readout, the scores and weights plot, the blend plot. */
+function panel(info) {
+  const figure = el("figure", "panel");
+  const caption = el("figcaption", "panel__caption");
+  const readout = el("span", "scores-panel__readout");
+  caption.append(el("span", "panel__title", info.summary), " ", el("code", "", info.name),
+    el("code", "scores-panel__formula", ""), readout, el("span", "panel__note", ""));
+  const plot = plotDiv(`scores-${info.name}`, "plot--scores", `Scores and softmax weights of ${info.name} for the picked output word`);
+  const blend = plotDiv(`blend-${info.name}`, "plot--blend", `Encoder states of ${info.name} and their weighted blend, the context`);
+  figure.append(caption, plot, blend);
+  return { figure, plot, blend, readout };
+}
+
+function plotDiv(testid, size, label) {
+  const div = el("div", `plot ${size}`);
+  div.dataset.testid = testid;
+  div.setAttribute("role", "group");
+  div.setAttribute("aria-label", label);
+  return div;
+}
+
+function drawScores(div, answer) {
+  const figure = div.closest("figure");
+  figure.querySelector(".scores-panel__formula").textContent = answer.formula;
+  const tokens = answer.source_tokens;
+  const x = tokens.map((_, i) => i);
+  const labels = tokens.map((t) => plotText(showToken(t)));
+  const bar = (name, y, color, axis, extra = {}) => ({
+    type: "bar", name, x, y, customdata: labels, marker: { color }, xaxis: "x", yaxis: axis,
+    hovertemplate: `<b>%{customdata}</b><br>${name}: %{y:.4g}<extra></extra>`, ...extra,
+  });
+  const data = [
+    bar("score e_j", answer.scores, SCORE, "y", { showlegend: false }),
+    bar("weight α_j (T = 1)", answer.weights, OWN, "y2"),
+    bar(`softmax(e_j / ${answer.temperature})`, answer.reweighted, AT_T, "y2"),
+  ];
+  const layout = baseLayout({
+    margin: { l: 52, r: 12, t: 28, b: 60 },
+    barmode: "group",
+    xaxis: tokenAxis(tokens, { anchor: "y2", tickangle: tokens.length > 8 ? -45 : 0 }),
+    yaxis: { domain: [0.6, 1], title: { text: "score" }, gridcolor: "#eceef3", zeroline: true },
+    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: "weight" }, gridcolor: "#eceef3" },
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
+  });
+  div.dataset.row = String(answer.row);
+  div.dataset.temperature = String(answer.temperature);
+  drawPlot(div, data, layout, `${answer.model}-scores-row${answer.row + 1}-T${answer.temperature}`, answer);
+}
+
+/** The encoder states h_j on the units shown, and below them their blend, the context. */
+function drawBlend(div, answer) {
+  const { blend, source_tokens: tokens, weights } = answer;
+  div.closest("figure").querySelector(".panel__note").textContent =
+    `Below the scores: each source piece's encoder state h_j and, under the line, the context the weights blend from them. Units: ${blend.rule}.`;
+  const labels = [...tokens.map((t, j) => `${showToken(t)} (α ${fmt(weights[j])})`), "context Σ α_j h_j"];
+  const z = [...blend.states, blend.context];
+  const reach = Math.max(...z.flat().map(Math.abs), 1e-9);
+  const trace = {
+    type: "heatmap", z, x: blend.units.map((_, i) => i), y: labels.map((_, i) => i),
+    customdata: labels.map((r) => blend.units.map((u) => [plotText(r), u])),
+    hovertemplate: "<b>%{customdata[0]}</b><br>unit %{customdata[1]}: %{z:.3f}<extra></extra>",
+    colorscale: GATE_SCALE, zmin: -reach, zmax: reach, showscale: false, xgap: 1, ygap: 1, meta: { colorbarTitle: "value" },
+  };
+  const layout = baseLayout({
+    margin: { l: 110, r: 12, t: 8, b: 40 },
+    xaxis: { title: { text: `unit (${blend.units.length} of ${blend.hidden_size})` }, showticklabels: false, showgrid: false, zeroline: false },
+    yaxis: tokenAxis(labels, { autorange: "reversed" }),
+    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: labels.length - 1.5, y1: labels.length - 1.5, line: { color: "#161b26", width: 2 } }],
+  });
+  drawPlot(div, [trace], layout, `${answer.model}-blend-row${answer.row + 1}`, answer);
+}

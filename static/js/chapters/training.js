@@ -1,0 +1,135 @@
+// Chapter 1, training by gradients: every model's training log (GET /api/curves) on one chart,
+// loss (train and validation) or validation BLEU against steps or minutes, the point each
+// checkpoint kept starred (GET /api/models `kept`); the prose's numbers from the same answers.
+import * as api from "../api.js";
+import { fillStory, fmt } from "../facts.js";
+import { whenNear } from "../lazy.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import * as store from "../store.js";
+
+export const chapter = "1";
+export const title = "training logs";
+export const figures = ["curves-plot", "curve-metric", "curve-x", "curve-models", "training-story"];
+export const asks = "start";
+
+const X = { step: { title: "training step", of: (p) => p.step }, minutes: { title: "training minutes", of: (p) => p.seconds / 60 } };
+let lab = null; // what mount was given
+let curves = null; // the answer drawn
+
+/** The controls (quantity, axis, model shown), from and to the URL state (curve, x, show). */
+export function mount(context) {
+  lab = context;
+  const { part, page, catalog, root } = lab;
+  const select = part("curve-models");
+  select.append(...catalog.models.map((m) => new Option(m.name, m.name)));
+  select.value = page.show;
+  const radios = [...root.querySelectorAll("input[name=curve-metric], input[name=curve-x]")];
+  for (const input of radios) input.checked = input.value === (input.name === "curve-x" ? page.x : page.curve);
+  const changed = () => {
+    const metric = radios.find((r) => r.name === "curve-metric" && r.checked).value;
+    const x = radios.find((r) => r.name === "curve-x" && r.checked).value;
+    page.set({ curve: metric, x, show: select.value });
+    redraw();
+  };
+  for (const input of [...radios, select]) input.addEventListener("change", changed);
+}
+
+export const keys = () => [null];
+export const panels = () => [lab.part("curves-plot")];
+export const ask = (text, signal) => api.curves(signal);
+
+export function draw(answer) {
+  curves = answer;
+  tell();
+  redraw();
+}
+
+export const failure = (error) => `The training logs could not be read (${api.explain(error)}).`;
+
+function redraw() {
+  if (curves) whenNear(lab.part("curves-plot"), plotCurves);
+}
+
+function plotCurves() {
+  const div = lab.part("curves-plot");
+  const { catalog, page: { curve, x, show } } = lab;
+  const series = curve === "bleu" ? [["valid_bleu", "validation BLEU", "solid"]]
+    : [["train_loss", "training loss", "solid"], ["valid_loss", "validation loss", "dash"]];
+  const data = [];
+  for (const { model, points } of curves) {
+    if (!points.length) continue;
+    const visible = !show || show === model ? true : "legendonly";
+    const common = { legendgroup: model, visible, line: { color: catalog.colour(model), width: 2 } };
+    series.forEach(([key, label, dash], i) => data.push({
+      ...common, type: "scatter", mode: "lines+markers", name: plotText(model), showlegend: i === 0,
+      x: points.map(X[x].of), y: points.map((p) => p[key]), line: { ...common.line, dash },
+      marker: { size: 5, symbol: catalog.marker(model) },
+      hovertemplate: `<b>${plotText(model)}</b> ${label}<br>${X[x].title} %{x:.0f}<br>%{y:.3f}<extra></extra>`,
+    }));
+    const kept = catalog.info(model)?.kept;
+    if (kept) {
+      data.push({
+        ...common, type: "scatter", mode: "markers", name: `${plotText(model)} kept`, showlegend: false,
+        x: [X[x].of(kept)], y: [curve === "bleu" ? kept.valid_bleu : kept.valid_loss],
+        marker: { symbol: "star", size: 16, color: catalog.colour(model), line: { color: "#161b26", width: 1 } },
+        hovertemplate: `<b>${plotText(model)}</b> kept here<br>step ${kept.step}, epoch ${kept.epoch}<br>validation BLEU ${kept.valid_bleu}, loss ${kept.valid_loss}<extra></extra>`,
+      });
+    }
+  }
+  if (!data.length) {
+    showEmpty(div, "No model carries a training log.");
+    return;
+  }
+  const layout = baseLayout({
+    margin: { l: 56, r: 12, t: 10, b: 48 },
+    xaxis: { title: { text: X[x].title }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: curve === "bleu" ? "validation BLEU" : "loss (cross-entropy per piece)" }, gridcolor: "#eceef3", zeroline: false, rangemode: "tozero" },
+    legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
+  });
+  Object.assign(div.dataset, { curve, x, show });
+  drawPlot(div, data, layout, `training-curves-${curve}-by-${x}`, curves);
+}
+
+/** The facts of the logs: the best and the lowest checkpoint by validation BLEU (empty when none records it). */
+function kept(answer) {
+  const runs = answer.map((c) => ({ ...c, kept: lab.catalog.info(c.model)?.kept }))
+    .filter((c) => c.kept && Number.isFinite(c.kept.valid_bleu));
+  const facts = { count: `${runs.length} models` };
+  if (!runs.length) return facts;
+  const best = runs.reduce((a, b) => (b.kept.valid_bleu > a.kept.valid_bleu ? b : a));
+  const worst = runs.reduce((a, b) => (b.kept.valid_bleu < a.kept.valid_bleu ? b : a));
+  const first = best.points.length ? best.points[0].valid_loss : null;
+  const last = best.kept.valid_loss;
+  return Object.assign(facts, {
+    best: best.model, "best-bleu": fmt(best.kept.valid_bleu), "best-steps": String(best.kept.step),
+    "best-minutes": fmt(best.kept.seconds / 60), "best-first-loss": fmt(first), "best-kept-loss": fmt(last),
+    "best-loss-direction": first === null ? "–" : last < first ? "fell" : last > first ? "rose" : "stayed level",
+    worst: worst.model, "worst-bleu": fmt(worst.kept.valid_bleu), "worst-minutes": fmt(worst.kept.seconds / 60),
+  });
+}
+
+/** The prose and the recap line, from the logs and where each checkpoint was kept. */
+function tell() {
+  const facts = kept(curves);
+  store.headline(chapter, facts.best
+    ? `${facts.best} reached ${facts["best-bleu"]} validation BLEU in ${facts["best-minutes"]} minutes of training; ${facts.worst}, ${facts["worst-bleu"]}.`
+    : "no checkpoint records the point it kept.");
+  fillStory(lab.part("training-story"), facts);
+}
+
+export function describe(answer) {
+  const facts = kept(answer);
+  if (!facts.best) return `Training logs of ${answer.length} models; no checkpoint records the point it kept.`;
+  return `Training logs of ${answer.length} models. ${facts.best} kept the best validation BLEU, ${facts["best-bleu"]}, ` +
+    `after ${facts["best-steps"]} steps (${facts["best-minutes"]} minutes); its validation loss ${facts["best-loss-direction"]} ` +
+    `from ${facts["best-first-loss"]} to ${facts["best-kept-loss"]}. The lowest, ${facts.worst}, kept ${facts["worst-bleu"]}.`;
+}
+
+export function rows(answer) {
+  return {
+    caption: "Each model's training log: loss and validation BLEU at each evaluation",
+    headers: ["model", "step", "minutes", "training loss", "validation loss", "validation BLEU"],
+    rows: answer.flatMap(({ model, points }) => points.map((p) =>
+      [model, String(p.step), fmt(p.seconds / 60), fmt(p.train_loss), fmt(p.valid_loss), fmt(p.valid_bleu)])),
+  };
+}

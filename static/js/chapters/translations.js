@@ -1,0 +1,138 @@
+// Chapter 4, the bottleneck: one card per model with its translation (from the one compare stream,
+// keyed by model) and its test BLEU, overall and for sentences as long as the one typed. The cards
+// are grouped by whether the decoder may look back at the source (cross-attention); models that
+// did not load say why. The card picked is the page's model (store `model`, the URL's `model`).
+import { explain } from "../api.js";
+import { BUCKETS, bucketOf } from "../catalog.js";
+import { el } from "../dom.js";
+import { UNAVAILABLE } from "../requests.js";
+import * as store from "../store.js";
+
+export const chapter = "4";
+export const title = "translations";
+export const figures = ["cards"];
+export const asks = "typed";
+
+const GROUPS = [
+  { title: "One vector for the whole sentence", has: (m) => !m.cross_attention },
+  { title: "Free to look back at the source", has: (m) => m.cross_attention },
+];
+
+const bleu = (value) => (typeof value === "number" && Number.isFinite(value) ? value.toFixed(1) : "–");
+const bucketLabel = (bucket) => `BLEU, ${bucket.replace("-", "–")} words`;
+let lab = null;
+const cards = new Map(); // model -> {card, text, bucket}
+let bucket = null; // the length group of the latest text
+
+/** A card per model of the catalogue, in its group; the URL's model picked. */
+export function mount(context) {
+  lab = context;
+  const container = lab.part("cards");
+  for (const group of GROUPS) {
+    const made = lab.catalog.models.filter(group.has).map((m) => card(m.name, m.summary));
+    if (made.length) container.append(groupOf(group.title, made));
+  }
+  const unavailable = Object.entries(lab.catalog.unavailable);
+  if (unavailable.length) container.append(groupOf("Not available", unavailable.map(([name, reason]) => unavailableCard(name, reason))));
+  store.watch("model", select);
+  store.watch("text", (text) => setBucket(bucketOf(text)));
+  store.set("model", lab.page.model);
+}
+
+export const keys = () => lab.catalog.names;
+export const panels = (name) => [cards.get(name).text];
+export const ask = (text, signal, name) => lab.compared(name, signal);
+
+/** Model `name`'s translation of the latest text. */
+export function draw(answer, name) {
+  const { text } = cards.get(name);
+  text.className = "card__text";
+  text.textContent = answer.translation || "(empty translation)";
+}
+
+export function failure(error) {
+  return error.status === 404 ? UNAVAILABLE : `No answer this time (${explain(error)}).`;
+}
+
+const scoreOf = (name, group) => (lab.catalog.info(name)?.metrics?.bleu_by_length || []).find((r) => r.bucket === group);
+
+export function describe(answer, name) {
+  const row = scoreOf(name, bucket);
+  return `${name} translates your sentence as “${answer.translation || ""}”; its test BLEU is ` +
+    `${bleu(lab.catalog.info(name)?.metrics?.bleu)} overall and ${bleu(row && row.bleu)} on sentences of ${(bucket || BUCKETS[0]).replace("-", "–")} words.`;
+}
+
+export function rows(answer, name) {
+  const row = scoreOf(name, bucket);
+  return {
+    caption: `${name}'s translation of your sentence and its test BLEU`,
+    headers: ["model", "translation", "test BLEU", bucketLabel(bucket || BUCKETS[0])],
+    rows: [[name, answer.translation || "(empty translation)", bleu(lab.catalog.info(name)?.metrics?.bleu), bleu(row && row.bleu)]],
+  };
+}
+
+function score(label) {
+  const box = el("span", "score");
+  const value = el("span", "score__value", "–");
+  box.append(value, el("span", "score__label", label));
+  return { box, value, label: box.lastChild };
+}
+
+function card(name, summary) {
+  const button = el("button", "card");
+  button.type = "button";
+  button.dataset.model = name;
+  button.setAttribute("aria-pressed", "false");
+  const title = el("span", "card__name", name);
+  title.style.setProperty("--model-colour", lab.catalog.colour(name));
+  const text = el("span", "card__text is-pending", "…");
+  text.setAttribute("data-testid", `translation-${name}`);
+  text.setAttribute("lang", "en");
+  const scores = el("span", "card__scores");
+  const overall = score("test BLEU");
+  const byLength = score("BLEU, 1-5 words");
+  overall.value.textContent = bleu(lab.catalog.info(name)?.metrics?.bleu);
+  scores.append(overall.box, byLength.box);
+  button.append(title, el("span", "card__what", summary), text, scores);
+  button.addEventListener("click", () => {
+    if (button.classList.contains("is-unavailable")) return;
+    lab.page.set({ model: name });
+    store.set("model", name);
+  });
+  cards.set(name, { card: button, text, bucket: byLength });
+  return button;
+}
+
+function unavailableCard(name, reason) {
+  const made = card(name, "Not loaded");
+  made.classList.add("is-unavailable");
+  made.setAttribute("aria-disabled", "true");
+  const { text } = cards.get(name);
+  text.className = "card__text is-missing";
+  text.textContent = `Not available: ${reason}`;
+  return made;
+}
+
+/** The second score: BLEU on the test sentences of `group`'s length. */
+function setBucket(group) {
+  if (group === bucket) return; // typing within a bucket: nothing to rewrite (~3.5 ms a round)
+  bucket = group;
+  for (const [name, parts] of cards) {
+    parts.bucket.label.textContent = bucketLabel(group);
+    const row = scoreOf(name, group);
+    parts.bucket.value.textContent = bleu(row && row.bleu);
+  }
+}
+
+function select(name) {
+  for (const [model, parts] of cards) parts.card.setAttribute("aria-pressed", String(model === name));
+}
+
+function groupOf(heading, made) {
+  const box = el("div", "card-group");
+  box.style.setProperty("--size", String(made.length));
+  const list = el("div", "card-group__cards");
+  list.append(...made);
+  box.append(el("p", "card-group__title", heading), list);
+  return box;
+}

@@ -1,0 +1,48 @@
+// The story's chapter views, in the order the page builds them and asks them about a new text.
+// Each is a module of static/js/chapters/ of one shape, which the request lifecycle (requests.js)
+// drives without knowing one from another:
+//
+//   chapter   the data-chapter of the section it lives in
+//   title     its name in the page's words (the status line names a failed view by it)
+//   figures   the ids of the elements it owns, in that section
+//   asks      when it asks the server: "typed" (each new text, at once: the per-model views fed by
+//             the one compare stream), "text" (each new text, once its first panel comes near the
+//             screen), "start" (once, as the page starts), "self" (only when it asks: a button, a
+//             control, a shared value it watches)
+//   mount(lab)                 builds its controls; `lab`: {root, part(id), catalog, page, ask(options),
+//                              stop(), compared(model, signal)}, ask({key, lazy, pause}) asking again
+//   keys()                     what it asks about: [null], or the models it follows (keyed views)
+//   panels(key)                the elements that show key's answer and say its failure; the first's
+//                              nearness starts a "text" ask
+//   ask(text, signal, key)     the request -> Promise of the answer
+//   draw(answer, key)          shows the answer
+//   failure(error, key)        the failure in its words (null: its panels keep what they show)
+//   describe(answer, key)      the answer drawn, in one sentence
+//   rows(answer, key)          the answer drawn, as a table: {caption, headers, rows}
+//
+// Chapters never import each other: what two share goes through store.js.
+import * as alignment from "./chapters/alignment.js";
+import * as alignmentReplay from "./chapters/alignment-replay.js";
+import * as bleu from "./chapters/bleu.js";
+import * as gradients from "./chapters/gradients.js";
+import * as heads from "./chapters/heads.js";
+import * as headsLab from "./chapters/heads-lab.js";
+import * as headsReplay from "./chapters/heads-replay.js";
+import * as lagGradients from "./chapters/lag-gradients.js";
+import * as live from "./chapters/live.js";
+import * as liveRun from "./chapters/live-run.js";
+import * as longLag from "./chapters/long-lag.js";
+import * as order from "./chapters/order.js";
+import * as predict from "./chapters/predict.js";
+import * as recap from "./chapters/recap.js";
+import * as recurrence from "./chapters/recurrence.js";
+import * as scaling from "./chapters/scaling.js";
+import * as scores from "./chapters/scores.js";
+import * as timing from "./chapters/timing.js";
+import * as training from "./chapters/training.js";
+import * as translations from "./chapters/translations.js";
+
+export const VIEWS = [
+  training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
+  alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, predict, recap,
+];

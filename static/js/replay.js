@@ -1,0 +1,209 @@
+// Watching attention being learned, the view chapters 5 and 9 each have one of (their modules
+// alignment-replay.js and heads-replay.js are made here): a step slider over one model's training,
+// from its seeded initialization through the stored snapshots to the shipped weights (GET
+// /api/models: `snapshots`). At each step the typed sentence's translation and cross-attention map
+// (POST /api/snapshots), how sharp its rows are, and the validation BLEU of that step.
+import * as api from "./api.js";
+import { el } from "./dom.js";
+import { fmt, mapTable, sharpness } from "./facts.js";
+import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
+import { couldNot } from "./requests.js";
+
+const PLAY_MS = 1400; // a frame's time on screen while playing
+
+/**
+ * A chapter view (the shape of static/js/chapters/) replaying the training of the first model of
+ * `candidates(catalog)` trained with snapshots, in `chapter`'s part `container`; `key`: the URL
+ * state's key of the step shown (a training step; absent: the shipped weights).
+ */
+export function replayView({ chapter, container, key, candidates }) {
+  const replay = { lab: null, model: null, timeline: [], index: 0, answer: null, timer: 0 };
+  const parts = {}; // play, slider, label, head, story, mapPlot, curvePlot
+
+  function mount(context) {
+    replay.lab = context;
+    const place = context.part(container);
+    const found = candidates(context.catalog);
+    replay.model = found.find((m) => m.snapshots && m.snapshots.length > 1) || null;
+    if (!replay.model) {
+      const who = found.map((m) => m.name).join(", ") || "none is loaded";
+      place.replaceChildren(el("p", "panel panel--note",
+        `No model of this chapter was trained with snapshots on this server (${who}), so there is no training to replay.`));
+      return;
+    }
+    const { page } = context;
+    replay.timeline = replay.model.snapshots;
+    replay.index = Math.max(0, replay.timeline.findIndex((p) => p.step === page[key]));
+    if (replay.timeline[replay.index].step !== page[key]) replay.index = replay.timeline.length - 1;
+    build(place);
+  }
+
+  function build(place) {
+    const name = replay.model.name;
+    parts.play = el("button", "button", "▶ Play");
+    parts.play.type = "button";
+    parts.play.dataset.testid = `scrub-play-${name}`;
+    parts.play.addEventListener("click", toggle);
+    parts.slider = el("input");
+    Object.assign(parts.slider, { type: "range", min: "0", max: String(replay.timeline.length - 1), step: "1", value: String(replay.index) });
+    parts.slider.dataset.testid = `scrub-${name}`;
+    parts.slider.setAttribute("aria-label", `Training step of ${name}`);
+    parts.slider.addEventListener("input", () => go(Number(parts.slider.value)));
+    parts.label = el("output", "toolbar__value");
+    parts.label.dataset.testid = `scrub-label-${name}`;
+    parts.head = headPicker(replay.model);
+    parts.head.addEventListener("change", redraw);
+    const toolbar = el("div", "toolbar");
+    const group = el("div", "toolbar__group toolbar__group--grow");
+    group.append(parts.play, parts.slider, parts.label, parts.head);
+    toolbar.append(group);
+    parts.story = el("p", "story");
+    parts.story.dataset.testid = `scrub-story-${name}`;
+    parts.story.setAttribute("aria-live", "polite");
+    parts.mapPlot = figure(`Cross-attention of ${name} at this step`, `scrub-map-${name}`, "plot plot--align");
+    parts.curvePlot = figure("Validation BLEU at each stored step", `scrub-curve-${name}`, "plot plot--small");
+    parts.curvePlot.dataset.waiting = "Reading the stored steps…";
+    const pair = el("div", "pair");
+    pair.append(parts.mapPlot.parentElement, parts.curvePlot.parentElement);
+    place.replaceChildren(toolbar, parts.story, pair);
+    tell();
+  }
+
+  /** The step at `index` (the slider, or playing): into the URL, said, and asked for. */
+  function go(index) {
+    replay.index = index;
+    parts.slider.value = String(index);
+    replay.lab.page.set({ [key]: replay.timeline[index].step });
+    tell();
+    return replay.lab.ask();
+  }
+
+  function ask(text, signal) {
+    parts.mapPlot.dataset.step = "";
+    return api.snapshot(text, replay.model.name, replay.timeline[replay.index].step, signal);
+  }
+
+  function draw(answer) {
+    replay.answer = answer;
+    redraw();
+  }
+
+  const selected = () => parts.head.value.split(".").map(Number);
+  const mapOf = (answer) => {
+    const [layer, head] = selected();
+    return answer.maps.find((m) => m.kind === "cross" && m.layer === layer && m.head === head);
+  };
+
+  function redraw() {
+    const answer = replay.answer;
+    if (!answer) return;
+    const map = mapOf(answer);
+    const point = answer.snapshot;
+    if (!map || !map.rows.length) {
+      showEmpty(parts.mapPlot, `At step ${point.step} ${replay.model.name} produced no translation to align.`);
+    } else {
+      drawPlot(parts.mapPlot, [attentionTrace(map)], alignmentLayout(map), `training-${replay.model.name}-step-${point.step}`, answer);
+    }
+    parts.mapPlot.dataset.step = String(point.step);
+    tell(map);
+    drawCurve();
+  }
+
+  /** The step's facts in words, all of them measured (the answer, the training log). */
+  function story(point, map, answer) {
+    const last = replay.timeline[replay.timeline.length - 1].step;
+    const weights = { initialized: "the seeded initialization, rebuilt (nothing stored)", snapshot: `a snapshot stored in ${point.precision}`, shipped: "the shipped weights every other chapter uses" }[point.weights];
+    const minutes = point.seconds == null ? "" : `, ${(point.seconds / 60).toFixed(1)} minutes of training`;
+    let text = `Step ${point.step} of ${last}${minutes}: ${weights}; validation BLEU ${fixed(point.valid_bleu, 1)}, loss ${fixed(point.valid_loss, 2)}.`;
+    if (map && answer && answer.snapshot.step === point.step) {
+      const fog = 1 / map.cols.length;
+      text += ` It translates your sentence as “${answer.translation}”. Each output word's largest weight averages ${sharpness(map.weights).toFixed(2)} (a uniform fog over these ${map.cols.length} source pieces: ${fog.toFixed(2)}; one source piece per word: 1).`;
+    }
+    return text;
+  }
+
+  function tell(map) {
+    const point = replay.timeline[replay.index];
+    parts.label.textContent = `step ${point.step}`;
+    parts.story.textContent = story(point, map, replay.answer);
+  }
+
+  function drawCurve() {
+    const here = replay.timeline[replay.index];
+    const layout = baseLayout({
+      margin: { l: 48, r: 12, t: 8, b: 44 },
+      xaxis: { title: { text: "training step" }, zeroline: false },
+      yaxis: { title: { text: "validation BLEU" }, rangemode: "tozero" },
+      showlegend: false,
+    });
+    drawPlot(parts.curvePlot, [
+      { type: "scatter", mode: "lines+markers", x: replay.timeline.map((p) => p.step), y: replay.timeline.map((p) => p.valid_bleu),
+        line: { color: "#667085" }, hovertemplate: "step %{x}<br>BLEU %{y:.1f}<extra></extra>" },
+      { type: "scatter", mode: "markers", x: [here.step], y: [here.valid_bleu], marker: { size: 14, color: "#D55E00" }, hoverinfo: "skip" },
+    ], layout, `training-${replay.model.name}-bleu`, replay.timeline);
+  }
+
+  function toggle() {
+    if (replay.timer) return stop();
+    parts.play.textContent = "❚❚ Pause";
+    const next = async () => {
+      const index = replay.index >= replay.timeline.length - 1 ? 0 : replay.index + 1;
+      const failed = await go(index);
+      if (!replay.timer) return;
+      if (failed || index >= replay.timeline.length - 1) return stop();
+      replay.timer = setTimeout(next, PLAY_MS);
+    };
+    replay.timer = setTimeout(next, 0);
+  }
+
+  function stop() {
+    clearTimeout(replay.timer);
+    replay.timer = 0;
+    parts.play.textContent = "▶ Play";
+  }
+
+  const pointOf = (answer) => replay.timeline.find((p) => p.step === answer.snapshot.step) || answer.snapshot;
+
+  return {
+    chapter, title: "training replay", figures: [container], asks: "text", mount, ask, draw,
+    keys: () => (replay.model ? [null] : []),
+    panels: () => [parts.mapPlot, parts.curvePlot],
+    failure: (error) => couldNot("training replay", error),
+    describe: (answer) => story(pointOf(answer), mapOf(answer), answer),
+    rows: (answer) => {
+      const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
+      const [layer, head] = selected();
+      const which = replay.model.heads > 1 ? `layer ${layer + 1}, head ${head + 1}` : "alignment";
+      return mapTable(map, `Cross-attention of ${replay.model.name} at step ${answer.snapshot.step} (${which}, validation BLEU ${fmt(pointOf(answer).valid_bleu)})`);
+    },
+  };
+}
+
+/** The cross-attention maps a model has: its heads by layer (the last layer first), or its one alignment. */
+function headPicker(model) {
+  const select = el("select");
+  select.dataset.testid = `scrub-head-${model.name}`;
+  select.setAttribute("aria-label", "Which cross-attention map");
+  for (let layer = model.layers - 1; layer >= 0; layer -= 1) {
+    for (let head = 0; head < Math.max(model.heads, 1); head += 1) {
+      const option = el("option", "", model.heads > 1 ? `layer ${layer + 1}, head ${head + 1}` : "alignment");
+      option.value = `${layer}.${head}`;
+      select.append(option);
+    }
+  }
+  select.hidden = select.options.length < 2;
+  return select;
+}
+
+function figure(title, testid, className) {
+  const caption = el("figcaption", "panel__caption");
+  caption.append(el("span", "panel__title", title));
+  const div = el("div", className);
+  div.dataset.testid = testid;
+  div.setAttribute("role", "group");
+  div.setAttribute("aria-label", title);
+  el("figure", "panel").append(caption, div);
+  return div;
+}
+
+const fixed = (value, digits) => (value == null ? "not measured" : Number(value).toFixed(digits));

@@ -1,0 +1,29 @@
+// What chapter views share, by name: one view sets a value, the others read it or are told of each
+// new one. Chapters never import each other; they meet here (chapter 4's card choice drives chapter
+// 9's heads, chapter 9's selection its lab, every chapter's headline chapter 11's recap, ...).
+// Names in use: text (the latest text every view was asked about), model (the selected card),
+// heads (chapter 9's model, selection and its answer), hover (the token hovered in chapter 9), row
+// (the output word picked in chapter 5), lag (chapter 3's long-lag results and choice), live
+// (chapter 4's live set-up), headline:N (chapter N's line in the recap).
+
+const values = new Map();
+const watchers = new Map(); // name -> [watcher]
+
+/** The value last set under `name` (undefined before any). */
+export const get = (name) => values.get(name);
+
+/** Set `name` and tell its watchers, even of an equal value: a headline measured again is news. */
+export function set(name, value) {
+  values.set(name, value);
+  for (const watcher of watchers.get(name) || []) watcher(value);
+}
+
+/** Call `watcher(value)` at every set of `name`, and now if it has a value already. */
+export function watch(name, watcher) {
+  if (!watchers.has(name)) watchers.set(name, []);
+  watchers.get(name).push(watcher);
+  if (values.has(name)) watcher(values.get(name));
+}
+
+/** Chapter `chapter`'s line in the recap; `lasting`: true when it holds for any text (a timing of this server). */
+export const headline = (chapter, text, lasting = false) => set(`headline:${chapter}`, { text, lasting });

@@ -1,0 +1,148 @@
+"""One shape for a chapter view: every module of static/js/chapters/ exports the same interface
+(static/js/contents.js says what each member is), owns elements of its own chapter's section, and
+says what it drew in one sentence and as a table; main.js names no chapter, and no chapter imports
+another (what two share goes through static/js/store.js)."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import show_everything
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = ROOT / "static" / "js" / "chapters"
+MAIN = ROOT / "static" / "js" / "main.js"
+PAGE = ROOT / "templates" / "index.html"
+# the interface: each member's type as `typeof` says it
+SHAPE = {"chapter": "string", "title": "string", "figures": "object", "asks": "string", "mount": "function",
+         "keys": "function", "panels": "function", "ask": "function", "draw": "function", "failure": "function",
+         "describe": "function", "rows": "function"}
+ASKS = ["typed", "text", "start", "self"]
+
+
+def modules() -> list[str]:
+    return sorted(path.stem for path in CHAPTERS.glob("*.js"))
+
+
+class ChapterIds(HTMLParser):
+    """The ids of the page's chapter sections (section[data-chapter]) and of every element inside them."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+        self.depth = 0  # > 0 inside a chapter section: the sections' nesting depth below it
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if self.depth:
+            self.depth += tag == "section"
+        elif tag == "section" and "data-chapter" in attrs:
+            self.depth = 1
+        if self.depth and attrs.get("id"):
+            self.ids.add(attrs["id"])
+
+    def handle_endtag(self, tag):
+        if self.depth and tag == "section":
+            self.depth -= 1
+
+
+def chapter_names() -> set[str]:
+    parser = ChapterIds()
+    parser.feed(PAGE.read_text())
+    assert {"gradients", "translations", "heads", "curves-plot", "recap"} <= parser.ids  # the parser finds them
+    return parser.ids | set(modules())
+
+
+def test_main_names_no_chapter():
+    """main.js is the text box and the list of chapters: it names no chapter's module, section or element."""
+    main = MAIN.read_text()
+    named = (name for name in chapter_names() if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", main))
+    found = sorted(named)
+    assert found == [], f"main.js names chapters' modules or elements: {found}"
+    assert "chapters/" not in main
+
+
+def test_no_chapter_imports_another():
+    names = set(modules())
+    assert len(names) >= 11
+    for name in names:
+        imported = re.findall(r"""from\s+["']([^"']+)["']""", (CHAPTERS / f"{name}.js").read_text())
+        assert all(path.startswith("../") for path in imported), (name, imported)
+
+
+EXPORTS = """async ([urls, shape]) => {
+    const found = {};
+    for (const url of urls) {
+        const view = await import(url);
+        found[url] = {
+            types: Object.fromEntries(Object.keys(shape).map((k) => [k, typeof view[k]])),
+            chapter: view.chapter, asks: view.asks, figures: view.figures,
+            owned: (view.figures || []).map((id) =>
+                document.getElementById(id)?.closest("section[data-chapter]")?.dataset.chapter ?? null),
+        };
+    }
+    return found;
+}"""
+
+
+@pytest.mark.browser
+def test_every_chapter_module_exports_the_shape(fresh_page):
+    page, problems = fresh_page
+    urls = [f"/static/js/chapters/{name}.js" for name in modules()]
+    found = page.evaluate(EXPORTS, [urls, SHAPE])
+    sections = page.locator("main section[data-chapter]").evaluate_all("els => els.map(e => e.dataset.chapter)")
+    for url in urls:
+        view = found[url]
+        assert view["types"] == SHAPE, url
+        assert view["asks"] in ASKS and view["chapter"] in sections, url
+        assert view["figures"] and all(isinstance(i, str) for i in view["figures"]), url
+        assert view["owned"] == [view["chapter"]] * len(view["figures"]), (url, view["figures"], view["owned"])
+    assert problems.errors == []
+
+
+# every view's last answer (requests.js keeps it), said by its own describe and rows
+SAID = """async (urls) => {
+    const { lastAnswer } = await import("/static/js/requests.js");
+    const said = {};
+    for (const url of urls) {
+        const view = await import(url);
+        for (const key of view.keys()) {
+            const answer = lastAnswer(view, key);
+            if (answer === undefined) continue;
+            said[`${url} ${key}`] = { describe: view.describe(answer, key), rows: view.rows(answer, key) };
+        }
+    }
+    return said;
+}"""
+
+
+@pytest.mark.browser
+def test_every_view_describes_what_it_drew_in_a_sentence_and_a_table(open_page):
+    """After every figure is drawn (chapter 6 measured, chapter 4's live run trained), each view's
+    describe and rows speak of the answer it drew: a sentence with no hole, a table whose every row
+    has a cell per header."""
+    page, problems = open_page("?tlen=4,8&tl=4&tsteps=40&tc=lstm,lstm-additive")
+    show_everything(page)
+    page.get_by_test_id("timing-measure").click()
+    page.wait_for_function("document.getElementById('timing-plot').dataset.state === 'drawn'", timeout=60_000)
+    page.get_by_test_id("live-start").click()
+    page.wait_for_function("() => document.documentElement.dataset.liveRunning === 'true'")
+    page.wait_for_function("() => document.documentElement.dataset.liveRunning === ''", timeout=120_000)
+    urls = [f"/static/js/chapters/{name}.js" for name in modules()]
+    said = page.evaluate(SAID, urls)
+    assert {key.split(" ")[0] for key in said} == set(urls), "every view drew an answer"
+    for key, what in said.items():
+        sentence, table = what["describe"], what["rows"]
+        assert isinstance(sentence, str) and len(sentence) > 20, key
+        assert not re.search(r"\b(undefined|NaN|null|\[object Object\])\b", sentence), (key, sentence)
+        assert isinstance(table["caption"], str) and table["caption"], key
+        assert table["headers"] and all(isinstance(h, str) for h in table["headers"]), key
+        assert table["rows"], (key, table)
+        for row in table["rows"]:
+            assert len(row) == len(table["headers"]) and all(isinstance(c, str) for c in row), (key, row)
+            assert not any(re.search(r"\b(undefined|NaN|null)\b", c) for c in row), (key, row)
+    assert problems.errors == []
