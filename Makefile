@@ -49,7 +49,8 @@ lint: $(STAMP)
 # Speed as ratios that travel between machines (bench/floor.py), whether the served weight layout
 # changes any translation or map on the test split (bench/fidelity.py), our translation against
 # CTranslate2's on the same weights (bench/peer.py; ctranslate2 is installed for it, the app does not
-# use it), 16 clients for 60 s of mixed requests (bench/load.py), then keystroke -> update in a real
+# use it), 16 clients for 60 s of mixed requests (bench/load.py), typing readers per replica
+# (bench/readers.py), then keystroke -> update in a real
 # browser (bench/bench_page.py; compare it across machines beside floor.json's bandwidth), the page
 # under Lighthouse, desktop and mobile presets (bench/lighthouse.py; it installs the pinned Lighthouse
 # with npm into ~/.cache/attention-lab on first use, so it needs Node 18+; nothing else does) and a
@@ -61,6 +62,7 @@ bench: $(STAMP)
 	$(PY) bench/fidelity.py --models transformer,lstm-additive --json bench/results/fidelity.json
 	$(PY) bench/peer.py --json bench/results/peer.json
 	$(PY) bench/load.py --json bench/results/load.json
+	$(PY) bench/readers.py --json bench/results/readers.json
 	$(PY) bench/bench_page.py --json > bench/results/page.json
 	$(PY) bench/lighthouse.py --runs 3 --json bench/results/lighthouse.json
 	$(PY) bench/chapter_links.py --runs 3 --json bench/results/chapter_links.json
