@@ -42,12 +42,13 @@ const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross"
 export function describe(answer, name) {
   const map = crossOf(answer);
   if (!map || !map.rows.length) return `${name} produced no attention for this sentence.`;
-  let best = [0, 0];
-  map.weights.forEach((row, i) => row.forEach((w, j) => { if (w > map.weights[best[0]][best[1]]) best = [i, j]; }));
-  const [i, j] = best;
-  return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces; each output word puts on average ` +
-    `${fmt(sharpness(map.weights))} of its weight on one source piece, most of all “${showToken(map.rows[i])}” on ` +
-    `“${showToken(map.cols[j])}” (${fmt(map.weights[i][j])}).`;
+  // each output word and the source piece it looks at most, as the figure's brightest cell per row
+  const looks = map.weights.map((row, i) => {
+    const j = row.indexOf(Math.max(...row));
+    return `“${showToken(map.rows[i])}” looks at “${showToken(map.cols[j])}”, ${fmt(row[j])}`;
+  });
+  return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces, each putting on average ` +
+    `${fmt(sharpness(map.weights))} of its weight on one source piece: ${looks.join("; ")}.`;
 }
 
 export function rows(answer, name) {
