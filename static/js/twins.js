@@ -3,7 +3,7 @@
 // aria-describedby) and its table twin (rows, behind a "Show the numbers" button, hidden until
 // asked), the same numbers the figure shows with the page's rounding. A heatmap takes focus and its
 // cells are read one by one with the arrow keys ("row, column, value", in one polite live region);
-// Escape leaves it for its figure. Nothing here knows one chapter from another.
+// Escape leaves it for the control after it. Nothing here knows one chapter from another.
 import { el } from "./dom.js";
 import { fmt } from "./facts.js";
 
@@ -138,12 +138,15 @@ function onKey(div, event) {
   } catch (error) { /* not drawn yet */ }
 }
 
-/** Escape: back to the figure around the heatmap, so Tab goes on from there. */
+/** Escape: out of the heatmap to the control that follows it (its download button), so Tab goes on from there, never back in. */
 function leave(div) {
-  const figure = div.closest("figure") || div.parentElement;
-  if (!figure.hasAttribute("tabindex")) figure.tabIndex = -1;
   try { window.Plotly.Fx.unhover(div); } catch (error) { /* nothing hovered */ }
-  figure.focus();
+  const next = [div.nextElementSibling, div.nextElementSibling?.nextElementSibling]
+    .map((node) => node && (node.matches("button") ? node : node.querySelector("button")))
+    .find((button) => button && button.offsetParent && !button.classList.contains("numbers--none"));
+  const target = next || div.closest("figure") || div.parentElement;
+  if (!next && !target.hasAttribute("tabindex")) target.tabIndex = -1;
+  target.focus();
 }
 
 /** Plotly's label text, as plain text. */
