@@ -44,6 +44,7 @@ function twinOf(div) {
   const table = el("table", "twin__table");
   table.id = `twin-table-${made}`;
   table.hidden = true;
+  table.tabIndex = 0; // a wide table scrolls sideways: the keyboard scrolls it once it has focus
   button.setAttribute("aria-expanded", "false");
   button.setAttribute("aria-controls", table.id);
   if (div.dataset.testid) button.dataset.testid = `twin-${div.dataset.testid}`;

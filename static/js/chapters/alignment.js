@@ -2,9 +2,9 @@
 // words (rows) by source words (columns), one panel per model, from the one compare stream (keyed
 // by model). A click on a row picks that output word for the scores below (store `row`).
 import { el } from "../dom.js";
-import { fmt, mapTable, sharpness } from "../facts.js";
+import { fmt, mapTable, sharpness, strongest } from "../facts.js";
 import { whenNear } from "../lazy.js";
-import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty, showToken } from "../plots.js";
+import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty } from "../plots.js";
 import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
 
@@ -42,13 +42,8 @@ const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross"
 export function describe(answer, name) {
   const map = crossOf(answer);
   if (!map || !map.rows.length) return `${name} produced no attention for this sentence.`;
-  // each output word and the source piece it looks at most, as the figure's brightest cell per row
-  const looks = map.weights.map((row, i) => {
-    const j = row.indexOf(Math.max(...row));
-    return `“${showToken(map.rows[i])}” looks at “${showToken(map.cols[j])}”, ${fmt(row[j])}`;
-  });
   return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces, each putting on average ` +
-    `${fmt(sharpness(map.weights))} of its weight on one source piece: ${looks.join("; ")}.`;
+    `${fmt(sharpness(map.weights))} of its weight on one source piece: ${strongest(map)}.`;
 }
 
 export function rows(answer, name) {
