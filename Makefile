@@ -17,7 +17,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-install: $(STAMP)
+# The page's accessibility audit injects axe-core (package.json, pinned in package-lock.json) from
+# node_modules/; nothing the server ships needs Node.
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found (apt-get install -y npm)"; exit 1; }
+	npm ci --silent --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+install: $(STAMP) $(NODE_STAMP)
 
 # uvicorn's limits for an open network (docs/SERVER.md): request heads within
 # ATTENTION_LAB_HEADER_TIMEOUT seconds (app/serving.py), idle keep-alive connections closed after 5 s,
@@ -28,7 +36,7 @@ UVICORN_LIMITS := --http app.serving:H11 --timeout-keep-alive 5 --limit-concurre
 serve: $(STAMP)
 	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 $(UVICORN_LIMITS)
 
-test: lint
+test: lint $(NODE_STAMP)
 	$(PY) -m pytest -q
 
 # What ships, started as it ships (both run by .ci/run after `make test`): the server from a fresh
@@ -73,4 +81,4 @@ checkpoints: $(STAMP)
 	FRESH=1 $(if $(CHECKPOINT_MINUTES),MINUTES="$(CHECKPOINT_MINUTES)") PY=$(PY) scripts/train_all.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache node_modules

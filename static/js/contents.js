@@ -19,6 +19,7 @@
 //   failure(error, key)        the failure in its words (null: its panels keep what they show)
 //   describe(answer, key)      the answer drawn, in one sentence
 //   rows(answer, key)          the answer drawn, as a table: {caption, headers, rows}
+//                              (twins.js shows both beside each of its plot panels after every draw)
 //
 // Chapters never import each other: what two share goes through store.js.
 import * as alignment from "./chapters/alignment.js";

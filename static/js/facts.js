@@ -44,3 +44,11 @@ export function mapTable(map, caption, corner = "output word") {
     rows: map.weights.map((row, i) => [showToken(map.rows[i]), ...row.map(fmt)]),
   };
 }
+
+/** Each row's strongest column and its weight, as the brightest cell of each row: "“bread” looks at “pain”, 0.83; …". */
+export function strongest(map) {
+  return map.weights.map((row, i) => {
+    const j = row.indexOf(Math.max(...row));
+    return `“${showToken(map.rows[i])}” looks at “${showToken(map.cols[j])}”, ${fmt(row[j])}`;
+  }).join("; ");
+}

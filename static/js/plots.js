@@ -29,7 +29,12 @@ export function loadPlotly() {
   return loading;
 }
 
-/** Colour-blind-safe sequential scale for attention weights (0..1). */
+/**
+ * Colour-blind-safe sequential scale for attention weights (0..1): viridis rises in lightness from
+ * end to end, so protan, deutan and tritan readers see the same order; its ends, #440154 and
+ * #fde725, differ by a contrast of 12.1:1 (cividis, for signed values: #00204d to #ffea46, 13.0:1).
+ * Plotly draws every change without transitions, so prefers-reduced-motion has nothing to stop.
+ */
 export const WEIGHT_SCALE = "Viridis";
 export const GATE_SCALE = "Cividis";
 
@@ -206,7 +211,10 @@ export function draw(div, data, layout, filename, numbers) {
       if (!div.dataset[`on${event}`]) div.on(event, handler);
       div.dataset[`on${event}`] = "1";
     }
-    return drawn.then(() => keyboardModebar(div));
+    return drawn.then(() => {
+      keyboardModebar(div);
+      div.dispatchEvent(new CustomEvent("plot:drawn")); // twins.js: a heatmap takes the keys
+    });
   };
   if (window.Plotly) return react();
   return loadPlotly().then(react, (error) => {
@@ -242,6 +250,7 @@ export function showEmpty(div, message) {
   empty.textContent = message;
   div.dataset.state = "empty";
   offerNumbers(div, undefined);
+  div.dispatchEvent(new CustomEvent("plot:drawn")); // no heatmap any more: it leaves the tab order
 }
 
 /** A heatmap of one attention map on integer axes, with both tokens and the weight on hover. */

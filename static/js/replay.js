@@ -5,7 +5,7 @@
 // (POST /api/snapshots), how sharp its rows are, and the validation BLEU of that step.
 import * as api from "./api.js";
 import { el } from "./dom.js";
-import { fmt, mapTable, sharpness } from "./facts.js";
+import { fmt, mapTable, sharpness, strongest } from "./facts.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
 import { couldNot } from "./requests.js";
 
@@ -169,7 +169,11 @@ export function replayView({ chapter, container, key, candidates }) {
     keys: () => (replay.model ? [null] : []),
     panels: () => [parts.mapPlot, parts.curvePlot],
     failure: (error) => couldNot("training replay", error),
-    describe: (answer) => story(pointOf(answer), mapOf(answer), answer),
+    describe: (answer) => {
+      const map = mapOf(answer);
+      const looks = map && map.rows.length ? ` Each output word: ${strongest(map)}.` : "";
+      return `${story(pointOf(answer), map, answer)}${looks}`;
+    },
     rows: (answer) => {
       const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
       const [layer, head] = selected();

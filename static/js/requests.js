@@ -14,6 +14,7 @@ import { whenNear } from "./lazy.js";
 import { showEmpty } from "./plots.js";
 import { Speculation, unlessAborted } from "./speculate.js";
 import * as store from "./store.js";
+import { liveRegion, showTwins } from "./twins.js";
 
 window.attentionLab = { lastUpdate: null };
 
@@ -159,6 +160,7 @@ class Line {
       if (!drawn.has(view)) drawn.set(view, new Map());
       drawn.get(view).set(key, answer);
       await view.draw(answer, key);
+      showTwins(view, key, answer); // its sentence and table, in step with what it drew
       return { label: this.label(), why: null, wait: null };
     } catch (error) {
       if (isAbort(error) || signal.aborted) return null;
@@ -303,6 +305,8 @@ class Round {
       window.attentionLab.lastUpdate = detail;
       document.documentElement.dataset.updated = String(this.generation);
       window.dispatchEvent(new CustomEvent("lab:updated", { detail }));
+      // one polite word per round, never one per figure: the views changed together
+      if (text && text.trim()) liveRegion("round-said").textContent = `Updated for: ${text.trim()}`;
     }));
   }
 }

@@ -2,9 +2,9 @@
 // words (rows) by source words (columns), one panel per model, from the one compare stream (keyed
 // by model). A click on a row picks that output word for the scores below (store `row`).
 import { el } from "../dom.js";
-import { fmt, mapTable, sharpness } from "../facts.js";
+import { fmt, mapTable, sharpness, strongest } from "../facts.js";
 import { whenNear } from "../lazy.js";
-import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty, showToken } from "../plots.js";
+import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty } from "../plots.js";
 import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
 
@@ -42,12 +42,8 @@ const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross"
 export function describe(answer, name) {
   const map = crossOf(answer);
   if (!map || !map.rows.length) return `${name} produced no attention for this sentence.`;
-  let best = [0, 0];
-  map.weights.forEach((row, i) => row.forEach((w, j) => { if (w > map.weights[best[0]][best[1]]) best = [i, j]; }));
-  const [i, j] = best;
-  return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces; each output word puts on average ` +
-    `${fmt(sharpness(map.weights))} of its weight on one source piece, most of all “${showToken(map.rows[i])}” on ` +
-    `“${showToken(map.cols[j])}” (${fmt(map.weights[i][j])}).`;
+  return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces, each putting on average ` +
+    `${fmt(sharpness(map.weights))} of its weight on one source piece: ${strongest(map)}.`;
 }
 
 export function rows(answer, name) {

@@ -4,7 +4,7 @@
 // follows the picked card (store `model`) when it has heads. The selection (kind, layer, head) has
 // one owner, the URL state; this view shares it, with the shown model's answer (store `heads`), and
 // outlines the token hovered anywhere in the chapter (store `hover`).
-import { fmt, mapTable, sharpness } from "../facts.js";
+import { fmt, mapTable, sharpness, strongest } from "../facts.js";
 import { whenNear } from "../lazy.js";
 import {
   shareColumnHover, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, onPlot, plotText, showEmpty, showToken, tokenAxis,
@@ -157,7 +157,7 @@ export function describe(answer, name) {
   const map = selectedMap(answer);
   if (!map) return `${name} returned no ${kind} attention maps for this sentence.`;
   return `${name}'s ${kind} attention: ${layers} layers × ${heads} heads. In layer ${layer + 1}, head ${head + 1}, each of its ` +
-    `${map.rows.length} rows puts on average ${fmt(sharpness(map.weights))} of its weight on one of ${map.cols.length} columns.`;
+    `${map.rows.length} rows puts on average ${fmt(sharpness(map.weights))} of its weight on one of ${map.cols.length} columns: ${strongest(map)}.`;
 }
 
 export function rows(answer, name) {

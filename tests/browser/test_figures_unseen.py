@@ -1,0 +1,207 @@
+"""Every figure readable without seeing it (static/js/twins.js): each Plotly figure is described by a
+sentence (aria-describedby) and has a table twin behind a "Show the numbers" button, both carrying
+the numbers the API answered, with the page's rounding; a heatmap's cells are read by keyboard, and
+Escape and Tab leave it; axe-core finds nothing against WCAG 2.2 A/AA while the page loads and once
+it has loaded, on a desktop and a phone."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from decimal import ROUND_HALF_UP, Context, Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.browser.conftest import show_everything
+
+ROOT = Path(__file__).resolve().parents[2]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+# asked again from Python to know the API's numbers; a live training run is not asked twice
+NOT_ASKED_AGAIN = ("/api/train",)
+SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:×10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?%?")
+
+pytestmark = pytest.mark.browser
+
+
+def fixed(x: float, digits: int) -> str:
+    """JavaScript's toFixed: the exact binary value rounded, a tie away from zero (Python's rounds to even)."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def precision(x: float, digits: int) -> str:
+    """JavaScript's toPrecision for numbers between 1e-3 and 1e4, ties away from zero."""
+    rounded = Context(prec=digits, rounding=ROUND_HALF_UP).plus(Decimal(x))
+    return format(rounded.quantize(Decimal(1).scaleb(rounded.adjusted() - digits + 1)), "f")
+
+
+def fmt(x: float) -> str:
+    """static/js/facts.js's fmt: two significant digits, very small or large numbers as 1.1×10⁻¹³."""
+    if not math.isfinite(x):
+        return "–"
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e4):
+        mantissa, exponent = f"{x:.1e}".split("e")
+        return f"{mantissa}×10{str(int(exponent)).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
+    return fixed(x, 0) if x >= 10 else precision(x, 2)
+
+
+def said(value) -> set[str]:
+    """Every way the page writes one number of an answer: fmt, a whole number, a percentage, fixed decimals."""
+    if isinstance(value, bool):
+        return set()
+    found = {fmt(value), f"{round(100 * value)}%", *(fixed(value, d) for d in (1, 2, 3))}
+    if float(value).is_integer():
+        found.add(str(int(value)))
+    return found
+
+
+def numbers_in(answer) -> set[str]:
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        return said(answer)
+    if isinstance(answer, dict):
+        answer = answer.values()
+    if isinstance(answer, (list, tuple)) or hasattr(answer, "__iter__") and not isinstance(answer, str):
+        return set().union(*(numbers_in(item) for item in answer)) if answer else set()
+    return set()
+
+
+def api_numbers(server: str, requests: list[dict]) -> set[str]:
+    """The numbers of every answer the page was given, asked again from Python with the same request."""
+    found: set[str] = set()
+    seen = set()
+    for request in requests:
+        key = (request["method"], request["url"], request["body"])
+        if key in seen or any(path in request["url"] for path in NOT_ASKED_AGAIN):
+            continue
+        seen.add(key)
+        body = json.loads(request["body"]) if request["body"] else None
+        reply = httpx.request(request["method"], request["url"], json=body, timeout=120)
+        if reply.status_code != 200:
+            continue
+        for line in reply.text.splitlines():  # a stream (compare) answers a JSON document a line
+            if line.strip():
+                found |= numbers_in(json.loads(line))
+    return found
+
+
+def recording(page) -> list[dict]:
+    """Every API request the page makes from now on: method, URL, body."""
+    requests: list[dict] = []
+    page.on("request", lambda r: "/api/" in r.url and requests.append(
+        {"method": r.method, "url": r.url, "body": r.post_data}))
+    return requests
+
+
+FIGURES = """() => [...document.querySelectorAll('.plot')].map((p, index) => {
+    const described = p.getAttribute('aria-describedby');
+    const sentence = described ? document.getElementById(described) : null;
+    return { index, drawn: p.dataset.state === 'drawn', id: p.id || p.dataset.testid,
+             heatmap: (p.data || []).some((t) => t.type === 'heatmap'),
+             sentence: sentence ? sentence.textContent : null };
+}).filter((f) => f.drawn)"""
+
+TABLE = """(button) => {
+    const table = document.getElementById(button.getAttribute('aria-controls'));
+    return { hidden: table.hidden, caption: table.caption ? table.caption.textContent : null,
+             scoped: [...table.querySelectorAll('th')].every((th) => th.scope === 'col' || th.scope === 'row'),
+             cells: [...table.querySelectorAll('td')].map((td) => td.textContent) };
+}"""
+
+
+def test_every_figure_has_a_sentence_and_a_table_with_the_apis_numbers(browser_page, server):
+    page, problems = browser_page
+    page.unroute_all(behavior="ignoreErrors")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    problems.clear()
+    requests = recording(page)
+    page.goto(f"{server}/")
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+    show_everything(page)
+    page.wait_for_timeout(300)
+    known = api_numbers(server, requests)
+    figures = page.evaluate(FIGURES)
+    assert len(figures) >= 10, figures
+    assert any(f["heatmap"] for f in figures)
+    for figure in figures:
+        sentence = figure["sentence"]
+        assert sentence and len(sentence) > 20, figure
+        written = set(NUMBER.findall(sentence))
+        assert written & known, (figure["id"], sentence)
+        plot = page.locator(".plot").nth(figure["index"])
+        twin = plot.locator("xpath=following-sibling::div[contains(@class, 'twin')][1]")
+        button = twin.locator("button.twin__toggle")
+        assert button.count() == 1, figure
+        assert button.get_attribute("aria-expanded") == "false"
+        assert button.evaluate(TABLE)["hidden"]
+        button.click()
+        assert button.get_attribute("aria-expanded") == "true"
+        table = button.evaluate(TABLE)
+        assert not table["hidden"] and table["caption"] and table["scoped"], (figure["id"], table)
+        numeric = [number for cell in table["cells"] for number in NUMBER.findall(cell)]
+        assert numeric, (figure["id"], table)
+        missing = [cell for cell in numeric if cell not in known]
+        assert not missing, (figure["id"], missing[:10])
+        button.click()
+        assert button.evaluate(TABLE)["hidden"]
+    # one polite word for the round, never one per figure
+    assert page.locator("#round-said").text_content() == "Updated for: Je mange du pain."
+    assert problems.errors == []
+
+
+def test_a_heatmap_is_read_by_keyboard_and_lets_go(open_page):
+    page, problems = open_page()
+    show_everything(page)
+    page.get_by_test_id("source").focus()
+    for _ in range(400):  # Tab only, from the text box, to the first heatmap
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('role') === 'application'"):
+            break
+    else:
+        pytest.fail("Tab never reached a heatmap")
+    page.evaluate("window.heatmap = document.activeElement")
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"
+    read = []
+    for key in ["ArrowRight", "ArrowDown", "ArrowRight", "ArrowDown"]:
+        page.keyboard.press(key)
+        read.append(page.locator("#cell-said").text_content())
+    assert len(set(read)) >= 3, read
+    assert all(re.fullmatch(r".+, .+, " + NUMBER.pattern, text) for text in read), read
+    page.keyboard.press("Escape")
+    assert not page.evaluate("window.heatmap.contains(document.activeElement)")
+    page.keyboard.press("Tab")  # on from there: not back into the heatmap, not lost on the body
+    assert not page.evaluate("window.heatmap.contains(document.activeElement)")
+    assert page.evaluate("document.activeElement !== document.body")
+    assert problems.errors == []
+
+
+AUDIT = """async (tags) => {
+    const only = { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] };
+    const result = await axe.run(document, only);
+    return { passed: result.passes.length, violations: result.violations.map((v) => ({ id: v.id, help: v.help,
+        nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ') + ': ' + n.failureSummary.slice(0, 200)) })) };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_axe_finds_nothing_while_loading_and_loaded(browser_page, server, width):
+    if not AXE.exists():
+        pytest.skip(f"{AXE.relative_to(ROOT)} is missing: `make install` installs it (npm ci)")
+    page, problems = browser_page
+    page.unroute_all(behavior="ignoreErrors")
+    page.set_viewport_size({"width": width, "height": 900 if width > 800 else 844})
+    problems.clear()
+    page.goto(f"{server}/", wait_until="domcontentloaded")
+    page.add_script_tag(path=str(AXE))
+    loading = page.evaluate(AUDIT, WCAG)
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+    show_everything(page)
+    page.locator(".twin__toggle").first.click()  # a table twin open: its markup is audited too
+    loaded = page.evaluate(AUDIT, WCAG)
+    assert loading["passed"] > 10 and loaded["passed"] > 10  # axe did check the page
+    assert loading["violations"] == [], loading
+    assert loaded["violations"] == [], loaded
+    assert problems.errors == []
