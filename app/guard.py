@@ -97,11 +97,12 @@ class BodyLimit:
         if message is None:
             await self._too_large(send, 413)
             return
-        places = non_finite_places(b"".join(chunks)) if scope["method"] != "GET" else []
+        body = b"".join(chunks)
+        places = non_finite_places(body) if scope["method"] != "GET" else []
         if places:
             await send_json(send, 422, [_not_a_number(literal, loc) for literal, loc in places[:MOST_PLACES]])
             return
-        first: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        first: Message = {"type": "http.request", "body": body, "more_body": False}
         if message["type"] != "http.request":
             first = message
         replayed = False

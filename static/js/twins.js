@@ -28,8 +28,14 @@ export function showTwins(view, key, answer) {
   const plots = view.panels(key).filter((panel) => panel && panel.classList.contains("plot"));
   if (!plots.length) return;
   const sentence = view.describe(answer, key);
-  const table = view.rows(answer, key);
-  for (const div of plots) fill(twinOf(div), sentence, table);
+  let table = null; // rows are built only for an open table: most readers never open one
+  const rows = () => (table ??= view.rows(answer, key));
+  for (const div of plots) {
+    const twin = twinOf(div);
+    twin.sentence.textContent = sentence;
+    twin.rows = rows;
+    if (!twin.table.hidden) fill(twin);
+  }
 }
 
 /** The twin of `div`, made on its first draw after the plot (and its download button, if made). */
@@ -48,28 +54,32 @@ function twinOf(div) {
   button.setAttribute("aria-expanded", "false");
   button.setAttribute("aria-controls", table.id);
   if (div.dataset.testid) button.dataset.testid = `twin-${div.dataset.testid}`;
-  button.addEventListener("click", () => toggle(button, table));
   box.append(sentence, button, table);
   const after = div.nextElementSibling?.classList.contains("numbers") ? div.nextElementSibling : div;
   after.after(box);
   div.setAttribute("aria-describedby", sentence.id);
   div.addEventListener("plot:drawn", () => heatmapKeys(div));
-  const twin = { sentence, button, table };
+  const twin = { sentence, button, table, rows: null };
+  button.addEventListener("click", () => toggle(twin));
   twins.set(div, twin);
   heatmapKeys(div);
   return twin;
 }
 
-function toggle(button, table) {
+function toggle(twin) {
+  const { button, table } = twin;
   const open = button.getAttribute("aria-expanded") !== "true";
   button.setAttribute("aria-expanded", String(open));
   button.textContent = open ? "Hide the numbers" : "Show the numbers";
+  if (open) fill(twin);
   table.hidden = !open;
 }
 
-/** The sentence and the table, rebuilt from the answer drawn (a table is small: no diffing). */
-function fill({ sentence, table }, said, { caption, headers, rows }) {
-  sentence.textContent = said;
+/** The table, rebuilt from the answer drawn last (a table is small: no diffing). */
+function fill(twin) {
+  if (!twin.rows) return;
+  const { caption, headers, rows } = twin.rows();
+  const { table } = twin;
   const head = el("tr");
   headers.forEach((text) => {
     const th = el("th", "", text);
