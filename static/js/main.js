@@ -4,6 +4,7 @@
 // replacing the last (requests.js). Nothing here knows one chapter from another.
 import * as api from "./api.js";
 import { loadCatalog } from "./catalog.js";
+import { useLanguage } from "./i18n.js";
 import { Composer, say } from "./composer.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
@@ -43,7 +44,10 @@ function update({ lab, page, composer }) {
 
 async function start() {
   const lab = new Lab(api.compare);
-  const catalog = await loadCatalog((error) => say(`Could not list the models (${api.explain(error)}).`, "error"));
+  const [catalog] = await Promise.all([
+    loadCatalog((error) => say(`Could not list the models (${api.explain(error)}).`, "error")),
+    useLanguage("en").catch(() => "en"), // a missing catalogue leaves the words in English
+  ]);
   if (!catalog) {
     lab.begin().announce($("source").value);
     return;
