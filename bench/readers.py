@@ -107,6 +107,8 @@ class Reader:
                     pending.cancel()  # superseded: its connection is closed, as the browser's abort does
                 asked, last_key = text, time.perf_counter()
                 pending = asyncio.create_task(self.compare(text))
+            if end == len(words):
+                break  # the last key: no wait for a next one (the latency runs from here)
             await asyncio.sleep(self.rng.uniform(*KEY_MS) / 1000)
             if time.perf_counter() > until:
                 if pending is not None:
