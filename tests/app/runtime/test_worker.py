@@ -223,13 +223,13 @@ def test_interactive_work_queued_behind_an_experiment_runs_before_it_ends():
 
     def experiment():
         started.set()
-        for step in range(200):  # steps until the test lets it finish, pausing after each
+        for _ in range(200):  # steps until the test lets it finish, pausing after each
             if release.is_set():
                 break
             release.wait(0.05)
             worker.pause()
         order.append("experiment")
-        return step
+        return True
 
     try:
         long = worker.submit(experiment, priority=EXPERIMENT)
