@@ -169,12 +169,21 @@ export function replayView({ chapter, container, key, candidates }) {
     keys: () => (replay.model ? [null] : []),
     panels: () => [parts.mapPlot, parts.curvePlot],
     failure: (error) => couldNot("training replay", error),
-    describe: (answer) => {
+    describe: (answer, key, plot) => {
+      if (plot === parts.curvePlot) {
+        const [first, last] = [replay.timeline[0], replay.timeline.at(-1)];
+        return `Validation BLEU of ${replay.model.name} at its ${replay.timeline.length} stored steps: ${fmt(first.valid_bleu)} at step ` +
+          `${first.step}, ${fmt(last.valid_bleu)} at step ${last.step}; the map beside is step ${pointOf(answer).step}.`;
+      }
       const map = mapOf(answer);
       const looks = map && map.rows.length ? ` Each output word: ${strongest(map)}.` : "";
       return `${story(pointOf(answer), map, answer)}${looks}`;
     },
-    rows: (answer) => {
+    rows: (answer, key, plot) => {
+      if (plot === parts.curvePlot) {
+        return { caption: `Validation BLEU of ${replay.model.name} at each stored step`, headers: ["training step", "validation BLEU"],
+          rows: replay.timeline.map((p) => [String(p.step), fmt(p.valid_bleu)]) };
+      }
       const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
       const [layer, head] = selected();
       const which = replay.model.heads > 1 ? `layer ${layer + 1}, head ${head + 1}` : "alignment";

@@ -82,20 +82,57 @@ function drawGates() {
 const curveName = (c) => `${c.model}, ${(c.weights || "trained") === "trained" ? "as shipped" : "at initialization"}`;
 const measured = (shown) => ((shown && shown.curves) || []).filter((c) => c.distance && c.distance.length);
 
-export function describe(shown) {
+/** Each figure in words: the curves' reach, the factors' run, or the gates' extremes. */
+export function describe(shown, key, plot) {
+  if (plot?.id === "factor-plot") return describeFactors(shown, lab.part("factor-view").value);
+  if (plot?.id === "gates-plot") return describeGates(shown, lab.part("gate-view").value);
   const facts = storyFacts(shown, lab.catalog);
   return `On your sentence repeated to ${facts.length} pieces, ${facts.distance} steps before the end the gradient reaching ` +
     `the input is ${facts["plain-trained"]} of the last piece's for the ${facts.plain} as shipped (${facts["plain-initialized"]} ` +
     `at initialization), and ${facts["gated-trained"]} for the ${facts.gated} (${facts["gated-initialized"]}).`;
 }
 
-export function rows(shown) {
-  const curves = measured(shown);
-  const longest = Math.max(0, ...curves.map((c) => c.distance.length));
+export function rows(shown, key, plot) {
+  const factor = plot?.id === "factor-plot" ? lab.part("factor-view").value : null;
+  if (plot?.id === "gates-plot") return gateRows(shown, lab.part("gate-view").value);
+  const curves = factor ? (shown.curves || []).filter((c) => Array.isArray(c[factor])) : measured(shown);
+  const values = (c) => (factor ? c[factor] : c.norm);
+  const longest = Math.max(0, ...curves.map((c) => values(c).length));
   return {
-    caption: "Gradient norm reaching each input, by tokens before the end of the input",
+    caption: factor ? `${FACTORS[factor].title}, by tokens before the end of the input`
+      : "Gradient norm reaching each input, by tokens before the end of the input",
     headers: ["tokens before the end", ...curves.map(curveName)],
-    rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(c.norm[i]))]),
+    rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(values(c)[i]))]),
+  };
+}
+
+function describeFactors(shown, factor) {
+  const curves = (shown.curves || []).filter((c) => Array.isArray(c[factor]) && c[factor].length);
+  if (!curves.length) return `No ${FACTORS[factor].title} was measured.`;
+  return `${FACTORS[factor].title}, from the last token back: ` + curves.map((c) =>
+    `${curveName(c)} ${fmt(c[factor][0])} at the end, ${fmt(c[factor].at(-1))} ${c[factor].length - 1} tokens back`).join("; ") + ".";
+}
+
+function describeGates(shown, view) {
+  const m = gateMatrix(shown, view);
+  if (!m || !m.values.length) return "No LSTM without attention is loaded, so there are no gates to show.";
+  const tokens = m.tokens;
+  const said = m.values.map((values, r) => {
+    const high = values.indexOf(Math.max(...values));
+    const low = values.indexOf(Math.min(...values));
+    return `${m.rows[r]} most open at “${showToken(tokens[high])}” (${fmt(values[high])}), least at “${showToken(tokens[low])}” (${fmt(values[low])})`;
+  });
+  const shown3 = said.slice(0, 3).join("; ");
+  const more = said.length > 3 ? `; ${said.length - 3} more units in the table` : "";
+  return `${shown.gates.model}'s ${view === "mean" ? "gates, averaged over units" : `${view} gate, most active units`}: ${shown3}${more}.`;
+}
+
+function gateRows(shown, view) {
+  const m = gateMatrix(shown, view) || { rows: [], values: [], tokens: [] };
+  return {
+    caption: `${shown.gates?.model || "LSTM"}'s ${view === "mean" ? "gates, averaged over units" : `${view} gate, most active units`}, per token`,
+    headers: ["", ...m.tokens.slice(0, m.values[0]?.length ?? 0).map(showToken)],
+    rows: m.values.map((values, r) => [m.rows[r], ...values.map(fmt)]),
   };
 }
 

@@ -6,7 +6,7 @@
 // off, the prose) is drawn by heads-weighing.js.
 import * as api from "../api.js";
 import { el } from "../dom.js";
-import { fillStory, fmt } from "../facts.js";
+import { fillStory, fmt, mapTable, strongest } from "../facts.js";
 import { changedIndices, drawContributions, drawRanking, headsFacts, showEffect } from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
 import {
@@ -154,12 +154,11 @@ function drawSummed() {
     showEmpty(div, "Pick cross or encoder attention: their columns are the source words you can select.");
     return;
   }
-  const sel = lab.page.sel.filter((j) => j < map.cols.length);
+  const { sel, y } = summed(map);
   if (!sel.length) {
     showEmpty(div, "Click source words above to sum the attention they receive.");
     return;
   }
-  const y = map.weights.map((row) => sel.reduce((s, j) => s + row[j], 0));
   div.dataset.selected = sel.join(",");
   drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
     customdata: map.rows.map((t) => plotText(showToken(t))), hovertemplate: "<b>%{customdata}</b>: %{y:.3f}<extra></extra>" }],
@@ -167,7 +166,45 @@ function drawSummed() {
   `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
 }
 
-export function describe(shown) {
+/** The selected source pieces, and each row's weight on them summed. */
+function summed(map) {
+  const sel = lab.page.sel.filter((j) => j < map.cols.length);
+  return { sel, y: map.weights.map((row) => sel.reduce((s, j) => s + row[j], 0)) };
+}
+
+/** The enlarged head's map and the selection summed over it, or null when the summed plot shows none. */
+function summedShown() {
+  const { kind, layer, head, attention } = heads;
+  const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
+  if (!map || MAP_SIDES[kind].cols[0] !== "source") return null;
+  return { map, ...summed(map) };
+}
+
+/** The rollout map drawn: through the enlarged layer. */
+function rolloutShown(shown) {
+  const layer = Math.min(heads.layer, shown.rollout.length - 1);
+  return { layer, map: { weights: shown.rollout[layer], rows: shown.source_tokens, cols: shown.source_tokens } };
+}
+
+/** Each of its figures in words: the contributions (with the prose's facts), the ranking, the sum, the rollout. */
+export function describe(shown, key, plot) {
+  if (plot?.id === "heads-ranking") {
+    const ranking = shown.alignment ? shown.alignment.ranking : [];
+    const last = ranking.at(-1);
+    return `${shown.model}'s cross heads ranked by overlap with ${shown.alignment?.reference ?? "no reference"}'s alignment: ` +
+      `best ${headsFacts(shown).top}${last ? `; last L${last.layer + 1} H${last.head + 1} (${fmt(last.score)})` : ""}.`;
+  }
+  if (plot?.id === "heads-summed") {
+    const s = summedShown();
+    if (!s || !s.sel.length) return ""; // shown empty: its message says why
+    const top = s.y.indexOf(Math.max(...s.y));
+    return `The enlarged head's weight on ${s.sel.map((j) => `“${showToken(s.map.cols[j])}”`).join(", ")}, summed per row: ` +
+      `most from “${showToken(s.map.rows[top])}” (${fmt(s.y[top])}), ${s.y.map(fmt).join(", ")} in order.`;
+  }
+  if (plot?.id === "heads-rollout") {
+    const { layer, map } = rolloutShown(shown);
+    return `Encoder rollout of ${shown.model} through layer ${layer + 1}: ${strongest(map)}.`;
+  }
   const f = headsFacts(shown);
   const off = shown.heads_off.length ? ` With ${shown.heads_off.length} head${shown.heads_off.length > 1 ? "s" : ""} off, it translates as “${shown.effect?.changed.translation ?? ""}”.` : "";
   return `On your sentence, ${shown.model}'s sharpest cross head is ${f.sharpest} (largest weight ${f["sharpest-weight"]}), adding ` +
@@ -175,12 +212,28 @@ export function describe(shown) {
     `The cross heads that align best with ${f.reference}: ${f.top}.${off}`;
 }
 
-export function rows(shown) {
+export function rows(shown, key, plot) {
+  if (plot?.id === "heads-ranking") {
+    return {
+      caption: `${shown.model}'s cross heads ranked by overlap with ${shown.alignment?.reference ?? "no reference"}'s alignment`,
+      headers: ["head", "overlap"],
+      rows: (shown.alignment ? shown.alignment.ranking : []).map((r) => [`L${r.layer + 1} H${r.head + 1}${r.off ? " (off)" : ""}`, fmt(r.score)]),
+    };
+  }
+  if (plot?.id === "heads-summed") {
+    const s = summedShown() || { map: { rows: [] }, y: [] };
+    return { caption: "The enlarged head's weight on the selected source words, summed per row",
+      headers: ["row", "summed weight"], rows: s.map.rows.map((t, i) => [showToken(t), fmt(s.y[i])]) };
+  }
+  if (plot?.id === "heads-rollout") {
+    const { layer, map } = rolloutShown(shown);
+    return mapTable(map, `Encoder rollout of ${shown.model} through layer ${layer + 1}: source pieces by source pieces`, "source piece");
+  }
   const ranks = new Map((shown.alignment ? shown.alignment.ranking : []).map((r) => [`${r.layer}.${r.head}`, r.score]));
   return {
     caption: `What each head of ${shown.model} adds through W_o (mean norm), its largest weight, and its overlap with the reference alignment`,
-    headers: ["attention", "layer", "head", "adds (mean ‖c_h W_o‖)", "largest weight", "alignment overlap", "switched off"],
-    rows: shown.contributions.map((c) => [c.kind, String(c.layer + 1), String(c.head + 1), fmt(c.mean), fmt(c.max_weight),
+    headers: ["head", "adds (mean ‖c_h W_o‖)", "largest weight", "alignment overlap", "switched off"],
+    rows: shown.contributions.map((c) => [`${c.kind} L${c.layer + 1} H${c.head + 1}`, fmt(c.mean), fmt(c.max_weight),
       c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", c.off ? "yes" : "no"]),
   };
 }

@@ -151,18 +151,35 @@ function selectedMap(answer) {
   return grid[layer] && grid[layer][head];
 }
 
-export function describe(answer, name) {
+/** The grid: its sharpest and its most even head; the enlarged head: each row's strongest column. */
+export function describe(answer, name, plot) {
   const { kind, layer, head } = lab.page;
-  const { layers, heads } = mapsOfKind(answer, kind);
+  const { grid, layers, heads } = mapsOfKind(answer, kind);
   const map = selectedMap(answer);
   if (!map) return `${name} returned no ${kind} attention maps for this sentence.`;
+  if (plot?.id === "heads-grid") {
+    const maps = grid.flat().filter(Boolean).map((m) => ({ m, top: Math.max(...m.weights.flat()) }));
+    const sharp = maps.reduce((a, b) => (b.top > a.top ? b : a));
+    const even = maps.reduce((a, b) => (b.top < a.top ? b : a));
+    const at = ({ m, top }) => `layer ${m.layer + 1}, head ${m.head + 1}, largest weight ${fmt(top)}`;
+    return `${name}'s ${kind} attention: ${layers} layers × ${heads} heads, each a map of ${map.rows.length} rows by ${map.cols.length} ` +
+      `columns. The sharpest: ${at(sharp)}; the most even: ${at(even)}. Picked: layer ${layer + 1}, head ${head + 1}.`;
+  }
   return `${name}'s ${kind} attention: ${layers} layers × ${heads} heads. In layer ${layer + 1}, head ${head + 1}, each of its ` +
     `${map.rows.length} rows puts on average ${fmt(sharpness(map.weights))} of its weight on one of ${map.cols.length} columns: ${strongest(map)}.`;
 }
 
-export function rows(answer, name) {
+export function rows(answer, name, plot) {
   const { kind, layer, head } = lab.page;
   const [cols, rowsAxis] = KIND_AXES[kind] || ["columns", "rows"];
+  if (plot?.id === "heads-grid") {
+    const maps = mapsOfKind(answer, kind).grid.flat().filter(Boolean);
+    return {
+      caption: `${name}'s ${kind} attention, every layer and head: ${rowsAxis} by ${cols}`,
+      headers: ["layer, head, row", ...(maps[0] ? maps[0].cols.map(showToken) : [])],
+      rows: maps.flatMap((m) => m.weights.map((row, i) => [`L${m.layer + 1} H${m.head + 1}, ${showToken(m.rows[i])}`, ...row.map(fmt)])),
+    };
+  }
   const map = selectedMap(answer) || { rows: [], cols: [], weights: [] };
   return mapTable(map, `${name}'s ${kind} attention, layer ${layer + 1}, head ${head + 1}: ${rowsAxis} by ${cols}`, rowsAxis);
 }
@@ -227,7 +244,7 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
     zmin: 0,
     zmax: 1,
     showscale: false,
-    meta: { colorbarTitle: "weight" },
+    meta: { colorbarTitle: "weight", cellParts: ["layer", "head"] },
   };
   const compact = div.clientWidth < 520;
   const annotations = [];

@@ -186,14 +186,23 @@ function verdict(run, partial = false) {
   return `${head} Here the one-vector ${b.contestant} did as well as or better than ${a.contestant} (${pct(b.accuracy)} against ${pct(a.accuracy)}): at this length and budget the bottleneck is not the limit.`;
 }
 
-export function describe(run) {
+/** The accuracy plot: the run's verdict; the loss plot: where each contestant's loss went. */
+export function describe(run, key, plot) {
+  if (plot?.id === "live-loss") {
+    const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
+      `${name} from ${fmt(lines[0].loss)} to ${fmt(lines.at(-1).loss)} nats by step ${lines.at(-1).step}`);
+    return `Training loss, ${run.settings.task} of ${run.settings.length} symbols: ${each.join(", ") || "no turn yet"}.`;
+  }
   return run.error ? `The run stopped early: ${run.error}` : verdict(run, !run.finals.size);
 }
 
-export function rows(run) {
+export function rows(run, key, plot) {
+  const loss = plot?.id === "live-loss";
+  const accuracy = plot?.id === "live-accuracy";
   return {
     caption: `Each contestant's turns: ${run.settings.task} of ${run.settings.length} symbols`,
-    headers: ["contestant", "step", "seconds", "loss (nats)", "held-out sequences exactly right"],
-    rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds), fmt(l.loss), pct(l.accuracy)])),
+    headers: ["contestant", "step", "seconds", ...(accuracy ? [] : ["loss (nats)"]), ...(loss ? [] : ["held-out sequences exactly right"])],
+    rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds),
+      ...(accuracy ? [] : [fmt(l.loss)]), ...(loss ? [] : [pct(l.accuracy)])])),
   };
 }

@@ -85,14 +85,17 @@ function buildControls() {
 /** The shipped sweep's rows for `task`. */
 const sweepOf = (answer, task) => (answer.reference?.rows || []).filter((r) => r.task === task);
 
-export function describe(answer) {
+/** The sweep is its figure; the run's curves, where it says its failure, are the run's to say (null). */
+export function describe(answer, key, plot) {
+  if (plot && plot.id !== "live-reference") return null;
   const { task, length } = settings();
   const near = sweepOf(answer, task).filter((r) => r.length === length);
   if (!near.length) return `No reference sweep for ${task} at ${length} symbols ships with this server.`;
   return `The shipped sweep, ${task} of ${length} symbols: ${near.map((r) => `${r.contestant} writes back ${pct(r.accuracy)} of held-out sequences exactly`).join(", ")}.`;
 }
 
-export function rows(answer) {
+export function rows(answer, key, plot) {
+  if (plot && plot.id !== "live-reference") return null;
   const { task } = settings();
   return {
     caption: `The shipped sweep: final held-out accuracy against length, ${task}`,

@@ -93,7 +93,9 @@ function holdsOut(cellLags) {
   return best.length === cellLags.length ? "both hold out as long" : `the ${best.map(([c]) => c.toUpperCase()).join(" and ")} holds out longer`;
 }
 
-export function describe(answer) {
+/** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
+export function describe(answer, key, plot) {
+  if (plot && plot.id !== "lag-accuracy") return null;
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
   const cells = (answer.cells || []).map((cell) => `the ${cell.toUpperCase()} at ${facts[`lag-${filler}-${cell}`] || "–"}`);
@@ -101,7 +103,8 @@ export function describe(answer) {
     `${cells.join(", ")}; ${facts[`lag-${filler}-holds`] || "–"}.`;
 }
 
-export function rows(answer) {
+export function rows(answer, key, plot) {
+  if (plot && plot.id !== "lag-accuracy") return null;
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const runs = answer.runs.filter((r) => r.filler === filler).sort((a, b) => a.lag - b.lag);
   return {

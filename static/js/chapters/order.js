@@ -87,14 +87,28 @@ function show(shown) {
   whenNear(table, () => drawTable(table, shown));
 }
 
-export function describe(shown) {
+export function describe(shown, key, plot) {
+  if (plot?.id === "order-pe") {
+    const { table, similarity } = shown.positional_encoding;
+    const last = similarity.length - 1;
+    return `The sinusoidal encoding of ${table.length} positions in ${table[0]?.length ?? 0} dimensions; the dot product of ` +
+      `position 0 with itself is ${fmt(similarity[0][0])}, with position 1 ${fmt(similarity[0][Math.min(1, last)])}, with position ${last} ${fmt(similarity[0][last])}.`;
+  }
   const f = orderFacts(shown);
   return `Your sentence shuffled to “${f.shuffled}”. With positional encoding off, ${f.model}'s encoder maps of the two differ, ` +
     `rows and columns permuted back, by at most ${f["off-difference"]} (${f["off-verdict"]}); on, by ${f["on-difference"]} ` +
     `(${f["on-verdict"]}): yours translates as “${f["on-original"]}” and the shuffled one as “${f["on-shuffled"]}”.`;
 }
 
-export function rows(shown) {
+export function rows(shown, key, plot) {
+  if (plot?.id === "order-pe") {
+    const { table, similarity } = shown.positional_encoding;
+    return {
+      caption: "The sinusoidal positional encoding PE(position, dimension), then PE(i) · PE(j) per pair of positions",
+      headers: ["position", ...table[0].map((_, d) => `dimension ${d}`), ...similarity.map((_, j) => `· PE(${j})`)],
+      rows: table.map((row, i) => [String(i), ...row.map(fmt), ...similarity[i].map(fmt)]),
+    };
+  }
   const head = headOf(shown);
   const maps = [["off", "original", shown.source_tokens], ["off", "shuffled", shown.shuffled_tokens],
     ["on", "original", shown.source_tokens], ["on", "shuffled", shown.shuffled_tokens]];
@@ -117,7 +131,7 @@ function drawMaps(div, answer, head) {
   cells.forEach(([check, which, tokens], i) => {
     const n = i ? String(i + 1) : "";
     const map = { weights: answer.checks[check][which][head], rows: tokens, cols: tokens };
-    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: `${check} ${which}` }));
+    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: `positional encoding ${check.slice(3)}, ${which}` }));
     const [col, row] = [i % 2, Math.floor(i / 2)];
     axes[`xaxis${n}`] = tokenAxis(tokens, { domain: [col * 0.52, col * 0.52 + 0.46], anchor: `y${n}`, tickangle: -45 });
     axes[`yaxis${n}`] = tokenAxis(tokens, { domain: [row ? 0 : 0.56, row ? 0.4 : 0.96], anchor: `x${n}`, autorange: "reversed" });
@@ -147,9 +161,10 @@ function drawTable(div, answer) {
     ] });
   const data = [
     { type: "heatmap", z: pe.table, y: positions, colorscale: GATE_SCALE, zmin: -1, zmax: 1, showscale: false,
+      name: "PE(position, dimension)",
       hovertemplate: "position %{y}, dimension %{x}: %{z:.3f}<extra></extra>", meta: { colorbarTitle: "PE" } },
     { type: "heatmap", z: pe.similarity, x: positions, y: positions, xaxis: "x2", yaxis: "y2", colorscale: WEIGHT_SCALE,
-      showscale: false, hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
+      showscale: false, name: "PE(i) · PE(j)", hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
   ];
   drawPlot(div, data, layout, `${answer.model}-positional-encoding`, answer);
 }

@@ -88,15 +88,39 @@ function tell() {
   store.headline(chapter, `the ${said.model}'s state moves most at ${said["biggest-token"]} (‖h_t − h_(t−1)‖ = ${said["biggest-change"]}).`);
 }
 
-export function describe(shown) {
+/** The state heatmap: its extremes; the change plot: where the state moves most and least. */
+export function describe(shown, key, plot) {
+  if (plot?.id === "recurrence-plot") return describeStates(shown);
   const said = facts(shown);
   return `The ${said.model} encoder reads your sentence's ${said.pieces} pieces: its state moves most at ${said["biggest-token"]} ` +
     `(‖h_t − h_(t−1)‖ = ${said["biggest-change"]}) and least at ${said["smallest-token"]} (${said["smallest-change"]}); ` +
     `after the last piece its length is ${said["final-norm"]}, of at most ${said["max-norm"]}.`;
 }
 
-export function rows(shown) {
+function describeStates({ tokens, states, units, model }) {
+  const cells = states.flatMap((row, i) => row.map((v, u) => [v, i, u]));
+  if (!cells.length) return "Nothing to read.";
+  const [high, low] = [cells.reduce((a, c) => (c[0] > a[0] ? c : a)), cells.reduce((a, c) => (c[0] < a[0] ? c : a))];
+  const at = ([v, i, u]) => `${fmt(v)}, unit ${units[u]} after “${showToken(tokens[i])}”`;
+  return `The ${model} encoder's state after each of ${tokens.length} pieces, on ${units.length} units: highest ${at(high)}; lowest ${at(low)}.`;
+}
+
+export function rows(shown, key, plot) {
   const { tokens, change, norm, states, units } = shown;
+  if (plot?.id === "recurrence-change") {
+    return {
+      caption: `How much each piece moves the ${shown.model} encoder's state, and its length after it`,
+      headers: ["piece", "token", "‖h_t − h_(t−1)‖", "‖h_t‖"],
+      rows: tokens.map((t, i) => [String(i + 1), showToken(t), fmt(change[i]), fmt(norm[i])]),
+    };
+  }
+  if (plot?.id === "recurrence-plot") {
+    return {
+      caption: `The ${shown.model} encoder's state after each piece, on the ${units.length} units shown`,
+      headers: ["piece", "token", ...units.map((u) => `unit ${u}`)],
+      rows: tokens.map((t, i) => [String(i + 1), showToken(t), ...states[i].map(fmt)]),
+    };
+  }
   return {
     caption: `The ${shown.model} encoder's state after each piece, on the ${units.length} units shown, and how much each piece moves it`,
     headers: ["piece", "token", "‖h_t − h_(t−1)‖", "‖h_t‖", ...units.map((u) => `unit ${u}`)],

@@ -62,14 +62,30 @@ export function draw(answer) {
   whenNear(heads, () => drawHeads(heads, answer));
 }
 
-export function describe(answer) {
+export function describe(answer, key, plot) {
   const f = scalingFacts(answer);
+  if (plot?.id === "scaling-curves") {
+    return `Random keys, ${f.keys} of them: at ${f.model}'s d_k = ${f["d-k"]} the largest softmax weight averages ${f["raw-max"]} unscaled and ` +
+      `${f["scaled-max"]} divided by √d_k; the softmax's gradient is ${f["raw-gradient"]} unscaled and ${f["scaled-gradient"]} scaled.`;
+  }
+  if (plot?.id === "scaling-heads") {
+    const range = (k) => `${fmt(Math.min(...answer.heads.map((h) => h[k])))} to ${fmt(Math.max(...answer.heads.map((h) => h[k])))}`;
+    return `The spread of the scores of ${f.model}'s ${answer.heads.length} heads on your sentence: ${range("raw_std")} without the scale, ` +
+      `${range("scaled_std")} with it.`;
+  }
   return `With ${f.keys} random keys, the spread of q · k grows from ${f["std-small"]} at d_k = ${f["std-small-dk"]} to ${f["std-large"]} ` +
     `at d_k = ${f["std-large-dk"]}. At ${f.model}'s d_k = ${f["d-k"]} the largest softmax weight averages ${f["raw-max"]} unscaled and ` +
     `${f["scaled-max"]} divided by √d_k; the softmax's gradient is ${f["raw-gradient"]} unscaled and ${f["scaled-gradient"]} scaled.`;
 }
 
-export function rows(answer) {
+export function rows(answer, key, plot) {
+  if (plot?.id === "scaling-heads") {
+    return {
+      caption: `The spread (std) of each head's scores on your sentence, ${answer.model}`,
+      headers: ["head", "without the scale", "with the scale"],
+      rows: answer.heads.map((h) => [`${h.kind} L${h.layer + 1} H${h.head + 1}`, fmt(h.raw_std), fmt(h.scaled_std)]),
+    };
+  }
   const { unscaled, scaled } = answer.sampled;
   const pair = (key) => [`${QUANTITY[key]}, q · k`, `${QUANTITY[key]}, q · k / √d_k`];
   return {

@@ -131,16 +131,28 @@ function tell(name, answer) {
   store.headline(chapter, `${name}: ${said.word} puts ${said["max-weight"]} of its weight on ${said["top-source"]}.`);
 }
 
-export function describe(answer, name) {
+/** The scores plot: the scores' range and the weight they give; the blend: the weights at T. */
+export function describe(answer, name, plot) {
   if (!answer) return `${name} wrote no word for this sentence, so there is none to score.`;
   const said = facts(name, answer);
+  if (plot && plot === panelsOf.get(name).plot) {
+    return `For ${said.word}, ${name}'s scores e_j run from ${fmt(Math.min(...answer.scores))} to ${fmt(Math.max(...answer.scores))}; ` +
+      `softmax turns them into weights, ${said["max-weight"]} of it on ${said["top-source"]}.`;
+  }
   return `For ${said.word}, ${name} puts ${said["max-weight"]} of its weight on ${said["top-source"]}. At T = ${said.temperature} ` +
     `the largest weight is ${said["max-reweighted"]} and the entropy ${said["entropy-t"]} nats, against ${said.entropy} at T = 1 ` +
     `(uniform: ${said["max-entropy"]}): the weights are ${said.direction}.`;
 }
 
-export function rows(answer, name) {
+export function rows(answer, name, plot) {
   if (!answer) return { caption: `${name} wrote no word to score`, headers: ["source piece"], rows: [] };
+  if (plot && plot === panelsOf.get(name).plot) {
+    return {
+      caption: `${name}, output word ${answer.row + 1} (“${showToken(answer.query_token)}”): score and weight per source piece`,
+      headers: ["source piece", "score e_j", "weight α_j"],
+      rows: answer.source_tokens.map((t, j) => [showToken(t), fmt(answer.scores[j]), fmt(answer.weights[j])]),
+    };
+  }
   return {
     caption: `${name}, output word ${answer.row + 1} (“${showToken(answer.query_token)}”): score, weight and softmax at T = ${answer.temperature} per source piece`,
     headers: ["source piece", "score e_j", "weight α_j (T = 1)", `softmax(e_j / ${answer.temperature})`],
