@@ -6,6 +6,7 @@ import * as api from "./api.js";
 import { loadCatalog } from "./catalog.js";
 import { useLanguage } from "./i18n.js";
 import { Composer, say } from "./composer.js";
+import { contrastSwitch, startContrast } from "./contrast.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
 import { Nav } from "./nav.js";
@@ -48,6 +49,7 @@ async function start() {
     loadCatalog((error) => say(`Could not list the models (${api.explain(error)}).`, "error")),
     useLanguage("en").catch(() => "en"), // a missing catalogue leaves the words in English
   ]);
+  contrastSwitch(document.querySelector(".site-header__inner"));
   if (!catalog) {
     lab.begin().announce($("source").value);
     return;
@@ -64,6 +66,8 @@ async function start() {
   new Nav(page);
   update(state);
 }
+
+startContrast(); // before the first figure is drawn
 
 // A shared chapter link opens on that chapter's figures: Plotly is fetched now, while the
 // catalogue loads, instead of by the first figure drawn.

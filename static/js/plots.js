@@ -29,14 +29,30 @@ export function loadPlotly() {
   return loading;
 }
 
+/** A colour scale of evenly spaced stops, as Plotly takes it: [[0, first], ..., [1, last]]. */
+const evenly = (colours) => colours.map((colour, i) => [i / (colours.length - 1), colour]);
+
 /**
  * Colour-blind-safe sequential scale for attention weights (0..1): viridis rises in lightness from
- * end to end, so protan, deutan and tritan readers see the same order; its ends, #440154 and
- * #fde725, differ by a contrast of 12.1:1 (cividis, for signed values: #00204d to #ffea46, 13.0:1).
- * Plotly draws every change without transitions, so prefers-reduced-motion has nothing to stop.
+ * end to end, so protan, deutan and tritan readers see the same order. Cividis is the scale of
+ * signed values. Their high-contrast versions: inferno, from near black to pale yellow, rising in
+ * lightness too; and cividis with its ends pushed to black and white. tests/app/test_colour_scales.py
+ * reads these stops, simulates the three colour-vision deficiencies on them and checks the contrast
+ * between their ends and between their quarters.
  */
-export const WEIGHT_SCALE = "Viridis";
-export const GATE_SCALE = "Cividis";
+export const WEIGHT_SCALE = evenly(["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58",
+  "#b5de2b", "#fde725"]);
+export const GATE_SCALE = evenly(["#00224e", "#123570", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369",
+  "#e1cc55", "#fee838"]);
+const WEIGHT_SCALE_MORE = evenly(["#000004", "#1b0c41", "#4a0c6b", "#781c6d", "#a52c60", "#cf4446", "#ed6925", "#fb9b06",
+  "#f7d13d", "#fcffa4"]);
+const GATE_SCALE_MORE = evenly(["#000000", "#0b2350", "#3b496c", "#575d6d", "#707173", "#8a8678", "#a59c74", "#c3b369",
+  "#f0de6a", "#ffffff"]);
+/** Each scale a view names, and the scale drawn in its place at high contrast. */
+const MORE = new Map([[WEIGHT_SCALE, WEIGHT_SCALE_MORE], [GATE_SCALE, GATE_SCALE_MORE]]);
+
+/** Whether the page is at high contrast now (contrast.js sets it on <html>). */
+export const highContrast = () => document.documentElement.dataset.contrast === "more";
 
 /**
  * Okabe-Ito colours, given to the models in the catalogue's order (catalog.js); the first two,
@@ -206,7 +222,8 @@ export function draw(div, data, layout, filename, numbers) {
     div.dataset.state = "drawn";
     div.dataset.exportName = filename;
     offerNumbers(div, numbers, filename);
-    const drawn = Plotly().react(div, data, layout, plotConfig());
+    drawnWith.set(div, [data, layout, filename, numbers]);
+    const drawn = Plotly().react(div, ...asShown(data, layout), plotConfig());
     for (const [event, handler] of listeners.get(div) || []) {
       if (!div.dataset[`on${event}`]) div.on(event, handler);
       div.dataset[`on${event}`] = "1";
@@ -223,6 +240,31 @@ export function draw(div, data, layout, filename, numbers) {
 }
 
 const drawing = new WeakMap(); // plot div -> the number of its latest draw or message
+const drawnWith = new WeakMap(); // plot div -> the arguments of its latest draw
+
+const REDUCED_MOTION = matchMedia("(prefers-reduced-motion: reduce)");
+
+/**
+ * The figure as the reader's settings show it: at high contrast, the high-contrast scales and black
+ * text; with less motion asked for, no transition (Plotly.react animates only a layout that names one).
+ */
+function asShown(data, layout) {
+  let shown = layout;
+  if (REDUCED_MOTION.matches && "transition" in layout) {
+    shown = { ...layout };
+    delete shown.transition;
+  }
+  if (!highContrast()) return [data, shown];
+  const traces = data.map((trace) => (MORE.has(trace.colorscale) ? { ...trace, colorscale: MORE.get(trace.colorscale) } : trace));
+  return [traces, { ...shown, font: { ...shown.font, color: "#000000" } }];
+}
+
+/** Draw every figure again from what it last drew, at the page's contrast now: no new request. */
+export function redrawAll() {
+  const drawn = [...document.querySelectorAll(".plot[data-state='drawn']")].filter((div) => drawnWith.has(div));
+  return Promise.all(drawn.map((div) => draw(div, ...drawnWith.get(div))));
+}
+
 const listeners = new WeakMap(); // plot div -> [[Plotly event, handler]], bound once it is a plot
 
 /** Call `handler` on Plotly's `event` ("plotly_click"...) on `div`, once `div` is drawn; the first handler per event stays. */
