@@ -1,0 +1,118 @@
+"""The reader's settings for colour and motion: a high-contrast switch in the header (a toggle button,
+remembered in the browser, on by itself when the system asks for more contrast) that redraws every
+figure with the high-contrast scales from what it drew, asking nothing again; and, with less motion
+asked for, nothing on the page moves by itself: no transition, animation or smooth scroll, and no
+Plotly transition."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import show
+
+pytestmark = pytest.mark.browser
+
+VIRIDIS_START, INFERNO_START = "#440154", "#000004"  # the first stops of plots.js's two weight scales
+FIRST_STOP = "el => el.data.find(t => t.type === 'heatmap').colorscale[0][1]"
+
+
+def first_aligning(catalog) -> str:
+    return next(m["name"] for m in catalog if m["recurrent"] and m["cross_attention"])
+
+
+def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
+    page, problems = open_page("?ch=5")
+    page.evaluate("localStorage.clear()")
+    try:
+        plot = show(page, f"attention-{first_aligning(catalog)}")
+        switch = page.get_by_role("button", name="High contrast")
+        assert switch.get_attribute("aria-pressed") == "false"
+        assert plot.evaluate(FIRST_STOP) == VIRIDIS_START
+        page.wait_for_load_state("networkidle")
+        asked: list[str] = []
+        page.on("request", lambda r: "/api/" in r.url and asked.append(r.url))
+
+        switch.focus()
+        page.keyboard.press("Enter")  # a button: the keyboard works it
+        page.wait_for_function(f"() => ({FIRST_STOP})(document.querySelector('.plot[data-testid^=attention-]'))"
+                               f" === '{INFERNO_START}'")
+        assert switch.get_attribute("aria-pressed") == "true"
+        assert page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--ink').trim()") == "#000000"
+        assert page.locator(".plot[data-state='drawn']").evaluate_all(
+            f"els => els.flatMap(el => el.data.filter(t => t.type === 'heatmap' && t.colorscale)"
+            f".map(t => t.colorscale[0][1])).filter(c => c === '{VIRIDIS_START}')") == []
+        page.wait_for_timeout(300)
+        assert asked == [], "switching the contrast redraws from the answers drawn, asking nothing"
+
+        page.reload()  # remembered
+        page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+        assert page.get_by_test_id("contrast-switch").get_attribute("aria-pressed") == "true"
+        assert show(page, f"attention-{first_aligning(catalog)}").evaluate(FIRST_STOP) == INFERNO_START
+        page.get_by_test_id("contrast-switch").click()
+        page.wait_for_function("() => !document.documentElement.dataset.contrast")
+        assert plot.evaluate(FIRST_STOP) == VIRIDIS_START
+        assert problems.errors == []
+    finally:
+        page.evaluate("localStorage.clear()")
+
+
+def test_high_contrast_follows_the_system_until_the_reader_chooses(open_page):
+    page, problems = open_page()
+    page.evaluate("localStorage.clear()")
+    try:
+        page.emulate_media(contrast="more")
+        page.reload()
+        switch = page.get_by_test_id("contrast-switch")
+        page.wait_for_function("() => document.documentElement.dataset.contrast === 'more'")
+        assert switch.get_attribute("aria-pressed") == "true"
+        switch.click()  # the reader's choice wins over the system's
+        page.reload()
+        page.wait_for_selector("[data-testid=contrast-switch][aria-pressed=false]")
+        assert page.evaluate("document.documentElement.dataset.contrast") is None
+        assert problems.errors == []
+    finally:
+        page.emulate_media(contrast="null")
+        page.evaluate("localStorage.clear()")
+
+
+STILL = """() => {
+  const moving = [];
+  for (const el of document.querySelectorAll('*')) {
+    for (const pseudo of [null, '::before', '::after']) {
+      const style = getComputedStyle(el, pseudo);
+      const seconds = (list) => list.split(',').map(parseFloat).reduce((a, b) => a + b, 0);
+      if (seconds(style.transitionDuration) + seconds(style.transitionDelay) > 0 || style.animationName !== 'none')
+        moving.push(`${el.tagName.toLowerCase()}.${el.className.baseVal ?? el.className}${pseudo || ''}`);
+    }
+  }
+  return {moving: [...new Set(moving)].slice(0, 10), scroll: getComputedStyle(document.documentElement).scrollBehavior,
+    plotly: [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.layout && el.layout.transition
+      && el.layout.transition.duration > 0).map(el => el.dataset.testid)};
+}"""
+
+
+def test_reduced_motion_stills_the_page_and_play_steps(open_page, catalog):
+    page, problems = open_page()
+    try:
+        assert page.evaluate(STILL)["moving"], "without the setting the page has transitions to stop"
+        page.emulate_media(reduced_motion="reduce")
+        model = next(m for m in catalog if "encoder" in m["attention_kinds"] and len(m["snapshots"]) > 1)
+        name, timeline = model["name"], model["snapshots"]
+        page.goto(page.url.split("?")[0] + "?hstep=0")
+        page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+        show(page, f"scrub-map-{name}")
+        page.get_by_test_id(f"scrub-play-{name}").hover()  # a hovered modebar and button would fade in
+        assert page.evaluate(STILL) == {"moving": [], "scroll": "auto", "plotly": []}
+
+        steps: list[str] = []  # Play walks the snapshots one drawing each, in order
+        page.expose_function("seen", lambda step: steps.append(step))
+        page.get_by_test_id(f"scrub-map-{name}").evaluate(
+            "el => el.addEventListener('plot:drawn', () => window.seen(el.dataset.step))")
+        page.get_by_test_id(f"scrub-play-{name}").click()
+        page.wait_for_function("id => document.querySelector(`[data-testid='${id}']`).textContent.includes('Play')",
+                               arg=f"scrub-play-{name}")
+        assert [int(s) for s in dict.fromkeys(steps)] == [p["step"] for p in timeline[1:]]
+        assert page.evaluate(STILL) == {"moving": [], "scroll": "auto", "plotly": []}
+        assert problems.errors == []
+    finally:
+        page.emulate_media(reduced_motion="null")
