@@ -10,7 +10,9 @@
 //             screen), "start" (once, as the page starts), "self" (only when it asks: a button, a
 //             control, a shared value it watches)
 //   mount(lab)                 builds its controls; `lab`: {root, part(id), catalog, page, ask(options),
-//                              stop(), compared(model, signal)}, ask({key, lazy, pause}) asking again
+//                              stop(), compared(model, signal), shown(answer, key)}, ask({key, lazy, pause})
+//                              asking again, shown: its figures' sentences and tables said again for
+//                              what it drew while an ask runs (a streamed run)
 //   keys()                     what it asks about: [null], or the models it follows (keyed views)
 //   panels(key)                the elements that show key's answer and say its failure; the first's
 //                              nearness starts a "text" ask

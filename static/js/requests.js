@@ -206,6 +206,8 @@ export class Lab {
         ask: (options) => this.again(view, options),
         stop: () => this.linesOf(view).forEach((line) => line.stop()),
         compared: (name, signal) => this.compared(name, signal),
+        // a view that draws while its ask runs (a streamed run) has its figures said again as it draws
+        shown: (answer, key = null) => showTwins(view, key, answer),
       });
       for (const key of view.keys()) this.lines.push(new Line(this, view, key));
     }

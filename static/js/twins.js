@@ -28,10 +28,12 @@ export function liveRegion(id) {
 
 /**
  * The Plotly figures `view` draws for `key`: its plot panels and, for a view of one answer, the
- * plots among its own figures (a figure it draws but says no failure on: a run's curves).
+ * plots among its own figures, or inside them (a figure it draws but says no failure on: a run's
+ * curves, the maps it makes for each contestant of a run).
  */
 export function plotsOf(view, key) {
-  const own = key === null ? view.figures.map((id) => document.getElementById(id)) : [];
+  const inside = (node) => (!node || node.classList.contains("plot") ? [node] : [...node.querySelectorAll(".plot")]);
+  const own = key === null ? view.figures.flatMap((id) => inside(document.getElementById(id))) : [];
   const found = [...view.panels(key), ...own].filter((node) => node && node.classList.contains("plot"));
   return [...new Set(found)];
 }

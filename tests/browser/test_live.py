@@ -7,6 +7,23 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+# True once, with the run still going, the loss and accuracy plots' sentences name each contestant's
+# latest drawn step, and the map's sentence and open table say the map drawn now (its step, its weights).
+IN_STEP = """async () => {
+  const { fmt } = await import('/static/js/facts.js');
+  const said = (el) => document.getElementById(el.getAttribute('aria-describedby') || '')?.textContent || '';
+  const plot = (name) => document.querySelector(`[data-testid=${name}]`);
+  const [loss, accuracy, map] = ['live-loss', 'live-accuracy', 'live-map-lstm-additive'].map(plot);
+  const steps = accuracy.data.map((t) => t.x.at(-1));
+  const table = map.parentElement.querySelector('.twin__table');
+  const cells = [...table.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  return document.documentElement.dataset.liveRunning === 'true'
+    && steps.every((step) => said(loss).includes(`by step ${step}`) && said(accuracy).includes(`at step ${step}`))
+    && said(accuracy).startsWith('Where they stood')
+    && said(map).includes(`on the probe at ${map.querySelector('.gtitle').textContent},`) && said(map).includes(' looks at ')
+    && JSON.stringify(cells) === JSON.stringify(map.data[0].z.map((row) => row.map(fmt)));
+}"""
+
 
 def test_a_reader_trains_watches_and_stops(open_page):
     page, problems = open_page("?ch=4&tl=5&tsteps=3000&tc=lstm,lstm-additive")
@@ -26,6 +43,9 @@ def test_a_reader_trains_watches_and_stops(open_page):
     page.wait_for_function(
         "t => document.querySelector('[data-testid=live-map-lstm-additive] .gtitle')?.textContent !== t",
         arg=first)
+    # while it streams, each figure's sentence and open table say what the figure draws now
+    page.get_by_test_id("twin-live-map-lstm-additive").click()
+    assert page.wait_for_function(IN_STEP, timeout=30_000).json_value()
     points = page.get_by_test_id("live-accuracy").evaluate("el => el.data.map(t => t.x.length)")
     assert len(points) == 2 and all(n >= 1 for n in points)
     assert page.get_by_test_id("live-stop").is_enabled()

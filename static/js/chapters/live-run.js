@@ -2,10 +2,11 @@
 // looks back on a task whose answer is known (POST /api/train, models/live.py, with the settings
 // of live.js, store `live`), and watches the loss, the held-out accuracy and one probe's attention
 // map as the streamed answer arrives. A finished run's curves stay, dotted, beside the next. The
-// verdict is written from the run's own numbers.
+// verdict is written from the run's own numbers. Each figure's sentence and table follow the stream
+// (lab.shown), not only the run's end.
 import * as api from "../api.js";
 import { el } from "../dom.js";
-import { fmt, pct } from "../facts.js";
+import { fmt, mapTable, pct, strongest } from "../facts.js";
 import { WEIGHT_SCALE, baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
 
@@ -16,7 +17,7 @@ export const asks = "self";
 
 let lab = null;
 let setup = null; // {info, settings}: what live.js offers and the reader chose
-let runs = []; // {settings, lines: Map contestant -> [progress lines], finals: Map, summary, probe, error}
+let runs = []; // {settings, lines: Map contestant -> [progress lines], finals: Map, maps: Map contestant -> line, summary, probe, error}
 let running = false;
 let stopped = false;
 const maps = new Map(); // contestant -> its map div
@@ -61,7 +62,7 @@ async function start() {
   const settings = setup.settings;
   if (!settings.contestants.length) return say("Pick at least one contestant.");
   if (runs.length) runs = [runs[runs.length - 1]]; // the last finished run stays beside
-  runs.push({ settings, lines: new Map(), finals: new Map(), summary: null, error: null });
+  runs.push({ settings, lines: new Map(), finals: new Map(), maps: new Map(), summary: null, error: null });
   busy(true);
   say(`Training ${settings.contestants.join(", ")} on ${settings.task} of ${settings.length} symbols…`);
   prepareMaps(settings.contestants);
@@ -84,6 +85,7 @@ function take(run, line) {
   }
   if (line.map) drawMap(run, line.contestant, line);
   drawCurves();
+  lab.shown(run); // the sentences and tables in step with every streamed line
 }
 
 function busy(on) {
@@ -111,6 +113,7 @@ function prepareMaps(names) {
     caption.append(el("span", "panel__title", `Where ${name} looks, on the probe`));
     const div = el("div", "plot plot--small");
     div.dataset.testid = `live-map-${name}`;
+    div.dataset.contestant = name;
     div.setAttribute("role", "group");
     div.setAttribute("aria-label", `Cross-attention of ${name} on the probe sequence as it trains`);
     figure.append(caption, div);
@@ -120,9 +123,19 @@ function prepareMaps(names) {
   }
 }
 
+/** Contestant `name`'s latest map of the run, on the probe: {rows: outputs, cols: source symbols, weights, step}; null before any. */
+function probeMap(run, name) {
+  const line = run.maps.get(name);
+  if (!line || !run.probe) return null;
+  const place = (symbols) => symbols.map((s, i) => `${s} (#${i + 1})`); // a symbol may come twice
+  return { rows: [...place(run.probe.target.map(String)), "end"], cols: place(run.probe.source.map(String)), weights: line.map,
+    step: line.step };
+}
+
 function drawMap(run, name, line) {
   const div = maps.get(name);
   if (!div || !run.probe) return;
+  run.maps.set(name, line);
   const src = run.probe.source.map(String);
   const out = [...run.probe.target.map(String), "end"];
   drawPlot(div, [{
@@ -186,8 +199,16 @@ function verdict(run, partial = false) {
   return `${head} Here the one-vector ${b.contestant} did as well as or better than ${a.contestant} (${pct(b.accuracy)} against ${pct(a.accuracy)}): at this length and budget the bottleneck is not the limit.`;
 }
 
-/** The accuracy plot: the run's verdict; the loss plot: where each contestant's loss went. */
+/**
+ * The accuracy plot: the run's verdict (while it runs, where each contestant stands); the loss plot:
+ * where each contestant's loss went; a contestant's map: which source symbol each output looks at.
+ */
 export function describe(run, key, plot) {
+  if (plot?.dataset.contestant) {
+    const map = probeMap(run, plot.dataset.contestant);
+    if (!map) return null;
+    return `Where ${plot.dataset.contestant} looks on the probe at step ${map.step}, for each symbol it writes: ${strongest(map)}.`;
+  }
   if (plot?.id === "live-loss") {
     const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
       `${name} from ${fmt(lines[0].loss)} to ${fmt(lines.at(-1).loss)} nats by step ${lines.at(-1).step}`);
@@ -197,6 +218,10 @@ export function describe(run, key, plot) {
 }
 
 export function rows(run, key, plot) {
+  if (plot?.dataset.contestant) {
+    const map = probeMap(run, plot.dataset.contestant);
+    return mapTable(map, `Cross-attention of ${plot.dataset.contestant} on the probe at step ${map.step}`, "output symbol");
+  }
   const loss = plot?.id === "live-loss";
   const accuracy = plot?.id === "live-accuracy";
   return {
