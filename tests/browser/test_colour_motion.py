@@ -37,7 +37,8 @@ def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
         page.wait_for_function(f"() => ({FIRST_STOP})(document.querySelector('.plot[data-testid^=attention-]'))"
                                f" === '{INFERNO_START}'")
         assert switch.get_attribute("aria-pressed") == "true"
-        assert page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--ink').trim()") == "#000000"
+        ink = page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--ink').trim()")
+        assert ink == "#000000"
         assert page.locator(".plot[data-state='drawn']").evaluate_all(
             f"els => els.flatMap(el => el.data.filter(t => t.type === 'heatmap' && t.colorscale)"
             f".map(t => t.colorscale[0][1])).filter(c => c === '{VIRIDIS_START}')") == []
@@ -81,11 +82,13 @@ STILL = """() => {
     for (const pseudo of [null, '::before', '::after']) {
       const style = getComputedStyle(el, pseudo);
       const seconds = (list) => list.split(',').map(parseFloat).reduce((a, b) => a + b, 0);
-      if (seconds(style.transitionDuration) + seconds(style.transitionDelay) > 0 || style.animationName !== 'none')
+      const moves = seconds(style.transitionDuration) + seconds(style.transitionDelay) > 0;
+      if (moves || style.animationName !== 'none')
         moving.push(`${el.tagName.toLowerCase()}.${el.className.baseVal ?? el.className}${pseudo || ''}`);
     }
   }
-  return {moving: [...new Set(moving)].slice(0, 10), scroll: getComputedStyle(document.documentElement).scrollBehavior,
+  return {moving: [...new Set(moving)].slice(0, 10),
+    scroll: getComputedStyle(document.documentElement).scrollBehavior,
     plotly: [...document.querySelectorAll('.js-plotly-plot')].filter(el => el.layout && el.layout.transition
       && el.layout.transition.duration > 0).map(el => el.dataset.testid)};
 }"""
@@ -109,8 +112,9 @@ def test_reduced_motion_stills_the_page_and_play_steps(open_page, catalog):
         page.get_by_test_id(f"scrub-map-{name}").evaluate(
             "el => el.addEventListener('plot:drawn', () => window.seen(el.dataset.step))")
         page.get_by_test_id(f"scrub-play-{name}").click()
-        page.wait_for_function("id => document.querySelector(`[data-testid='${id}']`).textContent.includes('Play')",
-                               arg=f"scrub-play-{name}")
+        page.wait_for_function(
+            "id => document.querySelector(`[data-testid='${id}']`).textContent.includes('Play')",
+            arg=f"scrub-play-{name}")
         assert [int(s) for s in dict.fromkeys(steps)] == [p["step"] for p in timeline[1:]]
         assert page.evaluate(STILL) == {"moving": [], "scroll": "auto", "plotly": []}
         assert problems.errors == []

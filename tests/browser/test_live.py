@@ -16,11 +16,14 @@ IN_STEP = """async () => {
   const [loss, accuracy, map] = ['live-loss', 'live-accuracy', 'live-map-lstm-additive'].map(plot);
   const steps = accuracy.data.map((t) => t.x.at(-1));
   const table = map.parentElement.querySelector('.twin__table');
-  const cells = [...table.querySelectorAll('tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  const cells = [...table.querySelectorAll('tbody tr')]
+    .map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
   return document.documentElement.dataset.liveRunning === 'true'
-    && steps.every((step) => said(loss).includes(`by step ${step}`) && said(accuracy).includes(`at step ${step}`))
+    && steps.every((step) => said(loss).includes(`by step ${step}`))
+    && steps.every((step) => said(accuracy).includes(`at step ${step}`))
     && said(accuracy).startsWith('Where they stood')
-    && said(map).includes(`on the probe at ${map.querySelector('.gtitle').textContent},`) && said(map).includes(' looks at ')
+    && said(map).includes(`on the probe at ${map.querySelector('.gtitle').textContent},`)
+    && said(map).includes(' looks at ')
     && JSON.stringify(cells) === JSON.stringify(map.data[0].z.map((row) => row.map(fmt)));
 }"""
 
