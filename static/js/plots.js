@@ -255,8 +255,38 @@ function asShown(data, layout) {
     delete shown.transition;
   }
   if (!highContrast()) return [data, shown];
-  const traces = data.map((trace) => (MORE.has(trace.colorscale) ? { ...trace, colorscale: MORE.get(trace.colorscale) } : trace));
+  const traces = data.map((trace) => {
+    const strong = { ...trace };
+    if (MORE.has(trace.colorscale)) strong.colorscale = MORE.get(trace.colorscale);
+    if (trace.line?.color) strong.line = { ...trace.line, color: darkened(trace.line.color) };
+    if (typeof trace.marker?.color === "string") strong.marker = { ...trace.marker, color: darkened(trace.marker.color) };
+    return strong;
+  });
   return [traces, { ...shown, font: { ...shown.font, color: "#000000" } }];
+}
+
+/** WCAG's relative luminance of an sRGB channel list (0..1 each). */
+const luminance = (rgb) => rgb.map((c) => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4))
+  .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+
+/**
+ * `colour` (#rrggbb) darkened, its hue kept, until it stands 4.5:1 against the white page (WCAG's
+ * bar for text, over the 3:1 asked of lines); darker colours and any other notation unchanged.
+ * The light Okabe-Ito colours (yellow, orange, sky blue) are the ones it darkens.
+ */
+function darkened(colour) {
+  const hex = /^#([0-9a-f]{6})$/i.exec(colour);
+  if (!hex) return colour;
+  const rgb = [0, 2, 4].map((i) => parseInt(hex[1].slice(i, i + 2), 16) / 255);
+  const most = 1.05 / 4.5 - 0.05; // the largest luminance at 4.5:1 against white
+  if (luminance(rgb) <= most) return colour;
+  let [low, high] = [0, 1]; // the scale of every channel that meets it, by bisection in sRGB
+  for (let k = 0; k < 20; k += 1) {
+    const mid = (low + high) / 2;
+    if (luminance(rgb.map((c) => c * mid)) <= most) low = mid;
+    else high = mid;
+  }
+  return `#${rgb.map((c) => Math.floor(c * low * 255).toString(16).padStart(2, "0")).join("")}`;
 }
 
 /** Draw every figure again from what it last drew, at the page's contrast now: no new request. */

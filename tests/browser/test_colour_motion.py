@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import show
+from tests.browser.conftest import show, show_everything
+from tests.browser.test_figures_unseen import AUDIT, AXE, WCAG
 
 pytestmark = pytest.mark.browser
 
 VIRIDIS_START, INFERNO_START = "#440154", "#000004"  # the first stops of plots.js's two weight scales
 FIRST_STOP = "el => el.data.find(t => t.type === 'heatmap').colorscale[0][1]"
+# every line and marker colour drawn, with its contrast against the white page
+LINE_CONTRASTS = """els => els.flatMap(el => el.data.flatMap(t => [t.line?.color, t.marker?.color]))
+  .filter(c => typeof c === 'string' && /^#[0-9a-f]{6}$/i.test(c)).map(c => {
+    const lin = [1, 3, 5].map(i => parseInt(c.slice(i, i + 2), 16) / 255)
+      .map(v => v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return [c, 1.05 / (0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] + 0.05)];
+  })"""
 
 
 def first_aligning(catalog) -> str:
@@ -44,6 +52,14 @@ def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
             f".map(t => t.colorscale[0][1])).filter(c => c === '{VIRIDIS_START}')") == []
         page.wait_for_timeout(300)
         assert asked == [], "switching the contrast redraws from the answers drawn, asking nothing"
+
+        show_everything(page)  # every figure drawn at high contrast: its lines dark enough, axe content
+        weak = [(c, round(r, 2)) for c, r in page.locator(".plot[data-state='drawn']").evaluate_all(LINE_CONTRASTS)
+                if r < 4.5]
+        assert weak == []
+        page.add_script_tag(path=str(AXE))
+        audit = page.evaluate(AUDIT, WCAG)
+        assert audit["passed"] > 10 and audit["violations"] == [], audit
 
         page.reload()  # remembered
         page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")

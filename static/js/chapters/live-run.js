@@ -7,6 +7,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fmt, mapTable, pct, strongest } from "../facts.js";
+import { t } from "../i18n.js";
 import { WEIGHT_SCALE, baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
 
@@ -207,7 +208,7 @@ export function describe(run, key, plot) {
   if (plot?.dataset.contestant) {
     const map = probeMap(run, plot.dataset.contestant);
     if (!map) return null;
-    return `Where ${plot.dataset.contestant} looks on the probe at step ${map.step}, for each symbol it writes: ${strongest(map)}.`;
+    return t("live.map.sentence", { name: plot.dataset.contestant, step: String(map.step), looks: strongest(map) });
   }
   if (plot?.id === "live-loss") {
     const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
@@ -220,7 +221,7 @@ export function describe(run, key, plot) {
 export function rows(run, key, plot) {
   if (plot?.dataset.contestant) {
     const map = probeMap(run, plot.dataset.contestant);
-    return mapTable(map, `Cross-attention of ${plot.dataset.contestant} on the probe at step ${map.step}`, "output symbol");
+    return mapTable(map, t("live.map.caption", { name: plot.dataset.contestant, step: String(map.step) }), t("live.map.corner"));
   }
   const loss = plot?.id === "live-loss";
   const accuracy = plot?.id === "live-accuracy";
