@@ -22,9 +22,10 @@ A_YEAR = "public, max-age=31536000, immutable"
 
 router = APIRouter(include_in_schema=False)
 
-# The figures one may embed: every plot the page's template names by id (static/js/embed.js offers
-# the same ones). Read once, from the template itself, so a new figure is embeddable with no edit here.
-PLOT_ID = re.compile(r'<div class="plot[^"]*" id="([^"]+)"')
+# The figures one may embed: every plot the page's template names by id, and every pair of panels a
+# view fills with one figure per model (static/js/embed.js offers the same ones). Read once, from the
+# template itself, so a new figure is embeddable with no edit here.
+PLOT_ID = re.compile(r'<div class="(?:plot|pair)\b[^"]*" id="([^"]+)"')
 FIGURES = frozenset(PLOT_ID.findall((REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")))
 
 

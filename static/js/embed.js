@@ -16,8 +16,12 @@ function stateQuery(extra = {}) {
 }
 
 const chapterOf = (node) => node.closest("section[data-chapter]");
-const titleOf = (div) => div.closest("figure")?.querySelector(".panel__title")?.textContent.trim()
-  || div.getAttribute("aria-label") || div.id;
+const titleOf = (div) => (div.closest("figure")?.querySelector(".panel__title")
+  || div.closest(".subchapter")?.querySelector(".subchapter__title")
+  || chapterOf(div)?.querySelector("h2"))?.textContent.trim() || div.id;
+
+/** What may be embedded: the template's plots with an id, and its pairs of panels filled per model (app/routes/pages.py). */
+const EMBEDDABLE = "section[data-chapter] .plot[id], section[data-chapter] .pair[id]";
 
 /** The page, reduced to the figure `id`: {views(all): the views to build} — or null when it is not on the page. */
 export class Embed {
@@ -29,7 +33,7 @@ export class Embed {
       return;
     }
     this.chapter = this.section.dataset.chapter;
-    const keep = this.div.closest("figure") || this.div;
+    const keep = this.keep = this.div.closest("figure") || this.div;
     for (let node = keep; node && node !== document.body; node = node.parentElement) {
       for (const sibling of node.parentElement.children) {
         if (sibling !== node) sibling.classList.add("embed-hidden");
@@ -56,9 +60,20 @@ export class Embed {
     return Boolean(this.section);
   }
 
-  /** The views that draw in its chapter (what the figure's view reads from a neighbour comes with it). */
+  /**
+   * The views of its chapter (what the figure's view reads from a neighbour comes with it), each
+   * with the kept figure's panels first: a view asks when its first panel comes near the screen
+   * (requests.js), and the others are hidden here. A view without a panel in the figure never asks.
+   */
   views(all) {
-    return all.filter((view) => String(view.chapter) === this.chapter);
+    const kept = (panel) => Boolean(panel) && this.keep.contains(panel);
+    return all.filter((view) => String(view.chapter) === this.chapter).map((view) => ({
+      ...view,
+      panels: (key) => {
+        const panels = view.panels(key);
+        return [...panels.filter(kept), ...panels.filter((panel) => !kept(panel))];
+      },
+    }));
   }
 
   showSentence(text) {
@@ -67,11 +82,18 @@ export class Embed {
   }
 }
 
-/** Every figure of the template: an "Embed" button in its caption, opening the snippet to copy. */
+/**
+ * Every figure of the template: an "Embed" button in its caption (or, for a pair of panels, just
+ * above it), opening the snippet to copy. Called before the views are built, so that the figures
+ * they add (one per model, no id the server knows) are embedded with their pair.
+ */
 export function offerEmbeds() {
-  for (const div of document.querySelectorAll("section[data-chapter] figure .plot[id]")) {
-    const caption = div.closest("figure").querySelector("figcaption");
-    if (!caption) continue;
+  for (const div of document.querySelectorAll(EMBEDDABLE)) {
+    let caption = div.closest("figure")?.querySelector("figcaption");
+    if (!caption) {
+      caption = el("div", "embed-row");
+      div.before(caption);
+    }
     const button = el("button", "numbers embed-button", t("embed.button"));
     button.type = "button";
     button.dataset.testid = `embed-${div.id}`;
@@ -107,5 +129,5 @@ function snippet(div) {
   const src = `${location.origin}/embed/${encodeURIComponent(div.id)}?${stateQuery()}`;
   const title = titleOf(div).replace(/"/g, "&quot;");
   const safe = src.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
-  return `<iframe src="${safe}" title="${title}" width="760" height="560" style="border:0" loading="lazy"></iframe>`;
+  return `<iframe src="${safe}" title="${title}" width="760" height="640" style="border:0" loading="lazy"></iframe>`;
 }

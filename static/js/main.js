@@ -65,12 +65,12 @@ async function start() {
   // an embedded figure (/embed/<id>) builds its own chapter's views only, and asks nothing first
   const embed = document.body.dataset.embed ? new Embed(document.body.dataset.embed, page) : null;
   if (embed && !embed.ok) return;
-  if (!embed) new Questions({ catalog, page });
-  lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });
   if (!embed) {
-    new Nav(page);
+    new Questions({ catalog, page });
     offerEmbeds();
   }
+  lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });
+  if (!embed) new Nav(page);
   update(state);
 }
 

@@ -13,9 +13,17 @@ from app.routes.pages import FIGURES
 TEMPLATE = (REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")
 
 
-def test_the_figures_are_the_templates_plots():
-    plots = set(re.findall(r'class="plot[^"]*" id="([^"]+)"', TEMPLATE))
-    assert FIGURES == plots and {"curves-plot", "recurrence-plot", "grad-plot", "order-maps", "predict-tree"} <= FIGURES
+def test_every_chapter_has_figures_to_embed():
+    chapters = set(re.findall(r'<section id="[^"]+" class="chapter" data-chapter="(\d+)"', TEMPLATE))
+    with_figures = {n for n in chapters if any(f'id="{figure}"' in section(n) for figure in FIGURES)}
+    assert chapters - with_figures == {"11"}  # the recap is a list, not a figure
+    assert {"curves-plot", "recurrence-plot", "grad-plot", "order-maps", "predict-tree"} <= FIGURES
+
+
+def section(chapter: str) -> str:
+    start = TEMPLATE.index(f'data-chapter="{chapter}" aria-labelledby')
+    end = TEMPLATE.find("<section", start)
+    return TEMPLATE[start:end if end > 0 else None]
 
 
 @pytest.mark.parametrize("figure", ["curves-plot", "recurrence-change", "heads-grid"])
@@ -36,13 +44,14 @@ def test_everything_else_refuses_to_be_framed(client, path):
     assert headers["x-frame-options"] == "DENY"
 
 
-@pytest.mark.parametrize("figure", ["no-such-figure", "source", "<img src=x onerror=alert(1)>", "x" * 300, "curves-plot.js"])
+@pytest.mark.parametrize("figure", ["no-such-figure", "source", "<img src=x onerror=alert(1)>", "x" * 300,
+                                    "curves-plot.js"])
 def test_an_unknown_figure_is_404_naming_the_figures(client, figure):
     answer = client.get(f"/embed/{figure}")
     assert answer.status_code == 404
     detail = answer.json()["detail"]
     assert "curves-plot" in detail and len(detail) < 2000
-    assert "frame-ancestors *" in answer.headers["content-security-policy"]  # an error inside a frame still shows
+    assert "frame-ancestors *" in answer.headers["content-security-policy"]  # shown inside a frame too
 
 
 def test_the_page_itself_is_not_an_embed(client):

@@ -47,13 +47,13 @@ function amongRanges(value, edges, prefix) {
   };
 }
 
-const short = (x) => number(x, { maximumSignificantDigits: 3 });
+const plain = (x) => number(x, { maximumSignificantDigits: 3 });
 
 const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
 
 /** A tiny or huge number as "6.5 × 10⁻²⁶" (the mantissa by the language's rules); plainly between 0.01 and 1000. */
 export function power(x) {
-  if (x === 0 || (Math.abs(x) >= 0.01 && Math.abs(x) < 1000)) return short(x);
+  if (x === 0 || (Math.abs(x) >= 0.01 && Math.abs(x) < 1000)) return plain(x);
   let exponent = Math.floor(Math.log10(Math.abs(x)));
   let mantissa = Number((x / 10 ** exponent).toPrecision(2));
   if (Math.abs(mantissa) >= 10) [mantissa, exponent] = [mantissa / 10, exponent + 1];
@@ -73,8 +73,8 @@ const recurrence = {
       choices, right, close,
       measured: answer.change[best],
       says: (id) => t("q.2.says", {
-        guess: choices[Number(id)].label, guessValue: short(answer.change[Number(id)]),
-        answer: choices[best].label, value: short(answer.change[best]),
+        guess: choices[Number(id)].label, guessValue: power(answer.change[Number(id)]),
+        answer: choices[best].label, value: power(answer.change[best]),
       }),
     };
   },
@@ -130,8 +130,8 @@ const bottleneck = {
       prompt: t("q.4.prompt", { count: words, bucket }),
       choices, right, close, measured,
       says: (id) => t("q.4.says", {
-        guess: choices[Number(id)].label, value: short(measured), bucket,
-        without: without.name, withoutBleu: short(without.bleu), within: within.name, withinBleu: short(within.bleu),
+        guess: choices[Number(id)].label, value: power(measured), bucket,
+        without: without.name, withoutBleu: power(without.bleu), within: within.name, withinBleu: power(within.bleu),
       }),
     };
   },
@@ -154,8 +154,8 @@ const attention = {
       choices, right, close,
       measured: answer.weights[best],
       says: (id) => t("q.5.says", {
-        guess: choices[Number(id)].label, guessValue: short(answer.weights[Number(id)]),
-        answer: choices[best].label, value: short(answer.weights[best]), word: piece(answer.query_token),
+        guess: choices[Number(id)].label, guessValue: power(answer.weights[Number(id)]),
+        answer: choices[best].label, value: power(answer.weights[best]), word: piece(answer.query_token),
       }),
     };
   },
@@ -175,7 +175,7 @@ const scaling = {
       prompt: t("q.7.prompt", { model: answer.model, dk: answer.d_k }),
       choices, right, close, measured,
       says: (id) => t("q.7.says", {
-        guess: choices[Number(id)].label, value: short(measured), scaled: short(encoder.max_weight),
+        guess: choices[Number(id)].label, value: power(measured), scaled: power(encoder.max_weight),
       }),
     };
   },
@@ -196,7 +196,7 @@ const order = {
       says: (id) => t("q.8.says", {
         guess: choices[Number(id)].label,
         value: power(off),
-        on: short(answer.checks.pe_on.max_abs_difference),
+        on: power(answer.checks.pe_on.max_abs_difference),
       }),
     };
   },
@@ -217,8 +217,8 @@ const heads = {
       prompt: t("q.9.prompt", { model: answer.model, count: cross.length }),
       choices, right: String(best), close, measured: means[best],
       says: (id) => t("q.9.says", {
-        guess: choices[Number(id)].label, guessValue: short(means[Number(id)]),
-        answer: choices[best].label, value: short(means[best]),
+        guess: choices[Number(id)].label, guessValue: power(means[Number(id)]),
+        answer: choices[best].label, value: power(means[best]),
       }),
     };
   },
@@ -242,7 +242,7 @@ const predict = {
       prompt: written ? t("q.10.prompt", { model: answer.model, written }) : t("q.10.first", { model: answer.model }),
       choices, right: ranked[0], close: new Set([ranked[1]]), measured: step.top[0].probability,
       says: (id) => t("q.10.says", {
-        guess: piece(id), guessValue: short(probability(id)), answer: piece(ranked[0]), value: short(step.top[0].probability),
+        guess: piece(id), guessValue: power(probability(id)), answer: piece(ranked[0]), value: power(step.top[0].probability),
       }),
     };
   },
