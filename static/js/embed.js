@@ -98,6 +98,7 @@ export function offerEmbeds() {
     button.type = "button";
     button.dataset.testid = `embed-${div.id}`;
     button.setAttribute("aria-expanded", "false");
+    button.setAttribute("aria-label", t("embed.label", { title: titleOf(div) }));
     const box = el("div", "embed-snippet");
     box.hidden = true;
     const label = el("label", "embed-snippet__label", t("embed.snippet"));

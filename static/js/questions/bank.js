@@ -139,10 +139,13 @@ const bottleneck = {
 
 const attention = {
   chapter: 5,
-  // the first answer gives the translation; the question is about its middle output piece
+  // the first answer gives the translation; the question is about its middle word (punctuation
+  // has nothing to look for)
   async measure(text, ctx, signal) {
     const first = await api.scores(text, null, 0, 1, signal);
-    const row = Math.floor(first.target_tokens.length / 2);
+    const targets = first.target_tokens;
+    const words = targets.map((token, i) => (/\p{L}/u.test(token) ? i : -1)).filter((i) => i >= 0);
+    const row = words.length ? words[Math.floor(words.length / 2)] : Math.floor(targets.length / 2);
     return row === 0 ? first : api.scores(text, first.model, row, 1, signal);
   },
   pose(answer) {
@@ -232,7 +235,7 @@ const predict = {
     if (!steps.length) return null;
     const at = answer.steps.indexOf(steps[Math.floor((steps.length - 1) / 2)]);
     const step = answer.steps[at];
-    const written = answer.target_tokens.slice(0, at).map(piece).join(" ");
+    const written = answer.target_tokens.slice(0, at).join("").replace(/▁/g, " ").trim();
     // alphabetical, so the likeliest is not always first
     const top = [...step.top].sort((a, b) => piece(a.token).localeCompare(piece(b.token)));
     const ranked = step.top.map((c) => c.token);
