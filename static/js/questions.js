@@ -107,6 +107,11 @@ class Question {
   }
 
   async pose(text) {
+    if (this.spec.later) {
+      this.card.classList.remove("is-busy");
+      this.offer(this.spec.ask(this.context));
+      return;
+    }
     const controller = this.controller = new AbortController();
     try {
       const answer = await this.spec.measure(text, this.context, controller.signal);
@@ -125,8 +130,13 @@ class Question {
       this.open();
       return;
     }
-    this.prompt.textContent = this.posed.prompt;
-    for (const choice of this.posed.choices) {
+    this.offer(this.posed);
+  }
+
+  /** The question and its choices, as buttons. */
+  offer({ prompt, choices }) {
+    this.prompt.textContent = prompt;
+    for (const choice of choices) {
       const button = el("button", "question__choice", choice.label);
       button.type = "button";
       button.dataset.choice = choice.id;
@@ -137,7 +147,8 @@ class Question {
   }
 
   /** The reader's guess, against the measurement; the chapter shown. Nothing is sent anywhere. */
-  answer(id) {
+  async answer(id) {
+    if (this.spec.later && !this.posed && !(await this.measureLater())) return;
     const posed = this.posed;
     if (!posed) return;
     const verdict = id === posed.right ? "right" : posed.close.has(id) ? "close" : "wrong";
@@ -152,6 +163,23 @@ class Question {
     this.result.hidden = false;
     this.questions.progress(this.spec.chapter, verdict);
     this.open();
+  }
+
+  /** A question asked before its measurement: measure now (the guess is made). False when it did not come. */
+  async measureLater() {
+    const controller = this.controller = new AbortController();
+    for (const button of this.choices.querySelectorAll("button")) button.disabled = true;
+    this.result.textContent = t("q.measuring.later");
+    this.result.hidden = false;
+    try {
+      this.posed = this.spec.pose(await this.spec.measure(this.text, this.context, controller.signal), this.context);
+      return true;
+    } catch (error) {
+      if (isAbort(error) || controller.signal.aborted) return false;
+      this.result.textContent = t("q.failed", { why: explain(error) });
+      this.open();
+      return false;
+    }
   }
 
   /** Show the chapter (answered, skipped, or not askable). */
@@ -187,6 +215,7 @@ export class Questions {
     for (const q of this.list) {
       q.card.hidden = false;
       if (trimmed && trimmed === q.text) continue; // the same sentence asked again: the same question
+      if (q.spec.later && q.posed) continue; // answered, and no sentence changes it
       if (trimmed) q.renew(trimmed);
       else q.showAll();
     }

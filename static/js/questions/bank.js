@@ -8,6 +8,9 @@
 //   pose(answer, ctx)            -> {prompt, choices: [{id, label, lang?}], right, close: Set of ids,
 //                                   measured (the key number), says(id) (the guess against the measure)}
 //                                   or null when this sentence gives nothing to ask
+//   later                        true: the question does not depend on the sentence, and costs a
+//                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
+//                                `measure` runs once the reader has guessed
 import * as api from "../api.js";
 import { bucketOf } from "../catalog.js";
 import { number, t } from "../i18n.js";
@@ -35,13 +38,17 @@ function amongPieces(labels, values) {
   };
 }
 
+/** The ids and labels of ranges split by `edges`: "0" (below the first) ... */
+const rangeChoices = (edges, prefix) => Array.from({ length: edges.length + 1 }, (_, i) => ({ id: String(i), label: t(`${prefix}.${i}`) }));
+
 /** Choices as ranges: `edges` ascending split the line into edges.length + 1 ranges, ids "0"...; the neighbours are close. */
 function amongRanges(value, edges, prefix) {
   let index = edges.findIndex((edge) => value < edge);
   if (index < 0) index = edges.length;
-  const ids = Array.from({ length: edges.length + 1 }, (_, i) => String(i));
+  const choices = rangeChoices(edges, prefix);
+  const ids = choices.map((c) => c.id);
   return {
-    choices: ids.map((id) => ({ id, label: t(`${prefix}.${id}`) })),
+    choices,
     right: String(index),
     close: new Set([String(index - 1), String(index + 1)].filter((id) => ids.includes(id))),
   };
@@ -164,6 +171,40 @@ const attention = {
   },
 };
 
+/** How many times the recurrent encoder's time is the parallel one's, at the longest length. */
+const RATIO_EDGES = [1, 2, 10, 100];
+const RETRIES = 3;
+
+const timing = {
+  chapter: 6,
+  later: true,
+  ask: () => ({ prompt: t("q.6.prompt"), choices: rangeChoices(RATIO_EDGES, "q.6.choice") }),
+  // one measurement runs at a time on the server (the chapter's own button may have started it)
+  async measure(text, { page }, signal) {
+    for (let tries = 0; ; tries += 1) {
+      try {
+        return await api.timing(page.tlen, false, signal);
+      } catch (error) {
+        const busy = error instanceof api.ApiError && error.status === 429 && error.retryAfter !== null;
+        if (!busy || tries >= RETRIES) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, error.retryAfter) * 1000));
+        if (signal.aborted) throw new DOMException("superseded", "AbortError");
+      }
+    }
+  },
+  pose(answer) {
+    const measured = answer.recurrent_over_parallel_longest;
+    const { choices, right, close } = amongRanges(measured, RATIO_EDGES, "q.6.choice");
+    return {
+      prompt: t("q.6.prompt"), choices, right, close, measured,
+      says: (id) => t("q.6.says", {
+        guess: choices[Number(id)].label, value: power(measured), longest: answer.lengths[answer.lengths.length - 1],
+        recurrent: answer.roles.recurrent, parallel: answer.roles.parallel, device: answer.device,
+      }),
+    };
+  },
+};
+
 const SATURATION_EDGES = [0.5, 0.8, 0.95];
 
 const scaling = {
@@ -251,4 +292,4 @@ const predict = {
   },
 };
 
-export const QUESTIONS = [recurrence, gradients, bottleneck, attention, scaling, order, heads, predict];
+export const QUESTIONS = [recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, predict];
