@@ -23,7 +23,7 @@ function storedChoice() {
   }
 }
 
-function store_(asking) {
+function remember(asking) {
   try {
     localStorage.setItem(STORED, asking ? "ask" : "show");
   } catch {
@@ -242,7 +242,7 @@ export class Questions {
 
   /** The reader's choice, remembered in this browser only. */
   choose(asking) {
-    store_(asking);
+    remember(asking);
     this.asking = asking;
     if (!asking) {
       for (const q of this.list) q.showAll();
