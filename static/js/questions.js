@@ -78,6 +78,7 @@ class Question {
     this.result.dataset.testid = `question-${spec.chapter}-result`;
     this.result.setAttribute("aria-live", "polite");
     this.result.hidden = true;
+    this.result.tabIndex = -1; // the keyboard lands on the comparison once the guess is made
     this.skip = el("button", "question__skip", t("q.skip"));
     this.skip.type = "button";
     this.skip.addEventListener("click", () => this.open());
@@ -163,6 +164,7 @@ class Question {
     this.result.hidden = false;
     this.questions.progress(this.spec.chapter, verdict);
     this.open();
+    this.result.focus({ preventScroll: true });
   }
 
   /** A question asked before its measurement: measure now (the guess is made). False when it did not come. */
