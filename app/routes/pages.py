@@ -3,10 +3,11 @@ it from the JSON API, so user text is never interpreted as HTML or script here."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import plotly
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
@@ -21,10 +22,25 @@ A_YEAR = "public, max-age=31536000, immutable"
 
 router = APIRouter(include_in_schema=False)
 
+# The figures one may embed: every plot the page's template names by id, and every pair of panels a
+# view fills with one figure per model (static/js/embed.js offers the same ones). Read once, from the
+# template itself, so a new figure is embeddable with no edit here.
+PLOT_ID = re.compile(r'<div class="(?:plot|pair)\b[^"]*" id="([^"]+)"')
+FIGURES = frozenset(PLOT_ID.findall((REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")))
+
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request):
     return TEMPLATES.TemplateResponse(request, "index.html", {"data_credit": DATA_CREDIT})
+
+
+@router.get("/embed/{figure}", response_class=HTMLResponse)
+def embed(request: Request, figure: str):
+    """One figure of the page, for another site's <iframe>: the page's own template and code, showing
+    only that figure (static/js/embed.js); the query string is the page's state (url-state.js)."""
+    if figure not in FIGURES:
+        raise HTTPException(404, f"no figure {figure[:64]!r}; the figures: {', '.join(sorted(FIGURES))}")
+    return TEMPLATES.TemplateResponse(request, "index.html", {"data_credit": DATA_CREDIT, "embed": figure})
 
 
 @router.get("/vendor/plotly.min.js")

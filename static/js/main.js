@@ -9,8 +9,10 @@ import { Composer, say } from "./composer.js";
 import { contrastSwitch, startContrast } from "./contrast.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
+import { Embed, offerEmbeds } from "./embed.js";
 import { Nav } from "./nav.js";
 import { loadPlotly } from "./plots.js";
+import { Questions } from "./questions.js";
 import { Lab } from "./requests.js";
 import { UrlState } from "./url-state.js";
 
@@ -62,8 +64,15 @@ async function start() {
     lab.ahead(state.composer.problem(text) ? null : text);
     later();
   }, () => update(state));
-  lab.mount(VIEWS, { catalog, page });
-  new Nav(page);
+  // an embedded figure (/embed/<id>) builds its own chapter's views only, and asks nothing first
+  const embed = document.body.dataset.embed ? new Embed(document.body.dataset.embed, page) : null;
+  if (embed && !embed.ok) return;
+  if (!embed) {
+    new Questions({ catalog, page });
+    offerEmbeds();
+  }
+  lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });
+  if (!embed) new Nav(page);
   update(state);
 }
 
