@@ -54,6 +54,6 @@ export function contrastSwitch(parent) {
     remember(more ? "more" : "normal");
     apply(more);
   });
-  parent?.append(button); // an embedded figure's page has the header too, hidden
+  parent.append(button);
   return button;
 }
