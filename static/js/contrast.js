@@ -6,7 +6,7 @@ import { el } from "./dom.js";
 import { t } from "./i18n.js";
 import { redrawAll } from "./plots.js";
 
-const KEY = "attention-lab:contrast"; // "more" or "normal", once the reader chose
+const KEY = "attentionLab.contrast"; // "more" or "normal", once the reader chose
 const SYSTEM = matchMedia("(prefers-contrast: more)");
 
 function chosen() {

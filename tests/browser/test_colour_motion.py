@@ -30,7 +30,7 @@ def first_aligning(catalog) -> str:
 
 def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
     page, problems = open_page("?ch=5")
-    page.evaluate("localStorage.clear()")
+    page.evaluate("localStorage.removeItem('attentionLab.contrast')")
     try:
         plot = show(page, f"attention-{first_aligning(catalog)}")
         switch = page.get_by_role("button", name="High contrast")
@@ -70,12 +70,12 @@ def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
         assert plot.evaluate(FIRST_STOP) == VIRIDIS_START
         assert problems.errors == []
     finally:
-        page.evaluate("localStorage.clear()")
+        page.evaluate("localStorage.removeItem('attentionLab.contrast')")
 
 
 def test_high_contrast_follows_the_system_until_the_reader_chooses(open_page):
     page, problems = open_page()
-    page.evaluate("localStorage.clear()")
+    page.evaluate("localStorage.removeItem('attentionLab.contrast')")
     try:
         page.emulate_media(contrast="more")
         page.reload()
@@ -89,7 +89,7 @@ def test_high_contrast_follows_the_system_until_the_reader_chooses(open_page):
         assert problems.errors == []
     finally:
         page.emulate_media(contrast="null")
-        page.evaluate("localStorage.clear()")
+        page.evaluate("localStorage.removeItem('attentionLab.contrast')")
 
 
 STILL = """() => {
