@@ -293,6 +293,7 @@ class ModelThread:
             with self.load.turn():
                 if not future.set_running_or_notify_cancel():
                     return
+                self.load.ran(1)
                 self._share_cores()
                 self._settle(future, cancel, partial(fn, *args, **kwargs))
 

@@ -13,8 +13,9 @@ from models.serving.batch import greedy_many
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[3] / "checkpoints"
-SENTENCES = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin, alors nous restons à la maison.",
-             "Le chat", "Nous avons un chat et un chat.", "Tom ne sait pas nager."]
+SENTENCES = ["Je mange du pain.", "Où est la gare ?",
+             "Il pleut depuis ce matin, alors nous restons à la maison.", "Le chat",
+             "Nous avons un chat et un chat.", "Tom ne sait pas nager."]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,8 @@ def test_tokens_only_and_limits_as_greedy_tokens(sources):
     model = _served("lstm")
     limits = [2, 30, 1, 30, 4, 30]  # some sentences cut by their limit, the others ending
     together = greedy_many(model, sources, limits, [None] * len(sources), keep=False)
-    assert together == [search.greedy_tokens(model, ids, limit) for ids, limit in zip(sources, limits, strict=True)]
+    alone = [search.greedy_tokens(model, ids, limit) for ids, limit in zip(sources, limits, strict=True)]
+    assert together == alone
 
 
 @torch.inference_mode()
