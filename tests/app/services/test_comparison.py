@@ -239,3 +239,20 @@ def test_readers_compares_batched_give_each_reader_its_own_answers(tiny_checkpoi
     finally:
         alone.close()
         together.close()
+
+
+def test_a_model_failing_in_a_batch_fails_for_each_reader_and_the_others_answer(tiny_checkpoints, monkeypatch):
+    together = load_registry(tiny_checkpoints, ("lstm", "transformer"), device="cpu", cache_size=0,
+                             worker=ModelThread(1, lanes=2, batching=True))
+    try:
+        def broken(*args, **kwargs):
+            raise RuntimeError("weights on fire")
+
+        monkeypatch.setattr(together.get("lstm").model, "encode_with_internals", broken)
+        for answers in _compares_queued_together(together):
+            by_model = {answer["model"]: answer for answer in answers}
+            assert by_model["lstm"]["error"] == "RuntimeError: weights on fire"
+            assert by_model["transformer"]["maps"]
+        assert together.jobs.worker.load.sizes[len(BATCHED)] == 2  # each model ran the readers at once
+    finally:
+        together.close()
