@@ -8,7 +8,8 @@ last answer is measured with batching off (each compare's models one after anoth
 default) and on (each model decodes the N texts together: models/serving/batch.py). The two modes
 alternate round by round on one registry (the setting is read when a compare is queued), and the
 medians are printed with their ratio, off / on. It also counts the answers that differ between the
-two modes as the API returns them (rounded JSON): translations, and maps.
+two modes as the API returns them (rounded JSON): translations, maps, and the map weights that
+differ, with the largest difference relative to the weight.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TEXTS = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin.", "Le chat noir dort sur le lit.",
          "Nous avons un chat et un chien.", "Tom ne sait pas nager.", "Elle lit un livre dans le jardin.",
          "Je ne sais pas pourquoi il est parti.", "Tu es en retard.", "Les enfants jouent dehors.",
-         "Il fait très froid aujourd'hui.", "Mon frère habite à Paris.", "Je voudrais un café, s'il vous plaît.",
-         "Nous partons demain matin.", "Ce livre est très intéressant.", "Où as-tu mis mes clés ?"]
+         "Il fait très froid aujourd'hui.", "Mon frère habite à Paris.",
+         "Je voudrais un café, s'il vous plaît.", "Nous partons demain matin.",
+         "Ce livre est très intéressant.", "Où as-tu mis mes clés ?"]
 
 
 def round_of(registry, texts: list[str], batching: bool) -> tuple[float, list[list[dict]]]:
@@ -69,8 +71,13 @@ def main() -> None:
             translations = sum(a["translation"] != b["translation"] for a, b in pairs)
             maps = sum(a["maps"] != b["maps"] for a, b in pairs if a["maps"])
             with_maps = sum(bool(a["maps"]) for a, _ in pairs)
+            values = [(x, y) for a, b in pairs for p, q in zip(a["maps"], b["maps"], strict=True)
+                      for r, s in zip(p["weights"], q["weights"], strict=True)
+                      for x, y in zip(r, s, strict=True)]
+            moved = [abs(x - y) / max(abs(x), 1e-30) for x, y in values if x != y]
             print(f"{n:>7} {off * 1000:>9.0f} {on * 1000:>8.0f} {off / on:>7.2f}  translations {translations} "
-                  f"({len(pairs)}), maps {maps} ({with_maps})")
+                  f"({len(pairs)}), maps {maps} ({with_maps}); weights {len(moved)} of {len(values)}, "
+                  f"by at most {max(moved, default=0):.1e} of their value")
     finally:
         registry.close()
 
