@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     # (the reader's browser): a Linux nice value added to theirs (app/runtime/worker.py); 0: none,
     # the default, because a browser busy drawing then starved the models (docs/SERVER.md).
     model_nice: int = Field(0, ge=0, le=19)
+    # Batch readers' compares: queued POST /api/compare requests of several readers run each model's
+    # greedy searches together, one decoding step for every sentence still running
+    # (models/serving/batch.py, app/runtime/worker.py). Off by default: the answers are the same
+    # translations, but their maps differ in some fourth significant digits from one sentence's
+    # search, which is what every other endpoint answers (bench/README.md measures both).
+    batch_compares: bool = False
     # How the models are served (models/serving; the allowed values and defaults are declared in
     # models/serving/options.py). layout: how the served weights lie in memory (input-major makes a
     # CPU's one-row decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's

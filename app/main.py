@@ -76,7 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.registry = load_registry(
             settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
-            settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice),
+            settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice,
+                        settings.batch_compares),
             settings.layout, settings.precision, settings.step,
         )
         # the default sentence's answers, computed while nobody waits

@@ -111,7 +111,8 @@ class State(Collector):
             dropped.add_metric([reason], count)
         yield dropped
         buckets, total, count = load.histogram(BATCH_BUCKETS)
-        batch = HistogramMetricFamily(f"{PREFIX}_model_batch_size", "Jobs the model thread ran in one turn")
+        batch = HistogramMetricFamily(f"{PREFIX}_model_batch_size",
+                                      "Sentences one model run decoded together (1: alone)")
         batch.add_metric([], buckets, total)
         yield batch
 

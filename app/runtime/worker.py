@@ -30,6 +30,15 @@ thread, before the long job goes on. So a compare queued behind a 5-second exper
 step (a power iteration, a model's curve: tens of milliseconds), not for the experiment. The paused
 job's state stays on its stack untouched, and the jobs run in between only read the loaded models,
 so every answer is the one it would be without pausing (tests/app/runtime/test_worker.py).
+
+Batching across readers (off unless `batching`): a `run_together` job may come with a `Batchable`,
+which says which jobs of other batches it may run with (its `group`: one model's greedy search)
+and how (`run_many`, one call for all of them). When such a batch's turn comes, the model thread
+also takes every batch of the same priority still queued that has Batchables (other readers'
+compares), and runs each group as one call on one lane: one model decoding several readers'
+sentences at once reads its weights once per step for all of them (models/serving/batch.py). A
+group of one runs its own job, the unbatched way. Off by default because a batched search is not
+the one-sentence search bit for bit (its maps differ in their last digits; bench/README.md).
 """
 
 from __future__ import annotations
@@ -42,9 +51,11 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
 
 import torch
 
@@ -101,13 +112,14 @@ class Dropped:
 
 class Load:
     """What the model thread does, for GET /metrics (app/runtime/metrics.py): turns waiting for it,
-    seconds spent running them, and how many jobs each turn ran (a compare's models run as one)."""
+    seconds spent running them, and per model run how many sentences it ran together (1: alone;
+    more when readers' compares are batched)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self.waiting = 0
         self.busy_seconds = 0.0
-        self.sizes: Counter[int] = Counter()  # jobs in a turn -> turns
+        self.sizes: Counter[int] = Counter()  # sentences run together -> model runs
         self.paused = 0  # turns run inside another's pause (ModelThread.pause)
         self._depth = 0  # turns open now: more than one while a long job pauses for urgent ones
 
@@ -121,7 +133,7 @@ class Load:
             self.waiting -= 1
 
     @contextlib.contextmanager
-    def turn(self, jobs: int):
+    def turn(self):
         """Around one turn of the model thread, from its start to its end."""
         with self._lock:
             self.waiting -= 1
@@ -136,10 +148,14 @@ class Load:
                 self._depth -= 1
                 if self._depth == 0:  # a turn run inside a pause is already in the paused one's time
                     self.busy_seconds += time.perf_counter() - began
-                self.sizes[jobs] += 1
+
+    def ran(self, together: int) -> None:
+        """One model run of `together` sentences at once."""
+        with self._lock:
+            self.sizes[together] += 1
 
     def histogram(self, bounds: tuple[int, ...]) -> tuple[list[tuple[str, int]], float, int]:
-        """Cumulative (upper bound, turns) pairs ending with +Inf, the sum of the sizes and the count."""
+        """Cumulative (upper bound, model runs) pairs ending with +Inf, the sum of the sizes and the count."""
         with self._lock:
             sizes = dict(self.sizes)
         buckets = [(str(b), sum(n for size, n in sizes.items() if size <= b)) for b in bounds]
@@ -147,20 +163,50 @@ class Load:
         return [*buckets, ("+Inf", count)], float(sum(size * n for size, n in sizes.items())), count
 
 
+@dataclass(frozen=True)
+class Batchable:
+    """How a `run_together` job may run with jobs of other batches (see the module's docstring):
+    jobs of one `group` run as one call, `run_many` of their `item`s in order, which returns per
+    item its result, or the exception (an instance) that item ended with."""
+
+    group: Hashable
+    item: Any
+    run_many: Callable[[list[Any]], list[Any]]
+
+
+@dataclass
+class _Batch:
+    """One `run_together` call's jobs as queued: what the turn that runs them needs."""
+
+    jobs: list[Callable[[], Any]]
+    futures: list[Future]
+    cancel: threading.Event | None
+    start: list[int]
+    batchable: list[Batchable | None] | None
+
+
+# a job as a lane runs it: its future, its batch's cancel, the job, its Batchable or None
+_Member = tuple[Future, "threading.Event | None", Callable[[], Any], Batchable | None]
+
+
 class ModelThread:
-    def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0):
+    def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0,
+                 batching: bool = False):
         """torch_threads: intra-op threads for the models; None: every core while the machine is
         otherwise quiet, one while other programs wait for the CPU (see cores.py). lanes: how many
         jobs of a `run_together` batch run at once; None: one per core. nice: added to the Linux
-        nice value of the threads that run models (see `yield_cpu`)."""
+        nice value of the threads that run models (see `yield_cpu`). batching: queued batches with
+        Batchables run their groups together (see the module's docstring)."""
         self.torch_threads = torch_threads
         self.cores = None if torch_threads else CoreShare(torch.get_num_threads())
         self.lanes = max(1, lanes or torch.get_num_threads())
         self.nice = nice
+        self.batching = batching
         self.dropped = Dropped()
         self.load = Load()
-        # heap of (priority, order, turn, the turn's futures: cancelled if it never runs)
-        self._queue: list[tuple[int, int, Callable[[], None], list[Future]]] = []
+        # heap of (priority, order, turn, the turn's futures: cancelled if it never runs, the _Batch
+        # another turn may take it into when batching, else None)
+        self._queue: list[tuple[int, int, Callable[[], None], list[Future], _Batch | None]] = []
         self._order = itertools.count()
         self._ready = threading.Condition()
         self._closed = False
@@ -185,7 +231,7 @@ class ModelThread:
                     self._ready.wait()
                 if not self._queue:
                     return
-                priority, _, turn, _ = heapq.heappop(self._queue)
+                priority, _, turn, *_ = heapq.heappop(self._queue)
             self._run_turn(priority, turn)
 
     def _run_turn(self, priority: int, turn: Callable[[], None]) -> None:
@@ -195,13 +241,26 @@ class ModelThread:
         finally:
             self._running.pop()
 
-    def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future]) -> None:
+    def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future],
+                    batch: _Batch | None = None) -> None:
         with self._ready:
             if self._closed:
                 raise RuntimeError("the model thread is closed")
             self.load.queued()
-            heapq.heappush(self._queue, (priority, next(self._order), turn, futures))
+            heapq.heappush(self._queue, (priority, next(self._order), turn, futures, batch))
             self._ready.notify()
+
+    def _take_batches(self, priority: int) -> list[_Batch]:
+        """Every queued batch at `priority` that another may take in (see the module's docstring),
+        out of the queue: their turns will not run."""
+        with self._ready:
+            taken = [entry[4] for entry in self._queue if entry[4] is not None and entry[0] == priority]
+            if taken:
+                self._queue = [entry for entry in self._queue if entry[4] is None or entry[0] != priority]
+                heapq.heapify(self._queue)
+        for _ in taken:
+            self.load.unqueued()
+        return taken
 
     def pause(self) -> None:
         """Called by a long job between two of its steps, on the model thread: first run every
@@ -215,7 +274,7 @@ class ModelThread:
             with self._ready:
                 if not self._queue or self._queue[0][0] >= current:
                     return
-                priority, _, turn, _ = heapq.heappop(self._queue)
+                priority, _, turn, *_ = heapq.heappop(self._queue)
             with intra_op(torch.get_num_threads()), torch.inference_mode(self._inference), \
                     torch.set_grad_enabled(self._grad):
                 self._run_turn(priority, turn)
@@ -231,32 +290,99 @@ class ModelThread:
         future: Future[T] = Future()
 
         def job() -> None:
-            with self.load.turn(1):
+            with self.load.turn():
                 if not future.set_running_or_notify_cancel():
                     return
-                try:
-                    if cancel is not None and cancel.is_set():
-                        raise Abandoned()
-                    self._share_cores()
-                    future.set_result(fn(*args, **kwargs))
-                except BaseException as error:  # handed to whoever waits on the future
-                    self.dropped.count(error)
-                    future.set_exception(error)
+                self.load.ran(1)
+                self._share_cores()
+                self._settle(future, cancel, partial(fn, *args, **kwargs))
 
         self._queue_turn(priority, job, [future])
         return future
 
     def run_together(self, jobs: list[Callable[[], T]], cancel: threading.Event | None = None,
-                     start: list[int] | None = None, priority: int = INTERACTIVE) -> list[Future[T]]:
+                     start: list[int] | None = None, priority: int = INTERACTIVE,
+                     batchable: list[Batchable | None] | None = None) -> list[Future[T]]:
         """Queue a batch of independent jobs that only read the loaded models, as one turn of the
         model thread at `priority`; a Future per job, in the order given. When its turn comes the
         batch runs on up to `lanes` threads at once (one intra-op thread each), each lane taking
         the next job, in the order `start` lists their indices (default: as given; longest first
         keeps the lanes evenly busy). A job whose turn comes after `cancel` is set is not run
-        (Abandoned)."""
+        (Abandoned). `batchable`: per job its Batchable or None; with `batching` on, the turn also
+        takes in the other queued batches that have them and runs each group as one call."""
         futures: list[Future[T]] = [Future() for _ in jobs]
         start = list(range(len(jobs))) if start is None else start
-        pending = deque((jobs[i], futures[i]) for i in start)
+        batch = _Batch(jobs, futures, cancel, start, batchable)
+
+        def lead() -> None:
+            batches = [batch, *self._take_batches(priority)] if batch.batchable else [batch]
+            with self.load.turn():
+                self._together(self._tasks(batches))
+
+        mergeable = batch if self.batching and batchable and any(batchable) else None
+        self._queue_turn(priority, lead, futures, mergeable)
+        return futures
+
+    def _tasks(self, batches: list[_Batch]) -> list[Callable[[], None]]:
+        """What the lanes run for these batches: a job alone, or a group of Batchables of several
+        batches as one call, in the first batch's start order (the others' after)."""
+        tasks: list[Callable[[], None]] = []
+        groups: dict[Hashable, list] = {}
+        for batch in batches:
+            for i in batch.start:
+                spec = batch.batchable[i] if batch.batchable else None
+                member = (batch.futures[i], batch.cancel, batch.jobs[i], spec)
+                if spec is None:
+                    tasks.append(partial(self._run_group, [member]))
+                elif spec.group in groups:
+                    groups[spec.group].append(member)
+                else:
+                    groups[spec.group] = [member]
+                    tasks.append(partial(self._run_group, groups[spec.group]))
+        return tasks
+
+    def _run_group(self, members: list[_Member]) -> None:
+        """Members' jobs: alone, the job itself; several, their Batchables' `run_many` once."""
+        live = []
+        for future, cancel, job, spec in members:
+            if not future.set_running_or_notify_cancel():
+                continue
+            if cancel is not None and cancel.is_set():
+                self._settle(future, cancel, job)  # Abandoned, counted
+                continue
+            live.append((future, job, spec))
+        if len(live) == 1:
+            self.load.ran(1)
+            self._settle(live[0][0], None, live[0][1])
+        if len(live) < 2:
+            return
+        self.load.ran(len(live))
+        try:
+            results = live[0][2].run_many([spec.item for _, _, spec in live])
+        except BaseException as error:  # every member's answer
+            results = [error] * len(live)
+        for (future, _, _), result in zip(live, results, strict=True):
+            if isinstance(result, BaseException):
+                self.dropped.count(result)
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+    def _settle(self, future: Future, cancel: threading.Event | None, job: Callable[[], Any]) -> None:
+        """job()'s result or exception into `future` (already running); not run once `cancel` is set."""
+        try:
+            if cancel is not None and cancel.is_set():
+                raise Abandoned()
+            future.set_result(job())
+        except BaseException as error:  # handed to whoever waits on the future
+            self.dropped.count(error)
+            future.set_exception(error)
+
+    def _together(self, tasks: list[Callable[[], None]]) -> None:
+        """Run `tasks` on up to `lanes` threads, each lane taking the next; back when all are done.
+        Kept while other programs want the CPU (the reader's browser): a lane has one thread, so no
+        split operation waits on a thread they preempt (see the module's docstring)."""
+        pending = deque(tasks)
         lock = threading.Lock()
 
         def drain() -> None:
@@ -264,41 +390,23 @@ class ModelThread:
                 with lock:
                     if not pending:
                         return
-                    job, future = pending.popleft()
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    if cancel is not None and cancel.is_set():
-                        raise Abandoned()
-                    future.set_result(job())
-                except BaseException as error:  # handed to whoever waits on the future
-                    self.dropped.count(error)
-                    future.set_exception(error)
+                    task = pending.popleft()
+                task()
 
         def lane() -> None:
             set_intra_op(1)  # MKL's count is process-wide: each lane sets it again
             drain()
 
-        def lead() -> None:
-            with self.load.turn(len(jobs)):
-                together()
-
-        def together() -> None:
-            # kept while other programs want the CPU (the reader's browser): a lane has one thread,
-            # so no split operation waits on a thread they preempt (see the module's docstring)
-            lanes = min(self.lanes, len(jobs))
-            if lanes == 1:  # as `submit` runs a job
-                self._share_cores()
-                return drain()
-            with intra_op(1):
-                others = [self._side.submit(lane) for _ in range(lanes - 1)]
-                try:
-                    drain()
-                finally:
-                    wait(others)  # the model thread is free again only when no lane runs
-
-        self._queue_turn(priority, lead, futures)
-        return futures
+        lanes = min(self.lanes, len(tasks))
+        if lanes <= 1:  # as `submit` runs a job
+            self._share_cores()
+            return drain()
+        with intra_op(1):
+            others = [self._side.submit(lane) for _ in range(lanes - 1)]
+            try:
+                drain()
+            finally:
+                wait(others)  # the model thread is free again only when no lane runs
 
     def run(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None,
             priority: int = ORDINARY, **kwargs) -> T:
@@ -311,7 +419,7 @@ class ModelThread:
             self._closed = True
             dropped, self._queue = self._queue, []
             self._ready.notify()
-        for *_, futures in dropped:
+        for _, _, _, futures, _ in dropped:
             self.load.unqueued()
             for future in futures:
                 future.cancel()

@@ -9,6 +9,10 @@ the model thread that runs the models side by side, one per core (worker.run_tog
 Each answer is what POST /api/attention answers for that model: for models without attention
 the translation with no maps, computed the cheaper way /api/translate does (the same greedy
 translation).
+
+Every model's job also says how it runs batched with other readers' compares of that model
+(worker.Batchable: several sentences' greedy searches at once, models/serving/batch.py), which the
+model thread does only when Settings.batch_compares is on (app/runtime/worker.py).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future
 from functools import partial
 
-from app.runtime.registry import ModelRegistry
-from app.runtime.worker import Abandoned
-from app.schemas import Attention, ModelFailure
-from app.services.maps import attention_maps_job
-from app.services.translation import translation_job
+from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.text import Source
+from app.runtime.worker import Abandoned, Batchable
+from app.schemas import Attention, ModelFailure, Translation
+from app.services.inference import decode_many, stop_when
+from app.services.maps import attention_maps_job, attention_of
+from app.services.translation import translation_fields, translation_job
 from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
@@ -52,9 +58,25 @@ def queue_comparison(
 
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):
-    """The same job (and cache entry) as /api/attention, or /api/translate for no attention."""
-    job = attention_maps_job if registry.get(name).capabilities.attention_kinds else translation_job
-    return job(registry, name, text, cancel=cancel)
+    """The same job (and cache entry) as /api/attention, or /api/translate for no attention, and
+    its Batchable: the same answer computed with other texts' (`_many`)."""
+    entry = registry.get(name)
+    maps = bool(entry.capabilities.attention_kinds)
+    key, compute = (attention_maps_job if maps else translation_job)(registry, name, text, cancel=cancel)
+    batchable = Batchable(("compare", name), (registry.source(text), stop_when(cancel)),
+                          partial(_many, registry, entry, maps))
+    return key, compute, batchable
+
+
+def _many(registry: ModelRegistry, entry: LoadedModel, maps: bool, items: list[tuple[Source, object]]) -> list:
+    """`_job`'s answers for several (source, stop) at once; a Stopped for a source told to stop."""
+    sources = [source for source, _ in items]
+    found = decode_many(entry, sources, registry.limits.max_target_tokens, [stop for _, stop in items], maps)
+    tokenizer = registry.tokenizer
+    return [result if isinstance(result, BaseException)
+            else attention_of(tokenizer, entry.name, source, result) if maps
+            else Translation(**translation_fields(entry.name, tokenizer, source, *result))
+            for source, result in zip(sources, found, strict=True)]
 
 
 def _blocking(stream: AsyncIterator[Attention | ModelFailure]) -> Iterator[Attention | ModelFailure]:

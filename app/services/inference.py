@@ -13,7 +13,7 @@ from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.text import Source
 from models.decoding import Decoded, Stop, max_target_len
-from models.serving.threads import beam_search, greedy, greedy_tokens
+from models.serving.threads import beam_search, greedy, greedy_many, greedy_tokens
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,16 @@ def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, ma
     kwargs = model_options(entry, options)
     with torch.inference_mode():
         return greedy_tokens(entry.model, source.ids, _max_len(entry, source, max_tokens), stop, **kwargs)
+
+
+def decode_many(entry: LoadedModel, sources: list[Source], max_tokens: int, stops: list[Stop],
+                keep: bool) -> list:
+    """Several sentences' greedy searches at once (models/serving/batch.py), each as `decode` with
+    GREEDY (`keep`: every map) or `decode_tokens` (not) would search it alone, within float
+    rounding: per sentence its Decoded, (ids, finished), or the Stopped its stop() asked for."""
+    max_lens = [_max_len(entry, source, max_tokens) for source in sources]
+    with torch.inference_mode():
+        return greedy_many(entry.model, [source.ids for source in sources], max_lens, stops, keep)
 
 
 def _max_len(entry: LoadedModel, source: Source, max_tokens: int) -> int:

@@ -17,6 +17,7 @@ from app.schemas import Attention, AttentionMap
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, stop_when
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
+from models.decoding import Decoded
 from models.outputs import ATTENTION_KINDS, ModelOutput
 from models.tokenizer import BOS_ID, BPETokenizer
 
@@ -42,11 +43,16 @@ def attention_maps_job(
 
     def compute() -> Attention:
         decoded = decode(entry, source, options, registry.limits.max_target_tokens, stop_when(cancel))
-        fields = translation_fields(name, registry.tokenizer, source, decoded.tokens, decoded.finished)
-        maps = label_maps(registry.tokenizer, decoded.output, source, decoded.tokens, kinds)
-        return Attention(**fields, maps=maps)
+        return attention_of(registry.tokenizer, name, source, decoded, kinds)
 
     return ("attention", name, source.text, options, kinds), compute
+
+
+def attention_of(tokenizer: BPETokenizer, name: str, source: Source, decoded: Decoded,
+                 kinds: tuple[str, ...] = ATTENTION_KINDS) -> Attention:
+    """The answer of POST /api/attention from a decoded sentence."""
+    fields = translation_fields(name, tokenizer, source, decoded.tokens, decoded.finished)
+    return Attention(**fields, maps=label_maps(tokenizer, decoded.output, source, decoded.tokens, kinds))
 
 
 def label_maps(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from fastapi.testclient import TestClient
 
+from app.main import create_app
 from models.architectures import MODEL_NAMES
-from tests.app.conftest import TEXT
+from tests.app.conftest import TEXT, tiny_settings
 from tests.app.contract import check_attention
 
 
@@ -86,3 +88,14 @@ def test_the_first_model_done_is_the_first_line(client, monkeypatch):
         assert json.loads(next(got))["model"] == "rnn"  # while the transformer still waits
         release.set()
         assert json.loads(next(got))["model"] == "transformer"
+
+
+def test_with_batching_on_a_lone_reader_gets_the_unbatched_answers(tiny_checkpoints, client):
+    """ATTENTION_LAB_BATCH_COMPARES reaches the model thread; a compare with nothing queued beside it
+    runs alone, so its lines are exactly what the server with batching off answers."""
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, batch_compares=True))) as batching:
+        assert batching.app.state.registry.jobs.worker.batching
+        assert not client.app.state.registry.jobs.worker.batching  # the default
+        body = {"text": TEXT, "models": ["transformer", "lstm-dot", "rnn"]}
+        got = sorted(lines(batching.post("/api/compare", json=body)), key=lambda a: a["model"])
+        assert got == sorted(lines(client.post("/api/compare", json=body)), key=lambda a: a["model"])

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from app.runtime.worker import EXPERIMENT, ModelThread
+from app.runtime.worker import EXPERIMENT, INTERACTIVE, Batchable, ModelThread
 from models.decoding import Stopped
 
 
@@ -295,3 +295,64 @@ def test_closing_cancels_what_is_queued():
     threading.Timer(0.2, release.set).start()
     worker.close()
     assert blocker.result(timeout=10) and queued.cancelled() and worker.load.waiting == 0
+
+
+def _queued_compares(worker: ModelThread, texts: list[str], calls: list, gone: threading.Event | None = None):
+    """Three readers' batches queued behind a busy model thread, each a job per model ("a", "b")
+    with a Batchable whose run_many records the items it got; the futures per text, once released."""
+    release = threading.Event()
+    busy = worker.submit(release.wait, 10, priority=INTERACTIVE)  # ahead of them, whenever it starts
+
+    def many(items):
+        calls.append(items)
+        return [f"{item} together" for item in items]
+
+    batches = []
+    for text in texts:
+        jobs = [lambda text=text, model=model: f"{model}:{text} alone" for model in "ab"]
+        specs = [Batchable(("compare", model), f"{model}:{text}", many) for model in "ab"]
+        batches.append(worker.run_together(jobs, gone if text == "gone" else None, batchable=specs))
+    release.set()
+    busy.result(timeout=10)
+    return [[future.result(timeout=10) if not future.exception(timeout=10) else future.exception()
+             for future in futures] for futures in batches]
+
+
+def test_queued_compares_of_several_readers_run_each_model_once_when_batching():
+    worker, calls = ModelThread(1, lanes=2, batching=True), []
+    try:
+        got = _queued_compares(worker, ["un", "deux", "trois"], calls)
+        assert got == [[f"{m}:{t} together" for m in "ab"] for t in ["un", "deux", "trois"]]
+        assert sorted(calls) == [[f"{m}:{t}" for t in ["un", "deux", "trois"]] for m in "ab"]
+        assert worker.load.sizes[3] == 2  # one run of three sentences per model
+        assert worker.load.waiting == 0  # the batches taken in left the queue's count
+    finally:
+        worker.close()
+
+
+def test_without_batching_or_alone_each_job_runs_by_itself():
+    worker, calls = ModelThread(1, lanes=2), []
+    try:
+        got = _queued_compares(worker, ["un", "deux"], calls)
+        assert got == [[f"{m}:{t} alone" for m in "ab"] for t in ["un", "deux"]] and calls == []
+    finally:
+        worker.close()
+    worker = ModelThread(1, lanes=2, batching=True)
+    try:  # one reader: nothing to batch with, the unbatched job
+        assert _queued_compares(worker, ["seul"], calls) == [["a:seul alone", "b:seul alone"]] and calls == []
+        assert worker.load.sizes[1] == 3  # the busy job and each model's
+    finally:
+        worker.close()
+
+
+def test_a_reader_gone_before_the_batch_runs_is_left_out_of_it():
+    worker, calls = ModelThread(1, lanes=2, batching=True), []
+    gone = threading.Event()
+    gone.set()
+    try:
+        got = _queued_compares(worker, ["un", "gone", "trois"], calls, gone)
+        assert [type(answer).__name__ for answer in got[1]] == ["Abandoned", "Abandoned"]
+        assert sorted(calls) == [[f"{m}:{t}" for t in ["un", "trois"]] for m in "ab"]
+        assert worker.dropped.as_dict()["skipped"] == 2
+    finally:
+        worker.close()

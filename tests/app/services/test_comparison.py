@@ -8,9 +8,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from app.runtime.worker import Abandoned
+from app.runtime.loading import load_registry
+from app.runtime.worker import INTERACTIVE, Abandoned, ModelThread
 from app.schemas import Attention, AttentionMap, ModelFailure, Translation
-from app.services.comparison import as_ready, comparison, queue_comparison
+from app.services.comparison import _settled, as_ready, comparison, queue_comparison
 from models.decoding import Stopped
 from tests.app.conftest import TEXT
 
@@ -30,7 +31,7 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
     worker = cached_registry.jobs.worker
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
-                        lambda jobs, *rest: queued.append(len(jobs)) or real_together(jobs, *rest))
+                        lambda jobs, *rest, **kw: queued.append(len(jobs)) or real_together(jobs, *rest, **kw))
     answers = comparison(cached_registry, TEXT, ("lstm", "transformer"))
     assert queued == [2]  # both queued, as one batch, before the first answer is read
     assert next(answers).model == "lstm"  # while the transformer waits
@@ -73,7 +74,8 @@ def test_the_model_slowest_per_piece_lately_starts_first(cached_registry, monkey
     worker, started = cached_registry.jobs.worker, []
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
-                        lambda jobs, cancel, start: started.append(start) or real_together(jobs, cancel, start))
+                        lambda jobs, cancel, start, **kw: started.append(start)
+                        or real_together(jobs, cancel, start, **kw))
     list(comparison(cached_registry, TEXT, ("lstm", "transformer")))
     assert set(cached_registry.jobs.seconds) == {"lstm", "transformer"}
     cached_registry.jobs.seconds.update(lstm=9.0, transformer=1.0)
@@ -195,3 +197,62 @@ def test_work_dropped_after_its_reader_left_is_never_logged_as_unretrieved(error
         sys.set_asyncgen_hooks(*hooks)
     gc.collect()
     assert [c for c in reported if "never retrieved" in c.get("message", "")] == []
+
+
+BATCHED = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin.", "Tu", "Je mange du pain."]
+
+
+def _compares_queued_together(registry) -> list[list[dict]]:
+    """BATCHED's compares queued while the model thread is busy, so they all wait for one turn."""
+    release = threading.Event()
+    busy = registry.jobs.worker.submit(release.wait, 10, priority=INTERACTIVE)
+    queued = [queue_comparison(registry, text) for text in BATCHED]
+    release.set()
+    busy.result(timeout=10)
+    return [[_settled(name, future).model_dump() for name, future in pending] for pending in queued]
+
+
+def _weights(answer: dict) -> list[float]:
+    return [w for m in answer["maps"] for row in m["weights"] for w in row]
+
+
+def test_readers_compares_batched_give_each_reader_its_own_answers(tiny_checkpoints):
+    """With batching on, several readers' compares run each model once for all their texts: every
+    reader gets what its compare alone answers, the same translations, pieces and map labels, the
+    maps within float rounding (a batched product sums in another order: models/serving/batch.py)."""
+    alone = load_registry(tiny_checkpoints, device="cpu", cache_size=0)
+    together = load_registry(tiny_checkpoints, device="cpu", cache_size=0,
+                             worker=ModelThread(1, lanes=2, batching=True))
+    try:
+        expected = _compares_queued_together(alone)
+        got = _compares_queued_together(together)
+        assert together.jobs.worker.load.sizes[len(BATCHED)] == len(together.names)  # one run per model
+        assert alone.jobs.worker.load.sizes[len(BATCHED)] == 0
+        assert [[a["model"] for a in answers] for answers in got] == [[a["model"] for a in answers]
+                                                                        for answers in expected]
+        for answers, wanted in zip(got, expected, strict=True):
+            for answer, want in zip(answers, wanted, strict=True):
+                assert {**answer, "maps": None} == {**want, "maps": None}
+                assert [(m["kind"], m["layer"], m["head"], m["rows"], m["cols"]) for m in answer["maps"]] == \
+                    [(m["kind"], m["layer"], m["head"], m["rows"], m["cols"]) for m in want["maps"]]
+                assert _weights(answer) == pytest.approx(_weights(want), rel=2e-3, abs=1e-6)
+    finally:
+        alone.close()
+        together.close()
+
+
+def test_a_model_failing_in_a_batch_fails_for_each_reader_and_the_others_answer(tiny_checkpoints, monkeypatch):
+    together = load_registry(tiny_checkpoints, ("lstm", "transformer"), device="cpu", cache_size=0,
+                             worker=ModelThread(1, lanes=2, batching=True))
+    try:
+        def broken(*args, **kwargs):
+            raise RuntimeError("weights on fire")
+
+        monkeypatch.setattr(together.get("lstm").model, "encode_with_internals", broken)
+        for answers in _compares_queued_together(together):
+            by_model = {answer["model"]: answer for answer in answers}
+            assert by_model["lstm"]["error"] == "RuntimeError: weights on fire"
+            assert by_model["transformer"]["maps"]
+        assert together.jobs.worker.load.sizes[len(BATCHED)] == 2  # each model ran the readers at once
+    finally:
+        together.close()
