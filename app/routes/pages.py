@@ -9,10 +9,12 @@ import plotly
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
 from starlette.concurrency import run_in_threadpool
 
 from app.config import REPO_ROOT
 from app.guard import gzipped_once
+from app.services import language
 
 TEMPLATES = Jinja2Templates(directory=REPO_ROOT / "templates")
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -21,10 +23,21 @@ A_YEAR = "public, max-age=31536000, immutable"
 
 router = APIRouter(include_in_schema=False)
 
+# The template's words: t (text, escaped) and th (the catalogue's own markup), in the language the
+# route chose for this request (its context's `words`).
+TEMPLATES.env.globals["t"] = pass_context(lambda context, key, **params: context["words"].text(key, **params))
+TEMPLATES.env.globals["th"] = pass_context(lambda context, key, **params: context["words"].html(key, **params))
+
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request):
-    return TEMPLATES.TemplateResponse(request, "index.html", {"data_credit": DATA_CREDIT})
+def index(request: Request, lang: str | None = None):
+    chosen = language.choose(lang, request.cookies.get(language.COOKIE), request.headers.get("accept-language"))
+    context = {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
+               "languages": language.LANGUAGES, "base": str(request.base_url)}
+    response = TEMPLATES.TemplateResponse(request, "index.html", context)
+    response.headers["Vary"] = "Accept-Language, Cookie"  # the same address answers in either language
+    response.headers["Content-Language"] = chosen
+    return response
 
 
 @router.get("/vendor/plotly.min.js")

@@ -39,5 +39,51 @@ export function t(key, params = {}) {
   });
 }
 
+const formats = new Map(); // "lang options" -> Intl.NumberFormat (making one costs more than using it)
+
 /** A number by the language's rules (`options`: Intl.NumberFormat's). */
-export const number = (x, options = {}) => new Intl.NumberFormat(current, options).format(x);
+export function number(x, options = {}) {
+  const id = `${current} ${JSON.stringify(options)}`;
+  if (!formats.has(id)) formats.set(id, new Intl.NumberFormat(current, options));
+  return formats.get(id).format(x);
+}
+
+/** The page's words as the server wrote them (<html lang>), else English. */
+export const pageLanguage = () => (LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : "en");
+
+const params = (node) => (node.dataset.i18nParams ? JSON.parse(node.dataset.i18nParams) : {});
+
+/**
+ * Mark `node` as showing message `key` (with `values`) and write it: translatePage rewrites it in
+ * another language. `attribute`: write it there instead of the text.
+ */
+export function label(node, key, values = {}, attribute = null) {
+  if (attribute) {
+    const pairs = (node.dataset.i18nAttr || "").split(";").filter((p) => p && !p.startsWith(`${attribute}:`));
+    node.dataset.i18nAttr = [...pairs, `${attribute}:${key}`].join(";");
+    node.setAttribute(attribute, t(key, values));
+  } else {
+    node.dataset.i18n = key;
+    node.textContent = t(key, values);
+  }
+  if (Object.keys(values).length) node.dataset.i18nParams = JSON.stringify(values);
+  else delete node.dataset.i18nParams;
+  return node;
+}
+
+/**
+ * Rewrite every marked word below `root` in the page's language: data-i18n (text), data-i18n-html
+ * (the catalogue's own markup: a story's sentence around its data-fact slots, which the views fill
+ * again when they redraw), data-i18n-attr ("attribute:key;..."), with data-i18n-params.
+ */
+export function translatePage(root = document) {
+  for (const node of root.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n, params(node));
+  for (const node of root.querySelectorAll("[data-i18n-html]")) node.innerHTML = t(node.dataset.i18nHtml, params(node));
+  for (const node of root.querySelectorAll("[data-i18n-attr]")) {
+    for (const pair of node.dataset.i18nAttr.split(";").filter(Boolean)) {
+      const [attribute, key] = pair.split(":");
+      node.setAttribute(attribute, t(key, params(node)));
+    }
+  }
+  document.documentElement.lang = current;
+}
