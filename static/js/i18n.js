@@ -71,6 +71,14 @@ export function label(node, key, values = {}, attribute = null) {
   return node;
 }
 
+/** Undo `label(node, key, values, attribute)`: the attribute is gone and stays gone. */
+export function unlabel(node, attribute) {
+  const pairs = (node.dataset.i18nAttr || "").split(";").filter((p) => p && !p.startsWith(`${attribute}:`));
+  if (pairs.length) node.dataset.i18nAttr = pairs.join(";");
+  else delete node.dataset.i18nAttr;
+  node.removeAttribute(attribute);
+}
+
 /**
  * Rewrite every marked word below `root` in the page's language: data-i18n (text), data-i18n-html
  * (the catalogue's own markup: a story's sentence around its data-fact slots, which the views fill

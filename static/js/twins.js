@@ -6,6 +6,7 @@
 // Escape leaves it for the control after it. Nothing here knows one chapter from another.
 import { el } from "./dom.js";
 import { fmt } from "./facts.js";
+import { label, t, unlabel } from "./i18n.js";
 
 const twins = new WeakMap(); // plot div -> {sentence, button, table}
 const cells = new WeakMap(); // plot div -> [row, column] last read by keyboard
@@ -45,7 +46,7 @@ function twinOf(div) {
   const box = el("div", "twin");
   const sentence = el("p", "twin__sentence visually-hidden");
   sentence.id = `twin-sentence-${made}`;
-  const button = el("button", "numbers twin__toggle", "Show the numbers");
+  const button = label(el("button", "numbers twin__toggle"), "twin.show");
   button.type = "button";
   const table = el("table", "twin__table");
   table.id = `twin-table-${made}`;
@@ -70,7 +71,7 @@ function toggle(twin) {
   const { button, table } = twin;
   const open = button.getAttribute("aria-expanded") !== "true";
   button.setAttribute("aria-expanded", String(open));
-  button.textContent = open ? "Hide the numbers" : "Show the numbers";
+  label(button, open ? "twin.hide" : "twin.show");
   if (open) fill(twin);
   table.hidden = !open;
 }
@@ -111,7 +112,7 @@ function heatmapKeys(div) {
     if (div.dataset.keys) {
       div.removeAttribute("tabindex");
       div.setAttribute("role", div.dataset.keys);
-      div.removeAttribute("aria-roledescription");
+      unlabel(div, "aria-roledescription");
       delete div.dataset.keys;
     }
     return;
@@ -120,7 +121,7 @@ function heatmapKeys(div) {
   div.dataset.keys = div.getAttribute("role") || "group";
   div.tabIndex = 0;
   div.setAttribute("role", "application");
-  div.setAttribute("aria-roledescription", "heatmap: arrow keys read its cells, Escape leaves");
+  label(div, "twin.heatmap", {}, "aria-roledescription");
   div.addEventListener("keydown", (event) => onKey(div, event));
 }
 
@@ -167,7 +168,7 @@ const plain = (html) => String(html).replace(/<[^>]*>/g, "").replace(/&lt;/g, "<
 function cellSaid(div, heat, i, j) {
   const tokens = heat.customdata?.[i]?.[j];
   const value = heat.z[i][j];
-  const number = typeof value === "number" ? fmt(value) : "no value";
+  const number = typeof value === "number" ? fmt(value) : t("twin.no-value");
   if (Array.isArray(tokens) && tokens.length >= 2) return `${plain(tokens[0])}, ${plain(tokens[1])}, ${number}`;
   const x = heat.x ? heat.x[j] : j;
   const y = heat.y ? heat.y[i] : i;
