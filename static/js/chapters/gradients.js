@@ -4,6 +4,7 @@
 // whose every number comes from the same answer (vanishing-story.js).
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -50,14 +51,14 @@ export function mount(context) {
 }
 
 function showLength(length) {
-  lab.part("grad-length-value").textContent = `${length} tokens`;
+  lab.part("grad-length-value").textContent = t("gradients.tokens", { count: length });
 }
 
 export const keys = () => [null];
 export const panels = () => ["grad-plot", "factor-plot", "gates-plot"].map(lab.part);
 /** The sentence's tokens, repeated up to the URL's length. */
 export const ask = (text, signal) => api.gradients(text, lab.page.length, signal);
-export const failure = (error) => couldNot(title, error, null);
+export const failure = (error) => couldNot(t("gradients.what"), error, null);
 
 export function draw(next) {
   answer = next;
@@ -66,7 +67,9 @@ export function draw(next) {
   drawGates();
   const facts = storyFacts(answer, lab.catalog);
   fillStory(lab.part("vanishing-story"), facts);
-  store.headline(chapter, `${facts.distance} pieces back, ${facts.plain} keeps ${facts["plain-trained"]} of the last piece's gradient, ${facts.gated} ${facts["gated-trained"]}.`);
+  store.headline(chapter, t("gradients.headline", {
+    count: Number(facts.distance), plain: facts.plain, plainTrained: facts["plain-trained"], gated: facts.gated, gatedTrained: facts["gated-trained"],
+  }));
 }
 
 function drawFactors() {
@@ -79,22 +82,23 @@ function drawGates() {
   plotGates(lab.part("gates-plot"), answer, lab.part("gate-view").value, model);
 }
 
-const curveName = (c) => `${c.model}, ${(c.weights || "trained") === "trained" ? "as shipped" : "at initialization"}`;
+const curveName = (c) => t((c.weights || "trained") === "trained" ? "gradients.shipped" : "gradients.initial", { model: c.model });
 const measured = (shown) => ((shown && shown.curves) || []).filter((c) => c.distance && c.distance.length);
 
 export function describe(shown) {
   const facts = storyFacts(shown, lab.catalog);
-  return `On your sentence repeated to ${facts.length} pieces, ${facts.distance} steps before the end the gradient reaching ` +
-    `the input is ${facts["plain-trained"]} of the last piece's for the ${facts.plain} as shipped (${facts["plain-initialized"]} ` +
-    `at initialization), and ${facts["gated-trained"]} for the ${facts.gated} (${facts["gated-initialized"]}).`;
+  return t("gradients.describe", {
+    length: facts.length, count: Number(facts.distance), plainTrained: facts["plain-trained"], plain: facts.plain,
+    plainInitialized: facts["plain-initialized"], gatedTrained: facts["gated-trained"], gated: facts.gated, gatedInitialized: facts["gated-initialized"],
+  });
 }
 
 export function rows(shown) {
   const curves = measured(shown);
   const longest = Math.max(0, ...curves.map((c) => c.distance.length));
   return {
-    caption: "Gradient norm reaching each input, by tokens before the end of the input",
-    headers: ["tokens before the end", ...curves.map(curveName)],
+    caption: t("gradients.caption"),
+    headers: [t("gradients.before-end"), ...curves.map(curveName)],
     rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(c.norm[i]))]),
   };
 }
@@ -102,12 +106,12 @@ export function rows(shown) {
 function drawGradients(div, response, catalog) {
   const curves = measured(response);
   if (!curves.length) {
-    showEmpty(div, "No recurrent model without attention is loaded, so there is nothing to measure.");
+    showEmpty(div, t("gradients.none"));
     return;
   }
   const data = curves.map((c) => {
     const weights = c.weights || "trained";
-    const name = `${plotText(c.model)}, ${weights === "trained" ? "as shipped" : "at initialization"}`;
+    const name = plotText(curveName(c));
     return {
       type: "scatter",
       mode: c.distance.length > 40 ? "lines" : "lines+markers",
@@ -116,13 +120,13 @@ function drawGradients(div, response, catalog) {
       y: c.norm.map((v) => (v > 0 ? v : null)), // a log axis cannot show 0 (underflow): left as gaps
       line: { color: catalog.colour(c.model), width: 2.5, dash: weights === "trained" ? "solid" : "dot" },
       marker: { size: 5, symbol: catalog.marker(c.model) },
-      hovertemplate: `<b>${name}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+      hovertemplate: t("gradients.hover", { name }),
     };
   });
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: "tokens before the end of the input" }, zeroline: false, gridcolor: "#eceef3" },
-    yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
+    xaxis: { title: { text: t("gradients.x-axis") }, zeroline: false, gridcolor: "#eceef3" },
+    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
     legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`, response);
@@ -141,24 +145,25 @@ function gateMatrix(response, view) {
     const mean = g.mean || {};
     const names = GATE_NAMES.filter((n) => Array.isArray(mean[n]));
     if (!names.length) return null;
-    return { rows: names.map((n) => `${n} gate`), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
+    return { rows: names.map((n) => t(`gates.${n}`)), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
   }
   const perToken = g[view];
   if (!Array.isArray(perToken) || !perToken.length) return null;
   const units = g.units || perToken[0].map((_, i) => i);
   // token x unit -> unit x token, so tokens run along the x axis in both views
   const values = units.map((_, u) => perToken.map((row) => row[u]));
-  return { rows: units.map((u) => `unit ${u}`), values, tokens, rowTitle: `${view} gate, most active units` };
+  return { rows: units.map((u) => t("recurrence.unit-n", { unit: String(u) })), values, tokens,
+    rowTitle: t("gates.most-active", { gate: t(`gates.${view}`) }) };
 }
 
 function plotGates(div, response, view, model) {
   const m = gateMatrix(response, view);
   if (!m || !m.values.length || !m.tokens.length) {
-    showEmpty(div, "No LSTM without attention is loaded, so there are no gates to show.");
+    showEmpty(div, t("gates.none"));
     return;
   }
   const tokens = m.tokens.slice(0, m.values[0].length);
-  const labels = tokens.map((t) => plotText(showToken(t)));
+  const labels = tokens.map((tok) => plotText(showToken(tok)));
   const gateRows = m.rows.map(plotText);
   const trace = {
     type: "heatmap",
@@ -166,7 +171,7 @@ function plotGates(div, response, view, model) {
     x: tokens.map((_, i) => i),
     y: gateRows.map((_, i) => i),
     customdata: gateRows.map((name) => labels.map((tok, i) => [name, tok, i + 1])),
-    hovertemplate: "<b>%{customdata[0]}</b><br>token %{customdata[2]}: <b>%{customdata[1]}</b><br>%{z:.3f}<extra></extra>",
+    hovertemplate: t("gates.hover"),
     colorscale: GATE_SCALE,
     zmin: 0,
     zmax: 1,
