@@ -25,6 +25,9 @@ export const fmt = (x) => {
     : number(x, { minimumSignificantDigits: 2, maximumSignificantDigits: 2, useGrouping: false });
 };
 
+/** One decimal, in the page's language (a BLEU score: 31.4, 31,4). */
+export const tenths = (x) => number(x, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
 /** A share as a whole percentage (83%, 83 % in French). */
 export const pct = (x) => number(x, { style: "percent", maximumFractionDigits: 0 });
 

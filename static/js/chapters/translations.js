@@ -5,7 +5,8 @@
 import { explain } from "../api.js";
 import { BUCKETS, bucketOf } from "../catalog.js";
 import { el } from "../dom.js";
-import { label, number, t } from "../i18n.js";
+import { tenths } from "../facts.js";
+import { label, t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "4";
@@ -18,8 +19,7 @@ const GROUPS = [
   { title: "cards.look-back", has: (m) => m.cross_attention },
 ];
 
-const bleu = (value) => (typeof value === "number" && Number.isFinite(value)
-  ? number(value, { minimumFractionDigits: 1, maximumFractionDigits: 1 }) : "–");
+const bleu = (value) => (typeof value === "number" && Number.isFinite(value) ? tenths(value) : "–");
 const words = (bucket) => bucket.replace("-", "–");
 let lab = null;
 const cards = new Map(); // model -> {card, text, bucket}
