@@ -2,7 +2,7 @@
 // capabilities (GET /api/models). The page builds every view from these and names no model
 // itself, so a new checkpoint folder shows up with no edit here.
 import * as api from "./api.js";
-import { t } from "./i18n.js";
+import { has, label, t } from "./i18n.js";
 import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
 
 /** The evaluation's length groups (models/evaluate.py), by words in the source sentence. */
@@ -45,6 +45,17 @@ class Catalog {
   marker(name) {
     const i = this.index.get(name);
     return i === undefined ? "circle" : MODEL_MARKERS[i % MODEL_MARKERS.length];
+  }
+
+  /**
+   * Write model `m`'s summary into `node`: the catalogue's words for a model of the story, else the
+   * server's own (API data, in English, said as such).
+   */
+  summarize(node, m) {
+    if (has(`summary.${m.name}`)) return label(node, `summary.${m.name}`);
+    node.textContent = m.summary;
+    node.lang = "en";
+    return node;
   }
 
   /** One sentence saying how the models run for this page: the device, the precision, the weights' order. */

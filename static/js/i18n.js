@@ -20,6 +20,9 @@ export async function useLanguage(lang) {
   return code;
 }
 
+/** Whether the catalogues have message `key` (a model's summary has one when the story names the model). */
+export const has = (key) => (catalogues.get(current) || catalogues.get("en") || {})[key] !== undefined;
+
 /** The page's language now ("en" or "fr"). */
 export const language = () => current;
 

@@ -30,7 +30,7 @@ export function mount(context) {
   lab = context;
   const container = lab.part("cards");
   for (const group of GROUPS) {
-    const made = lab.catalog.models.filter(group.has).map((m) => card(m.name, m.summary));
+    const made = lab.catalog.models.filter(group.has).map((m) => card(m.name, m));
     if (made.length) container.append(groupOf(group.title, made));
   }
   const unavailable = Object.entries(lab.catalog.unavailable);
@@ -81,7 +81,7 @@ function score(key, values) {
   return { box, value, label: box.lastChild };
 }
 
-function card(name, summary) {
+function card(name, model) {
   const button = el("button", "card");
   button.type = "button";
   button.dataset.model = name;
@@ -96,9 +96,9 @@ function card(name, summary) {
   const byLength = score("cards.bucket", { words: words(BUCKETS[0]) });
   overall.value.textContent = bleu(lab.catalog.info(name)?.metrics?.bleu);
   scores.append(overall.box, byLength.box);
-  const what = el("span", "card__what", summary);
-  if (summary === null) label(what, "cards.not-loaded");
-  else what.lang = "en"; // the server's own description of the model (API data, in English)
+  const what = el("span", "card__what");
+  if (model) lab.catalog.summarize(what, model);
+  else label(what, "cards.not-loaded");
   button.append(title, what, text, scores);
   button.addEventListener("click", () => {
     if (button.classList.contains("is-unavailable")) return;
