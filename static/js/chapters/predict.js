@@ -138,7 +138,7 @@ function drawTree(div, answer) {
     x.push(s);
     y.push(i);
     colors.push(STATUS[n.status] || "#667085");
-    labels.push(t("predict.node", { token: plotText(showToken(n.token)), status: t(`status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
+    labels.push(t("predict.node", { token: plotText(showToken(n.token)), status: t(`beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
     if (n.parent !== null && n.parent !== undefined) edges.x.push(s - 1, s, null), edges.y.push(n.parent, i, null);
   }));
   const data = [
