@@ -91,8 +91,8 @@ export function tokenAxis(tokens, extra = {}, maxLabels = 40) {
 
 /** customdata for a heatmap: [row token, column token] per cell, escaped for hover labels. */
 function cellTokens(rows, cols) {
-  const r = rows.map((t) => plotText(showToken(t)));
-  const c = cols.map((t) => plotText(showToken(t)));
+  const r = rows.map((tok) => plotText(showToken(tok)));
+  const c = cols.map((tok) => plotText(showToken(tok)));
   return r.map((rowTok) => c.map((colTok) => [rowTok, colTok]));
 }
 

@@ -145,7 +145,7 @@ export function rows(answer, name) {
   return {
     caption: t("scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: number(answer.temperature) }),
     headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight"), `softmax(e_j / ${number(answer.temperature)})`],
-    rows: answer.source_tokens.map((t, j) => [showToken(t), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
+    rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
   };
 }
 
@@ -175,7 +175,7 @@ function drawScores(div, answer) {
   figure.querySelector(".scores-panel__formula").textContent = answer.formula;
   const tokens = answer.source_tokens;
   const x = tokens.map((_, i) => i);
-  const labels = tokens.map((t) => plotText(showToken(t)));
+  const labels = tokens.map((tok) => plotText(showToken(tok)));
   const bar = (name, y, color, axis, extra = {}) => ({
     type: "bar", name, x, y, customdata: labels, marker: { color }, xaxis: "x", yaxis: axis,
     hovertemplate: `<b>%{customdata}</b><br>${name}: %{y:.4g}<extra></extra>`, ...extra,
