@@ -3,7 +3,7 @@
 // in numbers (its sharpness, its rows as a table). A sentence whose slot is still empty stays hidden
 // behind a placeholder line (app.css), so a slot is never left empty on purpose: a fact the answer
 // lacks is written as "–".
-import { number, t } from "./i18n.js";
+import { language, number, t } from "./i18n.js";
 import { showToken } from "./plots.js";
 
 const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
@@ -33,6 +33,12 @@ export const pct = (x) => number(x, { style: "percent", maximumFractionDigits: 0
 
 /** "more" / "less" / "as much": how a compares with b, in the page's words. */
 export const compare = (a, b) => (a === null || b === null ? "–" : t(a > b ? "compare.more" : a < b ? "compare.less" : "compare.same"));
+
+/**
+ * Which hidden units a figure shows: the server's rule (`answer.rule`, the API's English) in
+ * English, else the catalogue's `key` with the number of units shown.
+ */
+export const unitsRule = (answer, key) => (language() === "en" ? answer.rule : t(key, { count: answer.units.length }));
 
 /** Write the facts into the elements marked data-fact="name" below `root` (as text). */
 export function fillStory(root, facts) {

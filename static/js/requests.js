@@ -198,7 +198,9 @@ class Line {
   /** Its name in the status line: the model whose answer did not come, else the view's (and its key). */
   label(error = null) {
     if (error && error.model) return error.model;
-    return this.key === null ? this.view.title : `${this.view.title}, ${this.key}`;
+    // the view's title in the page's words: its message "view.<title, dashed>" (contents.js)
+    const title = t(`view.${this.view.title.replace(/[^a-z0-9]+/gi, "-")}`);
+    return this.key === null ? title : `${title}, ${this.key}`;
   }
 }
 

@@ -2,7 +2,7 @@
 // its state after each piece as a piece x unit heatmap, a step slider that follows the reading
 // with the recurrence written out for that step, and how much each piece moves the state.
 import * as api from "../api.js";
-import { fillStory, fmt } from "../facts.js";
+import { fillStory, fmt, unitsRule } from "../facts.js";
 import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
@@ -42,7 +42,7 @@ export function draw(next) {
   const slider = lab.part("recurrence-step");
   slider.max = String(Math.max(answer.tokens.length - 1, 0));
   slider.value = String(Math.min(lab.page.step, answer.tokens.length - 1));
-  lab.part("recurrence-rule").textContent = t("recurrence.rule", { rule: answer.rule, hidden: String(answer.hidden_size) });
+  lab.part("recurrence-rule").textContent = t("recurrence.rule", { rule: unitsRule(answer, "recurrence.units-rule"), hidden: String(answer.hidden_size) });
   showStep();
   redraw();
   tell();

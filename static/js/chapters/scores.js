@@ -7,7 +7,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { label, number, t } from "../i18n.js";
-import { fillStory, fmt } from "../facts.js";
+import { fillStory, fmt, unitsRule } from "../facts.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
 import { modelFailure } from "../requests.js";
@@ -202,7 +202,7 @@ function drawScores(div, answer) {
 function drawBlend(div, answer) {
   const { blend, source_tokens: tokens, weights } = answer;
   div.closest("figure").querySelector(".panel__note").textContent =
-    t("scores.blend-note", { rule: blend.rule });
+    t("scores.blend-note", { rule: unitsRule(blend, "scores.units-rule") });
   const labels = [...tokens.map((tok, j) => `${showToken(tok)} (α ${fmt(weights[j])})`), t("scores.context")];
   const z = [...blend.states, blend.context];
   const reach = Math.max(...z.flat().map(Math.abs), 1e-9);
