@@ -65,6 +65,7 @@ async function switchLanguage(lang, state) {
   state.composer.showCount();
   $("numerics").textContent = state.catalog.numericsLine;
   await state.lab.redraw();
+  document.documentElement.dataset.switched = lang; // for tests: every view redrawn in `lang`
   window.dispatchEvent(new CustomEvent("lab:language", { detail: { lang } }));
 }
 

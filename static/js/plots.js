@@ -6,7 +6,7 @@
 // piece of main-thread work the page has, and a reader who has not yet reached a figure (lazy.js
 // decides when one is near) should be able to type meanwhile.
 
-import { language, t } from "./i18n.js";
+import { label, language, t } from "./i18n.js";
 import { offerNumbers } from "./numbers.js";
 
 const PLOTLY_URL = "/vendor/plotly.min.js";
@@ -249,7 +249,11 @@ export function showEmpty(div, message) {
     empty.className = "plot-empty";
     div.append(empty);
   }
-  empty.textContent = message;
+  if (Array.isArray(message)) label(empty, ...message); // [key, values]: said again in another language
+  else {
+    delete empty.dataset.i18n;
+    empty.textContent = message;
+  }
   div.dataset.state = "empty";
   offerNumbers(div, undefined);
   div.dispatchEvent(new CustomEvent("plot:drawn")); // no heatmap any more: it leaves the tab order

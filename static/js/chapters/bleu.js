@@ -44,8 +44,8 @@ export function mount(context) {
   lab = context;
   const div = lab.part("bleu-plot");
   evaluated = lab.catalog.models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
-  if (!lab.catalog.models.length) showEmpty(div, t("bleu.no-model"));
-  else if (!evaluated.length) showEmpty(div, t("bleu.no-report"));
+  if (!lab.catalog.models.length) showEmpty(div, ["bleu.no-model"]);
+  else if (!evaluated.length) showEmpty(div, ["bleu.no-report"]);
   store.watch("model", () => lab.ask());
 }
 

@@ -42,8 +42,8 @@ export function mount(context) {
   part("pick-layer").addEventListener("change", (e) => pick({ layer: Number(e.target.value) - 1 }));
   part("pick-head").addEventListener("change", (e) => pick({ head: Number(e.target.value) - 1 }));
   if (!model) {
-    showEmpty(part("heads-grid"), t("heads.none"));
-    showEmpty(part("head-detail"), t("heads.none-detail"));
+    showEmpty(part("heads-grid"), ["heads.none"]);
+    showEmpty(part("head-detail"), ["heads.none-detail"]);
     for (const control of [...radios, part("pick-layer"), part("pick-head")]) control.disabled = true;
     return;
   }

@@ -32,8 +32,8 @@ export function mount(context) {
     lab.stop();
   });
   part("live-x").addEventListener("change", drawCurves);
-  showEmpty(part("live-loss"), t("run.press-train"));
-  showEmpty(part("live-accuracy"), t("run.accuracy-here"));
+  showEmpty(part("live-loss"), ["run.press-train"]);
+  showEmpty(part("live-accuracy"), ["run.accuracy-here"]);
   store.watch("live", (value) => {
     setup = value;
     part("live-start").disabled = running;
@@ -118,7 +118,7 @@ function prepareMaps(names) {
     figure.append(caption, div);
     holder.append(figure);
     maps.set(name, div);
-    showEmpty(div, t("run.map-waiting"));
+    showEmpty(div, ["run.map-waiting"]);
   }
 }
 

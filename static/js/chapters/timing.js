@@ -23,7 +23,7 @@ let answer = null; // the answer drawn
 
 export function mount(context) {
   lab = context;
-  showEmpty(lab.part("timing-plot"), t("timing.press"));
+  showEmpty(lab.part("timing-plot"), ["timing.press"]);
   lab.part("timing-measure").addEventListener("click", measure);
 }
 
