@@ -40,3 +40,55 @@ def test_messages_keep_their_placeholders(lang):
             assert "other" in message and "count" in placeholders(message), key
         else:
             assert isinstance(message, str) and message.strip(), key
+
+
+# Keys the page builds from a value instead of writing them out (t(`task.${name}`)): each prefix,
+# where its names come from, and so which keys under it are in use.
+DYNAMIC = {
+    "view.": "a view's title, dashed (requests.js: the status line names a failed view)",
+    "summary.": "a model's name (catalog.js: the story's models, summarised in the page's words)",
+    "task.": "the live experiment's tasks (GET /api/train)",
+    "filler.": "the long-lag experiment's fillers (GET /api/long-lag)",
+    "gates.": "an LSTM gate's name (chapters/gradients.js)",
+    "kind.": "a kind of attention (encoder, decoder, cross)",
+    "heads.kind.": "a kind of attention, in chapter 9's sentences",
+    "replay.weights.": "a training step's weights (initialized, snapshot, shipped)",
+    "beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
+}
+SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js"))]
+KEY = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$")
+
+
+def literals() -> set[str]:
+    """Every quoted string of the page's template and scripts, and the keys its data-i18n-attr pairs name."""
+    found = set()
+    for path in SOURCES:
+        lines = path.read_text(encoding="utf-8").splitlines()  # comments aside: they name keys in prose
+        source = "\n".join(line for line in lines if not line.lstrip().startswith(("//", "*", "/*")))
+        found.update(re.findall(r'"([^"\n]*)"', source))
+        found.update(re.findall(r"'([^'\n]*)'", source))
+        found.update(re.findall(r"`([^`$\n]*)`", source))
+        found.update(key for pairs in re.findall(r'data-i18n-attr="([^"]*)"', source)
+                     for pair in pairs.split(";") for key in pair.split(":")[1:])
+    return found
+
+
+def test_no_unused_key():
+    """Every message is shown somewhere: its key is written in the template or a script, or built
+    under one of DYNAMIC's prefixes (which each script must still use)."""
+    used = literals()
+    scripts = "".join(path.read_text(encoding="utf-8") for path in SOURCES)
+    for prefix in DYNAMIC:
+        assert f"`{prefix}${{" in scripts, f"no script builds keys under {prefix}: drop it from DYNAMIC"
+    unused = [key for key in catalogue("en") if key not in used and not key.startswith(tuple(DYNAMIC))]
+    assert not unused, f"messages no page shows: {unused}"
+
+
+def test_every_key_written_exists():
+    """A key written in the template or a script (a dotted name under one of the catalogue's
+    namespaces) is in the catalogue: a typo would show the key itself."""
+    messages = catalogue("en")
+    namespaces = {key.split(".")[0] for key in messages}
+    written = {s for s in literals() if KEY.match(s) and s.split(".")[0] in namespaces}
+    missing = sorted(written - set(messages))
+    assert not missing, missing

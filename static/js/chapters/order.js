@@ -102,7 +102,7 @@ export function rows(shown) {
     caption: t("order.caption", { layer: String(shown.layer + 1), head: String(head + 1) }),
     headers: [t("order.pe"), t("order.sentence"), t("order.query"), t("order.key"), t("scores.weight-axis")],
     rows: maps.flatMap(([pe, which, tokens]) => shown.checks[`pe_${pe}`][which][head].flatMap((row, i) =>
-      row.map((w, j) => [t(`order.${pe}`), t(`order.${which}`), showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
+      row.map((w, j) => [t(pe === "on" ? "order.on" : "order.off"), t(which === "original" ? "order.original" : "order.shuffled"), showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
   };
 }
 
