@@ -7,7 +7,9 @@
 Each simulated reader does what the page does (static/js/speculate.js, main.js, the chapters):
 types a French sentence one key every 120-260 ms; at every key, one POST /api/compare for every
 model with the page's X-Supersede-Key (one per reader), the previous one dropped (its connection
-closed, as the browser's abort does); after the last key and the page's pause (70 ms), the requests
+closed, as the browser's abort does), unless the last answer's X-Queue-Depth said the server was
+busy: then the compare in flight is kept and the newest text waits for it (--every-key: never);
+after the last key and the page's pause (70 ms), the requests
 of the chapter in view (drawn per sentence: the recurrence, the gradients at the page's length, the
 scores for each attention LSTM, the scaling, the order, the heads, the two predictions, the recap,
 or nothing for the chapters that ask nothing more); then it reads for 2-5 s before the next
@@ -47,6 +49,8 @@ KEY_MS = (120, 260)  # a key every 120-260 ms
 READ_S = (2.0, 5.0)  # reading between sentences
 PAUSE_S = 0.070  # the page's pause in typing (static/js/main.js PAUSE_MS)
 HELD_P95_MS = 250
+BUSY_DEPTH = 2  # static/js/speculate.js BUSY_DEPTH
+ADAPTIVE = True  # the page's speculation adapts to X-Queue-Depth (--every-key: it does not)
 # the chapter in view when the reader stops typing: (chapter, weight); 1, 4 and 6 ask nothing more
 CHAPTERS = [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
 
@@ -81,16 +85,25 @@ class Reader:
         self.latencies: list[float] = []
         self.failures: Counter = Counter()
         self.requests = 0
+        self.depth = 0  # the latest compare's X-Queue-Depth
+        self.running: asyncio.Task | None = None  # the compare in flight
 
     async def compare(self, text: str) -> str | None:
         """The compare stream for `text`, read to its end: None, or why it failed."""
         self.requests += 1
         async with self.client.stream("POST", "/api/compare", json={"text": text, "models": self.page["names"]},
                                       headers={"X-Supersede-Key": self.key}) as response:
+            self.depth = int(response.headers.get("X-Queue-Depth", 0))
             if response.status_code != 200:
                 return f"compare {response.status_code}"
             lines = [line async for line in response.aiter_lines() if line.strip()]
         return "compare line error" if any('"error"' in line for line in lines) else None
+
+    async def after(self, running: asyncio.Task, text: str) -> str | None:
+        """The page's speculation while the server is busy: `text` asked once the compare in flight ends."""
+        await asyncio.wait([running])
+        self.running = asyncio.current_task()
+        return await self.compare(text)
 
     async def ask(self, path: str, body: dict) -> str | None:
         self.requests += 1
@@ -103,10 +116,18 @@ class Reader:
         for end in range(1, len(words) + 1):
             text = words[:end].strip()
             if text and text != asked:
-                if pending is not None:
-                    pending.cancel()  # superseded: its connection is closed, as the browser's abort does
                 asked, last_key = text, time.perf_counter()
-                pending = asyncio.create_task(self.compare(text))
+                running = self.running is not None and not self.running.done()
+                if ADAPTIVE and running and self.depth >= BUSY_DEPTH:
+                    if pending is not None and pending is not self.running:
+                        pending.cancel()  # a text still waiting: replaced by the newest
+                    pending = asyncio.create_task(self.after(self.running, text))
+                else:
+                    if pending is not None:
+                        pending.cancel()  # superseded: its connection is closed, as the browser's abort does
+                    pending = self.running = asyncio.create_task(self.compare(text))
+            if end == len(words):
+                break  # the last key: no wait for a next one (the latency runs from here)
             await asyncio.sleep(self.rng.uniform(*KEY_MS) / 1000)
             if time.perf_counter() > until:
                 if pending is not None:
@@ -185,12 +206,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--typing-only", action="store_true",
                         help="only the compares of typing, no chapter's requests after the pause")
+    parser.add_argument("--every-key", action="store_true",
+                        help="a compare at every key, whatever X-Queue-Depth says")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     counts = [int(n) for n in args.readers.split(",")]
     if args.typing_only:
-        CHAPTERS[:] = [(4, 1)]  # chapter 4 asks nothing beyond the compare
+        CHAPTERS[:] = [(4, 1)]
+    global ADAPTIVE
+    ADAPTIVE = not args.every_key  # chapter 4 asks nothing beyond the compare
 
     def measure(url: str) -> list[dict]:
         page = read_page(url)
@@ -208,7 +233,7 @@ def main() -> None:
             rows = measure(url)
     print(f"held at p95 <= {HELD_P95_MS} ms with none failed: {held(rows)} typing readers")
     write_report(args.json, {"levels": rows, "held_readers": held(rows), "p95_target_ms": HELD_P95_MS,
-                             "typing_only": args.typing_only,
+                             "typing_only": args.typing_only, "adaptive": ADAPTIVE,
                              "seconds_per_level": args.seconds, "cpus": os.cpu_count()})
 
 

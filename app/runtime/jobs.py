@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from app.runtime.cache import MISSING, ResultCache
-from app.runtime.worker import ModelThread
+from app.runtime.worker import ORDINARY, ModelThread
 
 
 @dataclass
@@ -24,23 +24,24 @@ class Jobs:
     # the text of each model's last job was any length (live typing: every prefix, most aborted).
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def result(self, key, compute, cancel: threading.Event | None = None):
+    def result(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
         cache is asked again there: an identical request queued behind the one that computed it
         (live typing asks twice for the same text) gets the answer without computing it again.
-        `cancel` set before its turn: nothing is computed (worker.Abandoned)."""
-        return self.submit(key, compute, cancel).result()
+        `cancel` set before its turn: nothing is computed (worker.Abandoned). `priority`: its place in
+        the model thread's queue (worker.INTERACTIVE, ORDINARY or EXPERIMENT)."""
+        return self.submit(key, compute, cancel, priority).result()
 
-    async def answer(self, key, compute, cancel: threading.Event | None = None):
+    async def answer(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY):
         """`result` for a coroutine: the event loop waits for the model thread without holding a
         thread of its own (a sync route costs two hand-overs to the thread pool and back)."""
-        return await asyncio.wrap_future(self.submit(key, compute, cancel))
+        return await asyncio.wrap_future(self.submit(key, compute, cancel, priority))
 
-    def submit(self, key, compute, cancel: threading.Event | None = None) -> Future:
+    def submit(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY) -> Future:
         """Like `result`, without waiting: a Future, already done when the cache had the answer."""
         value = self.cache.get(key)
         if value is MISSING:
-            return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel)
+            return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel, priority=priority)
         done: Future = Future()
         done.set_result(value)
         return done
@@ -49,8 +50,9 @@ class Jobs:
                         pieces: int = 1) -> list[Future]:
         """Like `submit` for several (model name, key, compute) of independent work that only reads
         the loaded models, all on one text of `pieces` source pieces: the ones not cached run as one
-        batch on every core (worker.run_together), the slowest per piece lately first (longest
-        first keeps the lanes evenly busy)."""
+        batch on every core (worker.run_together), ahead of everything else queued (INTERACTIVE:
+        typing asks for these), the slowest per piece lately first (longest first keeps the lanes
+        evenly busy)."""
         futures: list[Future | None] = []
         todo, names = [], []
         for name, key, compute in items:

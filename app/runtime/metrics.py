@@ -103,6 +103,8 @@ class State(Collector):
         yield _gauge("model_queue_depth", "Turns waiting for the model thread", load.waiting)
         yield _counter("model_busy_seconds", "Seconds the model thread spent running turns (rate: busy share)",
                        load.busy_seconds)
+        yield _counter("model_paused_turns", "Turns run while a longer one paused for them (interactive first)",
+                       load.paused)
         dropped = CounterMetricFamily(f"{PREFIX}_model_dropped", "Model work nobody wanted any more",
                                       labels=["reason"])
         for reason, count in worker.dropped.as_dict().items():

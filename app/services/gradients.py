@@ -8,6 +8,7 @@ import threading
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.worker import EXPERIMENT
 from app.schemas import GateMeans, Gates, GradientCurve, Gradients
 from app.services.rounding import round_sig
 from models.probes.gradients import DIRECTIONS, ITERATIONS, jacobian_norms, most_varying_units, step_factors
@@ -41,6 +42,7 @@ def gradient_curves(
     ids = repeat_to(source.ids, min(len(source.ids), longest) if length is None else length, longest)
     entries = recurrent_models(registry, names)
     key = ("gradients", source.text, len(ids), tuple(e.name for e in entries), initialized, factors)
+    pause = registry.jobs.worker.pause  # between steps, the compares of typing readers run (worker.py)
 
     def compute() -> Gradients:
         curves, gates = [], None
@@ -48,23 +50,24 @@ def gradient_curves(
             for weights in ("trained", "initialized") if initialized else ("trained",):
                 model = entry.model if weights == "trained" else registry.states.initialized(entry.name)
                 reach = jacobian_norms(model, ids)
+                pause()
                 curves.append(GradientCurve(model=entry.name, weights=weights, distance=list(range(len(ids))),
                                             norm=round_sig(reach.inputs),
-                                            **(factor_fields(model, ids, reach) if factors else {})))
+                                            **(factor_fields(model, ids, reach, pause) if factors else {})))
                 if gates is None and reach.gates is not None and weights == "trained":
                     gates = gate_summary(entry.name, reach.gates)
         return Gradients(tokens=registry.tokenizer.pieces(ids), definition=DEFINITION, directions=DIRECTIONS,
                          curves=curves, gates=gates)
 
-    return registry.jobs.result(key, compute, cancel)
+    return registry.jobs.result(key, compute, cancel, EXPERIMENT)
 
 
-def factor_fields(model, ids: list[int], reach) -> dict:
+def factor_fields(model, ids: list[int], reach, between=None) -> dict:
     """The per-step fields of one GradientCurve: by distance from the end: the state-gradient norm, how much
     it shrank crossing each step (whose running product is the state curve), and the step
     Jacobians' top singular values that bound that shrink (and, for an LSTM, the hidden path's and
     the mean forget gate)."""
-    steps = step_factors(model, ids)
+    steps = step_factors(model, ids, between=between)
     fields = {"state_norm": round_sig(reach.states), "shrink": round_sig(reach.shrink),
               "step_factor": round_sig(steps.state), "hidden_factor": round_sig(steps.hidden)}
     if steps.forget is not None:

@@ -18,9 +18,12 @@
 //   ask(text, signal, key)     the request -> Promise of the answer
 //   draw(answer, key)          shows the answer
 //   failure(error, key)        the failure in its words (null: its panels keep what they show)
-//   describe(answer, key)      the answer drawn, in one sentence
-//   rows(answer, key)          the answer drawn, as a table: {caption, headers, rows}
-//                              (twins.js shows both beside each of its plot panels after every draw)
+//   describe(answer, key, plot)  what the Plotly figure `plot` draws of the answer, in one sentence
+//                              (null: a panel of its own that another view draws)
+//   rows(answer, key, plot)    the same, as a table: {caption, headers, rows}
+//                              (twins.js shows both beside each figure the view draws, at its every
+//                              drawing: the view's plot panels, and for a view of one answer the
+//                              plots among its figures)
 //
 // Chapters never import each other: what two share goes through store.js.
 import * as alignment from "./chapters/alignment.js";

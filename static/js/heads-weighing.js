@@ -7,8 +7,8 @@ import { t } from "./i18n.js";
 import { WEIGHT_SCALE, baseLayout, draw, onPlot, plotText, showEmpty } from "./plots.js";
 import { offKey } from "./url-state.js";
 
-const headName = (h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
-const shortName = (h) => t("heads.short", { layer: String(h.layer + 1), head: String(h.head + 1) });
+export const headName = (h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
+export const shortName = (h) => t("heads.short", { layer: String(h.layer + 1), head: String(h.head + 1) });
 
 /** The prose's facts from /api/heads. */
 export function headsFacts(answer) {

@@ -170,12 +170,21 @@ export function replayView({ chapter, container, key, candidates }) {
     keys: () => (replay.model ? [null] : []),
     panels: () => [parts.mapPlot, parts.curvePlot],
     failure: (error) => couldNot(t("replay.what"), error),
-    describe: (answer) => {
+    describe: (answer, key, plot) => {
+      if (plot === parts.curvePlot) {
+        const [first, last] = [replay.timeline[0], replay.timeline.at(-1)];
+        return t("replay.curve-describe", { name: replay.model.name, count: replay.timeline.length, firstBleu: fmt(first.valid_bleu),
+          first: String(first.step), lastBleu: fmt(last.valid_bleu), last: String(last.step), shown: String(pointOf(answer).step) });
+      }
       const map = mapOf(answer);
       const looks = map && map.rows.length ? ` ${t("replay.each-word", { looks: strongest(map) })}` : "";
       return `${story(pointOf(answer), map, answer)}${looks}`;
     },
-    rows: (answer) => {
+    rows: (answer, key, plot) => {
+      if (plot === parts.curvePlot) {
+        return { caption: t("replay.curve-caption", { name: replay.model.name }), headers: [t("curves.step"), t("curves.valid-bleu")],
+          rows: replay.timeline.map((p) => [String(p.step), fmt(p.valid_bleu)]) };
+      }
       const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
       const [layer, head] = selected();
       const which = replay.model.heads > 1 ? t("heads.layer-head", { layer: String(layer + 1), head: String(head + 1) }) : t("replay.alignment");

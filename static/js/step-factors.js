@@ -5,12 +5,12 @@
 import { t } from "./i18n.js";
 import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
 
-/** Each view of the per-step factors: its y axis (a message key, or the formula itself). */
+/** Each view of the per-step factors: its name and its y axis, in the page's language. */
 export const FACTORS = {
-  shrink: { axis: () => t("factors.shrink-axis") },
-  step_factor: { axis: () => "σ_max(ds_t / ds_(t-1))" },
-  hidden_factor: { axis: () => "σ_max(dh_t / dh_(t-1))" },
-  forget_mean: { axis: () => t("factors.forget-axis") },
+  shrink: { title: () => t("factors.title.shrink"), axis: () => t("factors.shrink-axis") },
+  step_factor: { title: () => t("factors.title.step"), axis: () => "σ_max(ds_t / ds_(t-1))" },
+  hidden_factor: { title: () => t("factors.title.hidden"), axis: () => "σ_max(dh_t / dh_(t-1))" },
+  forget_mean: { title: () => t("factors.title.forget"), axis: () => t("factors.forget-axis") },
 };
 const DASH = { trained: "solid", initialized: "dot" };
 

@@ -1,15 +1,18 @@
 // Every figure readable without seeing it, built once for all views from their shape (contents.js):
-// after each draw, each plot panel of the view gets its sentence (describe, tied to the figure by
-// aria-describedby) and its table twin (rows, behind a "Show the numbers" button, hidden until
-// asked), the same numbers the figure shows with the page's rounding. A heatmap takes focus and its
-// cells are read one by one with the arrow keys ("row, column, value", in one polite live region);
-// Escape leaves it for the control after it. Nothing here knows one chapter from another.
+// each Plotly figure a view draws gets its own sentence (describe(answer, key, plot), tied to the
+// figure by aria-describedby) and its own table twin (rows(answer, key, plot), behind a "Show the
+// numbers" button, hidden until asked), the same numbers the figure shows with the page's rounding.
+// Both are said again at each drawing of the figure, so a figure redrawn from the same answer (a
+// head picked, a slider moved) is said as it is now. A heatmap takes focus and its cells are read
+// one by one with the arrow keys ("row, column, value", in one polite live region); a figure of
+// several heatmaps passes from one to the next with Page Down and Page Up; Escape leaves it for the
+// control after it. Nothing here knows one chapter from another.
 import { el } from "./dom.js";
 import { fmt } from "./facts.js";
 import { label, t, unlabel } from "./i18n.js";
 
-const twins = new WeakMap(); // plot div -> {sentence, button, table}
-const cells = new WeakMap(); // plot div -> [row, column] last read by keyboard
+const twins = new WeakMap(); // plot div -> {box, sentence, button, table, source, rows}
+const cells = new WeakMap(); // plot div -> [heatmap, row, column] last read by keyboard
 let made = 0; // ids for the sentences and tables
 
 /** A region announced politely (made once, visually hidden): one per kind of message. */
@@ -24,19 +27,38 @@ export function liveRegion(id) {
   return node;
 }
 
-/** Say `view`'s answer for `key` on each of its plot panels: sentence and table, in step with the figure. */
+/**
+ * The Plotly figures `view` draws for `key`: its plot panels and, for a view of one answer, the
+ * plots among its own figures (a figure it draws but says no failure on: a run's curves).
+ */
+export function plotsOf(view, key) {
+  const own = key === null ? view.figures.map((id) => document.getElementById(id)) : [];
+  const found = [...view.panels(key), ...own].filter((node) => node && node.classList.contains("plot"));
+  return [...new Set(found)];
+}
+
+/** Say `view`'s answer for `key` beside each figure it draws: a sentence and a table each, in step with the figure. */
 export function showTwins(view, key, answer) {
-  const plots = view.panels(key).filter((panel) => panel && panel.classList.contains("plot"));
-  if (!plots.length) return;
-  const sentence = view.describe(answer, key);
-  let table = null; // rows are built only for an open table: most readers never open one
-  const rows = () => (table ??= view.rows(answer, key));
-  for (const div of plots) {
+  for (const div of plotsOf(view, key)) {
+    if (view.describe(answer, key, div) === null) continue; // a panel it says failures on, drawn by another view
     const twin = twinOf(div);
-    twin.sentence.textContent = sentence;
-    twin.rows = rows;
-    if (!twin.table.hidden) fill(twin);
+    twin.source = { view, key, answer };
+    say(div, twin);
   }
+}
+
+/** The figure as drawn now, in words and (if open) as a table; an empty figure says its own message. */
+function say(div, twin) {
+  const { view, key, answer } = twin.source;
+  const drawn = div.dataset.state === "drawn";
+  const sentence = drawn ? view.describe(answer, key, div) : null;
+  twin.box.hidden = !sentence;
+  twin.sentence.textContent = sentence || "";
+  if (sentence) div.setAttribute("aria-describedby", twin.sentence.id);
+  else div.removeAttribute("aria-describedby");
+  let table = null; // rows are built only for an open table: most readers never open one
+  twin.rows = () => (table ??= view.rows(answer, key, div));
+  if (!twin.table.hidden) fill(twin);
 }
 
 /** The twin of `div`, made on its first draw after the plot (and its download button, if made). */
@@ -58,9 +80,11 @@ function twinOf(div) {
   box.append(sentence, button, table);
   const after = div.nextElementSibling?.classList.contains("numbers") ? div.nextElementSibling : div;
   after.after(box);
-  div.setAttribute("aria-describedby", sentence.id);
-  div.addEventListener("plot:drawn", () => heatmapKeys(div));
-  const twin = { sentence, button, table, rows: null };
+  const twin = { box, sentence, button, table, source: null, rows: null };
+  div.addEventListener("plot:drawn", () => {
+    heatmapKeys(div);
+    if (twin.source) say(div, twin);
+  });
   button.addEventListener("click", () => toggle(twin));
   twins.set(div, twin);
   heatmapKeys(div);
@@ -102,13 +126,13 @@ function fill(twin) {
   table.replaceChildren(el("caption", "", caption), thead, body);
 }
 
-/** The first heatmap drawn in `div`, or null. */
-const heatmapOf = (div) => (div.data || []).find((trace) => trace.type === "heatmap" && Array.isArray(trace.z)) || null;
+/** The heatmaps drawn in `div`, in the order drawn. */
+const heatmapsOf = (div) => (div.data || []).filter((trace) => trace.type === "heatmap" && Array.isArray(trace.z));
 
 /** A heatmap takes focus and answers arrows; any other plot keeps its own role and leaves the tab order. */
 function heatmapKeys(div) {
-  const heat = heatmapOf(div);
-  if (!heat) {
+  const maps = heatmapsOf(div);
+  if (!maps.length) {
     if (div.dataset.keys) {
       div.removeAttribute("tabindex");
       div.setAttribute("role", div.dataset.keys);
@@ -117,15 +141,16 @@ function heatmapKeys(div) {
     }
     return;
   }
+  label(div, maps.length > 1 ? "twin.heatmaps" : "twin.heatmap", {}, "aria-roledescription");
   if (div.dataset.keys) return;
   div.dataset.keys = div.getAttribute("role") || "group";
   div.tabIndex = 0;
   div.setAttribute("role", "application");
-  label(div, "twin.heatmap", {}, "aria-roledescription");
   div.addEventListener("keydown", (event) => onKey(div, event));
 }
 
 const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+const PAGES = { PageDown: 1, PageUp: -1 };
 
 function onKey(div, event) {
   if (event.target !== div) return; // the modebar's buttons keep their keys
@@ -134,20 +159,38 @@ function onKey(div, event) {
     leave(div);
     return;
   }
+  const maps = heatmapsOf(div);
   const move = MOVES[event.key];
-  const heat = heatmapOf(div);
-  if (!move || !heat) return;
+  const page = PAGES[event.key];
+  if ((!move && !page) || !maps.length) return;
   event.preventDefault();
-  const rows = heat.z.length;
-  const cols = Math.max(...heat.z.map((row) => row.length));
-  const [i0, j0] = cells.get(div) || [0, -1];
-  const i = Math.min(rows - 1, Math.max(0, i0 + move[0]));
-  const j = Math.min(cols - 1, Math.max(0, j0 + move[1]));
-  cells.set(div, [i, j]);
-  liveRegion("cell-said").textContent = cellSaid(div, heat, i, j);
+  let [m, i, j] = cells.get(div) || [0, 0, -1];
+  if (page) [m, i, j] = [Math.min(maps.length - 1, Math.max(0, m + page)), 0, -1];
+  m = Math.min(m, maps.length - 1);
+  const heat = maps[m];
+  [i, j] = step(heat.z, i, j, move || [0, 1]);
+  cells.set(div, [m, i, j]);
+  const name = maps.length > 1 || page ? `${mapName(heat, m)}: ` : "";
+  liveRegion("cell-said").textContent = name + cellSaid(div, heat, i, j);
   try { // the hover label marks the cell for the eye too; a plot without it is still read
-    window.Plotly.Fx.hover(div, [{ curveNumber: div.data.indexOf(heat), pointNumber: [i, j] }]);
+    const subplot = `${heat.xaxis || "x"}${heat.yaxis || "y"}`;
+    window.Plotly.Fx.hover(div, [{ curveNumber: div.data.indexOf(heat), pointNumber: [i, j] }], subplot);
   } catch (error) { /* not drawn yet */ }
+}
+
+/** One cell on from (i, j) in the direction `move`, over the empty cells between a mosaic's tiles; stays at the edge. */
+function step(z, i, j, [di, dj]) {
+  const rows = z.length;
+  const cols = Math.max(...z.map((row) => row.length));
+  const inside = (a, b) => a >= 0 && a < rows && b >= 0 && b < cols;
+  let [a, b] = [Math.min(rows - 1, Math.max(0, i + di)), Math.min(cols - 1, Math.max(0, j + dj))];
+  while (inside(a, b) && (z[a][b] === null || z[a][b] === undefined)) [a, b] = [a + di, b + dj];
+  return inside(a, b) ? [a, b] : [Math.max(0, i), Math.max(0, j)];
+}
+
+/** A map's name: its trace's, else its place ("map 2 of 4"). */
+function mapName(heat, m) {
+  return heat.name ? plain(heat.name) : `map ${m + 1}`;
 }
 
 /** Escape: out of the heatmap to the control that follows it (its download button), so Tab goes on from there, never back in. */
@@ -164,12 +207,19 @@ function leave(div) {
 /** Plotly's label text, as plain text. */
 const plain = (html) => String(html).replace(/<[^>]*>/g, "").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 
-/** "row, column, value": the tokens of the cell (its hover's, else its axes' tick labels) and its value. */
+/**
+ * "row, column, value": the tokens of the cell (the first two of its hover's data; parts before
+ * them, if any, are named by the trace's meta.cellParts, "layer 2, head 1"), else its axes' tick labels.
+ */
 function cellSaid(div, heat, i, j) {
   const tokens = heat.customdata?.[i]?.[j];
   const value = heat.z[i][j];
   const number = typeof value === "number" ? fmt(value) : t("twin.no-value");
-  if (Array.isArray(tokens) && tokens.length >= 2) return `${plain(tokens[0])}, ${plain(tokens[1])}, ${number}`;
+  if (Array.isArray(tokens) && tokens.length >= 2) {
+    const named = heat.meta?.cellParts || [];
+    const parts = named.map((part, k) => `${part} ${plain(tokens[k])}, `).join("");
+    return `${parts}${plain(tokens[named.length])}, ${plain(tokens[named.length + 1])}, ${number}`;
+  }
   const x = heat.x ? heat.x[j] : j;
   const y = heat.y ? heat.y[i] : i;
   return `${tick(div, heat.yaxis, "y", y)}, ${tick(div, heat.xaxis, "x", x)}, ${number}`;

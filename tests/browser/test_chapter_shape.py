@@ -105,16 +105,24 @@ def test_every_chapter_module_exports_the_shape(fresh_page):
     assert problems.errors == []
 
 
-# every view's last answer (requests.js keeps it), said by its own describe and rows
+# every view's last answer (requests.js keeps it), said by its own describe and rows for each figure
+# it draws (twins.js's plotsOf; null: a panel drawn by another view), or for none when it draws none
 SAID = """async (urls) => {
     const { lastAnswer } = await import("/static/js/requests.js");
+    const { plotsOf } = await import("/static/js/twins.js");
     const said = {};
     for (const url of urls) {
         const view = await import(url);
         for (const key of view.keys()) {
             const answer = lastAnswer(view, key);
             if (answer === undefined) continue;
-            said[`${url} ${key}`] = { describe: view.describe(answer, key), rows: view.rows(answer, key) };
+            const plots = plotsOf(view, key).filter((plot) => plot.dataset.state === "drawn");
+            for (const plot of plots.length ? plots : [undefined]) {
+                const describe = view.describe(answer, key, plot);
+                if (describe === null || describe === "") continue;
+                const name = `${url} ${key} ${plot ? plot.id || plot.dataset.testid : ""}`;
+                said[name] = { describe, rows: view.rows(answer, key, plot) };
+            }
         }
     }
     return said;

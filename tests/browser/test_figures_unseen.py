@@ -11,6 +11,7 @@ import math
 import re
 from decimal import ROUND_HALF_UP, Context, Decimal
 from pathlib import Path
+from urllib.parse import urlparse
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 # asked again from Python to know the API's numbers; a live training run is not asked twice
-NOT_ASKED_AGAIN = ("/api/train",)
+NOT_ASKED_AGAIN = {("POST", "/api/train")}
 SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:×10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?%?")
 
@@ -50,10 +51,11 @@ def fmt(x: float) -> str:
 
 
 def said(value) -> set[str]:
-    """Every way the page writes one number of an answer: fmt, a whole number, a percentage, fixed decimals."""
+    """Every way the page writes one number of an answer: fmt, whole, percentage, fixed decimals, minutes."""
     if isinstance(value, bool):
         return set()
-    found = {fmt(value), f"{round(100 * value)}%", *(fixed(value, d) for d in (1, 2, 3))}
+    # seconds are also written in minutes (the training curves' time axis)
+    found = {fmt(value), fmt(value / 60), f"{round(100 * value)}%", *(fixed(value, d) for d in (1, 2, 3))}
     if float(value).is_integer():
         found.add(str(int(value)))
     return found
@@ -75,7 +77,7 @@ def api_numbers(server: str, requests: list[dict]) -> set[str]:
     seen = set()
     for request in requests:
         key = (request["method"], request["url"], request["body"])
-        if key in seen or any(path in request["url"] for path in NOT_ASKED_AGAIN):
+        if key in seen or (request["method"], urlparse(request["url"]).path) in NOT_ASKED_AGAIN:
             continue
         seen.add(key)
         body = json.loads(request["body"]) if request["body"] else None
@@ -100,7 +102,7 @@ FIGURES = """() => [...document.querySelectorAll('.plot')].map((p, index) => {
     const described = p.getAttribute('aria-describedby');
     const sentence = described ? document.getElementById(described) : null;
     return { index, drawn: p.dataset.state === 'drawn', id: p.id || p.dataset.testid,
-             heatmap: (p.data || []).some((t) => t.type === 'heatmap'),
+             heatmaps: (p.data || []).filter((t) => t.type === 'heatmap').length,
              sentence: sentence ? sentence.textContent : null };
 }).filter((f) => f.drawn)"""
 
@@ -112,7 +114,17 @@ TABLE = """(button) => {
 }"""
 
 
-def test_every_figure_has_a_sentence_and_a_table_with_the_apis_numbers(browser_page, server):
+def figure_numbers(page, plot) -> set[str]:
+    """The numbers of the answer this figure was drawn from: what its "Download the numbers" button gives."""
+    with page.expect_download() as download:
+        plot.locator("xpath=following-sibling::button[contains(@class, 'numbers')][1]").click()
+    return numbers_in(json.loads(Path(download.value.path()).read_text()))
+
+
+def test_every_figure_has_its_own_sentence_and_table_with_the_apis_numbers(browser_page, server):
+    """Each Plotly figure, on every chapter: its sentence writes a number of the answer that figure was
+    drawn from, its table's every number is one of that answer's, with the page's rounding, and that
+    answer's numbers are the API's own (asked again from Python)."""
     page, problems = browser_page
     page.unroute_all(behavior="ignoreErrors")
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -124,14 +136,17 @@ def test_every_figure_has_a_sentence_and_a_table_with_the_apis_numbers(browser_p
     page.wait_for_timeout(300)
     known = api_numbers(server, requests)
     figures = page.evaluate(FIGURES)
-    assert len(figures) >= 10, figures
-    assert any(f["heatmap"] for f in figures)
+    assert len(figures) >= 15, figures
+    assert sum(f["heatmaps"] > 1 for f in figures) >= 2  # figures of several maps are among them
+    sentences = {}
     for figure in figures:
+        plot = page.locator(".plot").nth(figure["index"])
         sentence = figure["sentence"]
         assert sentence and len(sentence) > 20, figure
+        own = figure_numbers(page, plot)
+        assert own and own <= known, (figure["id"], sorted(own - known)[:10])
         written = set(NUMBER.findall(sentence))
-        assert written & known, (figure["id"], sentence)
-        plot = page.locator(".plot").nth(figure["index"])
+        assert written & own, (figure["id"], sentence)
         twin = plot.locator("xpath=following-sibling::div[contains(@class, 'twin')][1]")
         button = twin.locator("button.twin__toggle")
         assert button.count() == 1, figure
@@ -143,10 +158,13 @@ def test_every_figure_has_a_sentence_and_a_table_with_the_apis_numbers(browser_p
         assert not table["hidden"] and table["caption"] and table["scoped"], (figure["id"], table)
         numeric = [number for cell in table["cells"] for number in NUMBER.findall(cell)]
         assert numeric, (figure["id"], table)
-        missing = [cell for cell in numeric if cell not in known]
+        missing = [cell for cell in numeric if cell not in own]
         assert not missing, (figure["id"], missing[:10])
         button.click()
         assert button.evaluate(TABLE)["hidden"]
+        sentences.setdefault(sentence, []).append(figure["id"])
+    shared = {sentence: ids for sentence, ids in sentences.items() if len(ids) > 1}
+    assert not shared, shared  # each figure says its own
     # one polite word for the round, never one per figure
     assert page.locator("#round-said").text_content() == "Updated for: Je mange du pain."
     assert problems.errors == []
@@ -175,6 +193,56 @@ def test_a_heatmap_is_read_by_keyboard_and_lets_go(open_page):
     page.keyboard.press("Tab")  # on from there: not back into the heatmap, not lost on the body
     assert not page.evaluate("window.heatmap.contains(document.activeElement)")
     assert page.evaluate("document.activeElement !== document.body")
+    # a figure of four maps: Page Down passes to the next map, each read by name
+    maps = page.get_by_test_id("order-maps")
+    maps.focus()
+    said = []
+    for key in ["ArrowRight", "PageDown", "ArrowDown", "PageDown", "PageUp"]:
+        page.keyboard.press(key)
+        said.append(page.locator("#cell-said").text_content())
+    names = [text.split(": ")[0] for text in said]
+    assert names[0] != names[1] != names[3] and names[4] == names[1], said
+    assert all(re.fullmatch(r".+: .+, .+, " + NUMBER.pattern, text) for text in said), said
+    assert problems.errors == []
+
+
+# every control a chapter offers, shown and enabled: what the Tab walk must reach
+NAME = "e.dataset.testid || e.id || e.getAttribute('aria-label') || e.textContent.trim().slice(0, 40)"
+CONTROLS = """() => [...document.querySelectorAll(
+        'main section[data-chapter] :is(input, select, button, textarea)')]
+    .filter((e) => !e.disabled && e.offsetParent && e.tabIndex >= 0 && !e.closest('[hidden]'))
+    .filter((e) => e.type !== 'radio' || e.checked)  // Tab reaches a radio group once; arrows pick in it
+    .map((e) => ({ chapter: e.closest('section[data-chapter]').dataset.chapter,
+                   name: NAME }))""".replace("NAME", NAME)
+FOCUSED = """() => { const e = document.activeElement; const s = e.closest('section[data-chapter]');
+    return { chapter: s ? s.dataset.chapter : null, box: e.dataset.testid === 'source',
+             heatmap: e.getAttribute('role') === 'application', name: NAME }; }""".replace("NAME", NAME)
+
+
+def test_tab_alone_reaches_every_chapters_controls_and_its_heatmaps_and_comes_back(open_page):
+    """From the text box, Tab alone visits every chapter's controls and a heatmap in each chapter that
+    draws one, and comes round to the text box again: nothing holds the focus."""
+    page, problems = open_page()
+    show_everything(page)
+    wanted = page.evaluate(CONTROLS)
+    heat_chapters = set(page.evaluate("""() => [...document.querySelectorAll('.plot[role=application]')]
+        .map((p) => p.closest('section[data-chapter]').dataset.chapter)"""))
+    assert len({c["chapter"] for c in wanted}) >= 8 and heat_chapters
+    page.get_by_test_id("source").focus()
+    seen, heatmaps, back = set(), set(), False
+    for _ in range(3000):
+        page.keyboard.press("Tab")
+        here = page.evaluate(FOCUSED)
+        if here["box"]:
+            back = True
+            break
+        seen.add((here["chapter"], here["name"]))
+        if here["heatmap"]:
+            heatmaps.add(here["chapter"])
+    assert back, "Tab never came back round to the text box"
+    missed = [c for c in wanted if (c["chapter"], c["name"]) not in seen]
+    assert not missed, missed[:10]
+    assert heatmaps == heat_chapters
     assert problems.errors == []
 
 

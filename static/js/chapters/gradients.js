@@ -85,7 +85,10 @@ function drawGates() {
 const curveName = (c) => t((c.weights || "trained") === "trained" ? "gradients.shipped" : "gradients.initial", { model: c.model });
 const measured = (shown) => ((shown && shown.curves) || []).filter((c) => c.distance && c.distance.length);
 
-export function describe(shown) {
+/** Each figure in words: the curves' reach, the factors' run, or the gates' extremes. */
+export function describe(shown, key, plot) {
+  if (plot?.id === "factor-plot") return describeFactors(shown, lab.part("factor-view").value);
+  if (plot?.id === "gates-plot") return describeGates(shown, lab.part("gate-view").value);
   const facts = storyFacts(shown, lab.catalog);
   return t("gradients.describe", {
     length: facts.length, count: Number(facts.distance), plainTrained: facts["plain-trained"], plain: facts.plain,
@@ -93,13 +96,49 @@ export function describe(shown) {
   });
 }
 
-export function rows(shown) {
-  const curves = measured(shown);
-  const longest = Math.max(0, ...curves.map((c) => c.distance.length));
+export function rows(shown, key, plot) {
+  const factor = plot?.id === "factor-plot" ? lab.part("factor-view").value : null;
+  if (plot?.id === "gates-plot") return gateRows(shown, lab.part("gate-view").value);
+  const curves = factor ? (shown.curves || []).filter((c) => Array.isArray(c[factor])) : measured(shown);
+  const values = (c) => (factor ? c[factor] : c.norm);
+  const longest = Math.max(0, ...curves.map((c) => values(c).length));
   return {
-    caption: t("gradients.caption"),
+    caption: factor ? t("factors.caption", { title: FACTORS[factor].title() }) : t("gradients.caption"),
     headers: [t("gradients.before-end"), ...curves.map(curveName)],
-    rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(c.norm[i]))]),
+    rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(values(c)[i]))]),
+  };
+}
+
+function describeFactors(shown, factor) {
+  const curves = (shown.curves || []).filter((c) => Array.isArray(c[factor]) && c[factor].length);
+  if (!curves.length) return t("factors.none-of", { title: FACTORS[factor].title() });
+  return t("factors.describe", { title: FACTORS[factor].title(), curves: curves.map((c) => t("factors.describe-one", {
+    name: curveName(c), end: fmt(c[factor][0]), back: fmt(c[factor].at(-1)), count: c[factor].length - 1 })).join(t("list.separator")) });
+}
+
+const gatesTitle = (view) => (view === "mean" ? t("gates.averaged") : t("gates.most-active", { gate: t(`gates.${view}`) }));
+
+function describeGates(shown, view) {
+  const m = gateMatrix(shown, view);
+  if (!m || !m.values.length) return t("gates.none");
+  const tokens = m.tokens;
+  const said = m.values.map((values, r) => {
+    const high = values.indexOf(Math.max(...values));
+    const low = values.indexOf(Math.min(...values));
+    return t("gates.open", { row: m.rows[r], high: showToken(tokens[high]), highValue: fmt(values[high]),
+      low: showToken(tokens[low]), lowValue: fmt(values[low]) });
+  });
+  const shown3 = said.slice(0, 3).join(t("list.separator"));
+  const more = said.length > 3 ? t("gates.more", { count: said.length - 3 }) : "";
+  return t("gates.describe", { model: shown.gates.model, title: gatesTitle(view), said: shown3, more });
+}
+
+function gateRows(shown, view) {
+  const m = gateMatrix(shown, view) || { rows: [], values: [], tokens: [] };
+  return {
+    caption: t("gates.caption", { model: shown.gates?.model || "LSTM", title: gatesTitle(view) }),
+    headers: ["", ...m.tokens.slice(0, m.values[0]?.length ?? 0).map(showToken)],
+    rows: m.values.map((values, r) => [m.rows[r], ...values.map(fmt)]),
   };
 }
 

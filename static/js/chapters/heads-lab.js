@@ -6,9 +6,10 @@
 // off, the prose) is drawn by heads-weighing.js.
 import * as api from "../api.js";
 import { el } from "../dom.js";
-import { fillStory, fmt } from "../facts.js";
-import { label, t } from "../i18n.js";
-import { changedIndices, drawContributions, drawRanking, headsFacts, showEffect } from "../heads-weighing.js";
+import { fillStory, fmt, mapTable, strongest } from "../facts.js";
+import {
+  changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
+} from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
 import {
   MAP_SIDES, shareColumnHover, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, plotText, showEmpty, showToken, tokenAxis,
@@ -155,12 +156,11 @@ function drawSummed() {
     showEmpty(div, t("heads-lab.pick-kind"));
     return;
   }
-  const sel = lab.page.sel.filter((j) => j < map.cols.length);
+  const { sel, y } = summed(map);
   if (!sel.length) {
     showEmpty(div, t("heads-lab.click-words"));
     return;
   }
-  const y = map.weights.map((row) => sel.reduce((s, j) => s + row[j], 0));
   div.dataset.selected = sel.join(",");
   drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
     customdata: map.rows.map((tok) => plotText(showToken(tok))), hovertemplate: t("heads-lab.summed-hover") }],
@@ -168,7 +168,45 @@ function drawSummed() {
   `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
 }
 
-export function describe(shown) {
+/** The selected source pieces, and each row's weight on them summed. */
+function summed(map) {
+  const sel = lab.page.sel.filter((j) => j < map.cols.length);
+  return { sel, y: map.weights.map((row) => sel.reduce((s, j) => s + row[j], 0)) };
+}
+
+/** The enlarged head's map and the selection summed over it, or null when the summed plot shows none. */
+function summedShown() {
+  const { kind, layer, head, attention } = heads;
+  const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
+  if (!map || MAP_SIDES[kind].cols[0] !== "source") return null;
+  return { map, ...summed(map) };
+}
+
+/** The rollout map drawn: through the enlarged layer. */
+function rolloutShown(shown) {
+  const layer = Math.min(heads.layer, shown.rollout.length - 1);
+  return { layer, map: { weights: shown.rollout[layer], rows: shown.source_tokens, cols: shown.source_tokens } };
+}
+
+/** Each of its figures in words: the contributions (with the prose's facts), the ranking, the sum, the rollout. */
+export function describe(shown, key, plot) {
+  if (plot?.id === "heads-ranking") {
+    const ranking = shown.alignment ? shown.alignment.ranking : [];
+    const last = ranking.at(-1);
+    const said = { model: shown.model, reference: shown.alignment?.reference ?? t("heads.no-reference"), top: headsFacts(shown).top };
+    return last ? t("heads-lab.ranking-last", { ...said, last: shortName(last), score: fmt(last.score) }) : t("heads-lab.ranking", said);
+  }
+  if (plot?.id === "heads-summed") {
+    const s = summedShown();
+    if (!s || !s.sel.length) return ""; // shown empty: its message says why
+    const top = s.y.indexOf(Math.max(...s.y));
+    return t("heads-lab.summed-describe", { words: s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) })).join(", "),
+      top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: s.y.map(fmt).join(t("list.separator")) });
+  }
+  if (plot?.id === "heads-rollout") {
+    const { layer, map } = rolloutShown(shown);
+    return t("heads-lab.rollout-describe", { model: shown.model, layer: String(layer + 1), looks: strongest(map) });
+  }
   const f = headsFacts(shown);
   const off = shown.heads_off.length
     ? ` ${t("heads-lab.off", { count: shown.heads_off.length, translation: shown.effect?.changed.translation ?? "" })}` : "";
@@ -176,13 +214,28 @@ export function describe(shown) {
     strongest: f.strongest, strongestAdds: f["strongest-adds"], same: f["same-head"], reference: f.reference, top: f.top }) + off;
 }
 
-export function rows(shown) {
+export function rows(shown, key, plot) {
+  if (plot?.id === "heads-ranking") {
+    return {
+      caption: t("heads-lab.ranking-caption", { model: shown.model, reference: shown.alignment?.reference ?? t("heads.no-reference") }),
+      headers: [t("heads-lab.head"), t("heads-lab.overlap-short")],
+      rows: (shown.alignment ? shown.alignment.ranking : []).map((r) => [r.off ? t("heads.short-off", { name: shortName(r) }) : shortName(r), fmt(r.score)]),
+    };
+  }
+  if (plot?.id === "heads-summed") {
+    const s = summedShown() || { map: { rows: [] }, y: [] };
+    return { caption: t("heads-lab.summed-caption"),
+      headers: [t("heads-lab.row"), t("heads-lab.summed")], rows: s.map.rows.map((tok, i) => [showToken(tok), fmt(s.y[i])]) };
+  }
+  if (plot?.id === "heads-rollout") {
+    const { layer, map } = rolloutShown(shown);
+    return mapTable(map, t("heads-lab.rollout-caption", { model: shown.model, layer: String(layer + 1) }), t("scores.source-piece"));
+  }
   const ranks = new Map((shown.alignment ? shown.alignment.ranking : []).map((r) => [`${r.layer}.${r.head}`, r.score]));
   return {
     caption: t("heads-lab.caption", { model: shown.model }),
-    headers: [t("heads-lab.attention"), t("heads.layer"), t("heads-lab.head"), t("heads-lab.adds"), t("scaling.max-weight"),
-      t("heads-lab.overlap"), t("heads-lab.switched-off")],
-    rows: shown.contributions.map((c) => [t(`kind.${c.kind}`), String(c.layer + 1), String(c.head + 1), fmt(c.mean), fmt(c.max_weight),
+    headers: [t("heads-lab.head"), t("heads-lab.adds"), t("scaling.max-weight"), t("heads-lab.overlap"), t("heads-lab.switched-off")],
+    rows: shown.contributions.map((c) => [headName(c), fmt(c.mean), fmt(c.max_weight),
       c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", t(c.off ? "heads-lab.yes" : "heads-lab.no")]),
   };
 }

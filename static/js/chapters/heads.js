@@ -158,19 +158,37 @@ function selectedMap(answer) {
   return grid[layer] && grid[layer][head];
 }
 
-export function describe(answer, name) {
+/** The grid: its sharpest and its most even head; the enlarged head: each row's strongest column. */
+export function describe(answer, name, plot) {
   const { kind, layer, head } = lab.page;
-  const { layers, heads } = mapsOfKind(answer, kind);
+  const { grid, layers, heads } = mapsOfKind(answer, kind);
   const map = selectedMap(answer);
   const what = t(`heads.kind.${kind}`);
   if (!map) return t("heads.no-maps-of", { name, what });
+  if (plot?.id === "heads-grid") {
+    const maps = grid.flat().filter(Boolean).map((m) => ({ m, top: Math.max(...m.weights.flat()) }));
+    const sharp = maps.reduce((a, b) => (b.top > a.top ? b : a));
+    const even = maps.reduce((a, b) => (b.top < a.top ? b : a));
+    const at = ({ m, top }) => t("heads.at", { layer: String(m.layer + 1), head: String(m.head + 1), top: fmt(top) });
+    return t("heads.grid-describe", { name, what, layers: String(layers), heads: String(heads), rows: String(map.rows.length),
+      cols: String(map.cols.length), sharp: at(sharp), even: at(even), layer: String(layer + 1), head: String(head + 1) });
+  }
   return t("heads.describe", { name, what, layers: String(layers), heads: String(heads), layer: String(layer + 1), head: String(head + 1),
     count: map.rows.length, share: fmt(sharpness(map.weights)), cols: String(map.cols.length), looks: strongest(map) });
 }
 
-export function rows(answer, name) {
+export function rows(answer, name, plot) {
   const { kind, layer, head } = lab.page;
   const [cols, rowsAxis] = (KIND_AXES[kind] || ["heads.axis.columns", "heads.axis.rows"]).map((key) => t(key));
+  if (plot?.id === "heads-grid") {
+    const maps = mapsOfKind(answer, kind).grid.flat().filter(Boolean);
+    return {
+      caption: t("heads.grid-caption", { name, what: t(`heads.kind.${kind}`), rows: rowsAxis, cols }),
+      headers: [t("heads.grid-corner"), ...(maps[0] ? maps[0].cols.map(showToken) : [])],
+      rows: maps.flatMap((m) => m.weights.map((row, i) => [
+        `${t("heads.short", { layer: String(m.layer + 1), head: String(m.head + 1) })}, ${showToken(m.rows[i])}`, ...row.map(fmt)])),
+    };
+  }
   const map = selectedMap(answer) || { rows: [], cols: [], weights: [] };
   return mapTable(map, t("heads.caption", { name, what: t(`heads.kind.${kind}`), layer: String(layer + 1), head: String(head + 1), rows: rowsAxis, cols }), rowsAxis);
 }
@@ -234,7 +252,7 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
     zmin: 0,
     zmax: 1,
     showscale: false,
-    meta: { colorbarTitle: "weight" },
+    meta: { colorbarTitle: "weight", cellParts: [t("heads.layer"), t("heads-lab.head")] },
   };
   const compact = div.clientWidth < 520;
   const annotations = [];

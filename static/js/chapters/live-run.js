@@ -189,14 +189,24 @@ function verdict(run, partial = false) {
   return t("run.as-well", said);
 }
 
-export function describe(run) {
+/** The accuracy plot: the run's verdict; the loss plot: where each contestant's loss went. */
+export function describe(run, key, plot) {
+  if (plot?.id === "live-loss") {
+    const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
+      t("run.loss-one", { name, first: fmt(lines[0].loss), last: fmt(lines.at(-1).loss), step: String(lines.at(-1).step) }));
+    return t("run.loss-describe", { task: t(`task.${run.settings.task}`), length: String(run.settings.length),
+      each: each.join(", ") || t("run.no-turn-yet") });
+  }
   return run.error ? t("run.stopped-early", { why: run.error }) : verdict(run, !run.finals.size);
 }
 
-export function rows(run) {
+export function rows(run, key, plot) {
+  const loss = plot?.id === "live-loss";
+  const accuracy = plot?.id === "live-accuracy";
   return {
     caption: t("run.caption", { task: t(`task.${run.settings.task}`), length: String(run.settings.length) }),
-    headers: [t("live.contestant"), t("header.step"), t("lag.seconds"), t("run.loss"), t("live.exact")],
-    rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds), fmt(l.loss), pct(l.accuracy)])),
+    headers: [t("live.contestant"), t("header.step"), t("lag.seconds"), ...(accuracy ? [] : [t("run.loss")]), ...(loss ? [] : [t("live.exact")])],
+    rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds),
+      ...(accuracy ? [] : [fmt(l.loss)]), ...(loss ? [] : [pct(l.accuracy)])])),
   };
 }

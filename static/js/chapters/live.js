@@ -87,7 +87,9 @@ function buildControls() {
 /** The shipped sweep's rows for `task`. */
 const sweepOf = (answer, task) => (answer.reference?.rows || []).filter((r) => r.task === task);
 
-export function describe(answer) {
+/** The sweep is its figure; the run's curves, where it says its failure, are the run's to say (null). */
+export function describe(answer, key, plot) {
+  if (plot && plot.id !== "live-reference") return null;
   const { task, length } = settings();
   const near = sweepOf(answer, task).filter((r) => r.length === length);
   if (!near.length) return t("live.no-sweep-at", { task: t(`task.${task}`), length: String(length) });
@@ -95,7 +97,8 @@ export function describe(answer) {
     each: near.map((r) => t("live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) })).join(", ") });
 }
 
-export function rows(answer) {
+export function rows(answer, key, plot) {
+  if (plot && plot.id !== "live-reference") return null;
   const { task } = settings();
   return {
     caption: t("live.caption", { task: t(`task.${task}`) }),

@@ -94,14 +94,17 @@ function holdsOut(cellLags) {
   return best.length === cellLags.length ? t("lag.both") : t("lag.longer", { cells: best.map(([c]) => c.toUpperCase()).join(t("list.and")) });
 }
 
-export function describe(answer) {
+/** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
+export function describe(answer, key, plot) {
+  if (plot && plot.id !== "lag-accuracy") return null;
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
   const cells = (answer.cells || []).map((cell) => t("lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
   return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: cells.join(", "), holds: facts[`lag-${filler}-holds`] || "–" });
 }
 
-export function rows(answer) {
+export function rows(answer, key, plot) {
+  if (plot && plot.id !== "lag-accuracy") return null;
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const runs = answer.runs.filter((r) => r.filler === filler).sort((a, b) => a.lag - b.lag);
   return {

@@ -88,13 +88,27 @@ function show(shown) {
   whenNear(table, () => drawTable(table, shown));
 }
 
-export function describe(shown) {
+export function describe(shown, key, plot) {
+  if (plot?.id === "order-pe") {
+    const { table, similarity } = shown.positional_encoding;
+    const last = similarity.length - 1;
+    return t("order.pe-describe", { positions: String(table.length), dimensions: String(table[0]?.length ?? 0), self: fmt(similarity[0][0]),
+      next: fmt(similarity[0][Math.min(1, last)]), last: String(last), far: fmt(similarity[0][last]) });
+  }
   const f = orderFacts(shown);
   return t("order.describe", { shuffled: f.shuffled, model: f.model, off: f["off-difference"], offVerdict: f["off-verdict"],
     on: f["on-difference"], onVerdict: f["on-verdict"], original: f["on-original"], shuffledTranslation: f["on-shuffled"] });
 }
 
-export function rows(shown) {
+export function rows(shown, key, plot) {
+  if (plot?.id === "order-pe") {
+    const { table, similarity } = shown.positional_encoding;
+    return {
+      caption: t("order.pe-caption"),
+      headers: [t("order.position"), ...table[0].map((_, d) => `${t("order.dimension")} ${d}`), ...similarity.map((_, j) => `· PE(${j})`)],
+      rows: table.map((row, i) => [String(i), ...row.map(fmt), ...similarity[i].map(fmt)]),
+    };
+  }
   const head = headOf(shown);
   const maps = [["off", "original", shown.source_tokens], ["off", "shuffled", shown.shuffled_tokens],
     ["on", "original", shown.source_tokens], ["on", "shuffled", shown.shuffled_tokens]];
@@ -117,7 +131,8 @@ function drawMaps(div, answer, head) {
   cells.forEach(([check, which, tokens], i) => {
     const n = i ? String(i + 1) : "";
     const map = { weights: answer.checks[check][which][head], rows: tokens, cols: tokens };
-    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: `${check} ${which}` }));
+    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: t("order.trace", { pe: t(check === "pe_on" ? "order.on" : "order.off"),
+      which: t(which === "original" ? "order.original" : "order.shuffled") }) }));
     const [col, row] = [i % 2, Math.floor(i / 2)];
     axes[`xaxis${n}`] = tokenAxis(tokens, { domain: [col * 0.52, col * 0.52 + 0.46], anchor: `y${n}`, tickangle: -45 });
     axes[`yaxis${n}`] = tokenAxis(tokens, { domain: [row ? 0 : 0.56, row ? 0.4 : 0.96], anchor: `x${n}`, autorange: "reversed" });
@@ -147,9 +162,10 @@ function drawTable(div, answer) {
     ] });
   const data = [
     { type: "heatmap", z: pe.table, y: positions, colorscale: GATE_SCALE, zmin: -1, zmax: 1, showscale: false,
+      name: "PE(position, dimension)",
       hovertemplate: t("order.pe-hover"), meta: { colorbarTitle: "PE" } },
     { type: "heatmap", z: pe.similarity, x: positions, y: positions, xaxis: "x2", yaxis: "y2", colorscale: WEIGHT_SCALE,
-      showscale: false, hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
+      showscale: false, name: "PE(i) · PE(j)", hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
   ];
   drawPlot(div, data, layout, `${answer.model}-positional-encoding`, answer);
 }

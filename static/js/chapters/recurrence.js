@@ -89,7 +89,9 @@ function tell() {
   store.headline(chapter, t("recurrence.headline", { model: said.model, token: said["biggest-token"], change: said["biggest-change"] }));
 }
 
-export function describe(shown) {
+/** The state heatmap: its extremes; the change plot: where the state moves most and least. */
+export function describe(shown, key, plot) {
+  if (plot?.id === "recurrence-plot") return describeStates(shown);
   const said = facts(shown);
   return t("recurrence.describe", {
     model: said.model, count: shown.tokens.length, most: said["biggest-token"], biggest: said["biggest-change"],
@@ -97,8 +99,30 @@ export function describe(shown) {
   });
 }
 
-export function rows(shown) {
+function describeStates({ tokens, states, units, model }) {
+  const cells = states.flatMap((row, i) => row.map((v, u) => [v, i, u]));
+  if (!cells.length) return t("recurrence.nothing");
+  const [high, low] = [cells.reduce((a, c) => (c[0] > a[0] ? c : a)), cells.reduce((a, c) => (c[0] < a[0] ? c : a))];
+  const at = ([v, i, u]) => t("recurrence.at", { value: fmt(v), unit: String(units[u]), token: showToken(tokens[i]) });
+  return t("recurrence.states-describe", { model, count: tokens.length, units: String(units.length), high: at(high), low: at(low) });
+}
+
+export function rows(shown, key, plot) {
   const { tokens, change, norm, states, units } = shown;
+  if (plot?.id === "recurrence-change") {
+    return {
+      caption: t("recurrence.change-caption", { model: shown.model }),
+      headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖"],
+      rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), fmt(change[i]), fmt(norm[i])]),
+    };
+  }
+  if (plot?.id === "recurrence-plot") {
+    return {
+      caption: t("recurrence.states-caption", { model: shown.model, count: units.length }),
+      headers: [t("header.piece"), t("header.token"), ...units.map((u) => t("recurrence.unit-n", { unit: String(u) }))],
+      rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), ...states[i].map(fmt)]),
+    };
+  }
   return {
     caption: t("recurrence.caption", { model: shown.model, count: units.length }),
     headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖", ...units.map((u) => t("recurrence.unit-n", { unit: String(u) }))],

@@ -63,15 +63,29 @@ export function draw(answer) {
   whenNear(heads, () => drawHeads(heads, answer));
 }
 
-export function describe(answer) {
+export function describe(answer, key, plot) {
   const f = scalingFacts(answer);
-  return t("scaling.describe", {
+  const said = {
     keys: f.keys, small: f["std-small"], smallDk: f["std-small-dk"], large: f["std-large"], largeDk: f["std-large-dk"], model: f.model,
     dk: f["d-k"], rawMax: f["raw-max"], scaledMax: f["scaled-max"], rawGradient: f["raw-gradient"], scaledGradient: f["scaled-gradient"],
-  });
+  };
+  if (plot?.id === "scaling-curves") return t("scaling.curves-describe", said);
+  if (plot?.id === "scaling-heads") {
+    const range = (k) => t("scaling.range", { low: fmt(Math.min(...answer.heads.map((h) => h[k]))), high: fmt(Math.max(...answer.heads.map((h) => h[k]))) });
+    return t("scaling.heads-describe", { model: f.model, count: answer.heads.length, raw: range("raw_std"), scaled: range("scaled_std") });
+  }
+  return t("scaling.describe", said);
 }
 
-export function rows(answer) {
+export function rows(answer, key, plot) {
+  if (plot?.id === "scaling-heads") {
+    return {
+      caption: t("scaling.heads-caption", { model: answer.model }),
+      headers: [t("heads-lab.head"), t("scaling.without"), t("scaling.with")],
+      rows: answer.heads.map((h) => [t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }),
+        fmt(h.raw_std), fmt(h.scaled_std)]),
+    };
+  }
   const { unscaled, scaled } = answer.sampled;
   const pair = (key) => [`${t(QUANTITY[key])}, q · k`, `${t(QUANTITY[key])}, q · k / √d_k`];
   return {

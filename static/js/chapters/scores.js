@@ -133,15 +133,27 @@ function tell(name, answer) {
   store.headline(chapter, t("scores.headline", { name, word: said.word, weight: said["max-weight"], top: said["top-source"] }));
 }
 
-export function describe(answer, name) {
+/** The scores plot: the scores' range and the weight they give; the blend: the weights at T. */
+export function describe(answer, name, plot) {
   if (!answer) return t("scores.no-word", { name });
   const said = facts(name, answer);
+  if (plot && plot === panelsOf.get(name).plot) {
+    return t("scores.plot-describe", { word: said.word, name, low: fmt(Math.min(...answer.scores)), high: fmt(Math.max(...answer.scores)),
+      weight: said["max-weight"], top: said["top-source"] });
+  }
   return t("scores.describe", { word: said.word, name, weight: said["max-weight"], top: said["top-source"], temperature: said.temperature,
     reweighted: said["max-reweighted"], entropyT: said["entropy-t"], entropy: said.entropy, max: said["max-entropy"], direction: said.direction });
 }
 
-export function rows(answer, name) {
+export function rows(answer, name, plot) {
   if (!answer) return { caption: t("scores.no-word-caption", { name }), headers: [t("scores.source-piece")], rows: [] };
+  if (plot && plot === panelsOf.get(name).plot) {
+    return {
+      caption: t("scores.plot-caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token) }),
+      headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight-plain")],
+      rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j])]),
+    };
+  }
   return {
     caption: t("scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: number(answer.temperature) }),
     headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight"), `softmax(e_j / ${number(answer.temperature)})`],

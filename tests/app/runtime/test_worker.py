@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from app.runtime.worker import ModelThread
+from app.runtime.worker import EXPERIMENT, ModelThread
 from models.decoding import Stopped
 
 
@@ -213,3 +213,85 @@ def test_the_threads_that_run_models_step_back_and_no_other_thread_does():
         assert plain.run(_nice) == mine
     finally:
         plain.close()
+
+
+def test_interactive_work_queued_behind_an_experiment_runs_before_it_ends():
+    """A compare queued while a long experiment runs starts at the experiment's next pause, and
+    queued work goes most urgent first, in order of arrival within one priority."""
+    worker = ModelThread(1, lanes=2)
+    started, release, order = threading.Event(), threading.Event(), []
+
+    def experiment():
+        started.set()
+        for _ in range(200):  # steps until the test lets it finish, pausing after each
+            if release.is_set():
+                break
+            release.wait(0.05)
+            worker.pause()
+        order.append("experiment")
+        return True
+
+    try:
+        long = worker.submit(experiment, priority=EXPERIMENT)
+        assert started.wait(10)
+        ordinary = worker.submit(lambda: order.append("ordinary"))
+        later = worker.submit(lambda: order.append("later experiment"), priority=EXPERIMENT)
+        batch = worker.run_together([lambda: order.append("compare"), lambda: torch.get_num_threads()])
+        assert batch[1].result(timeout=10) == 1  # a lane's one intra-op thread, inside the pause
+        ordinary.result(timeout=10)
+        assert not long.done() and not later.done()  # both ran while the experiment still went on
+        release.set()
+        long.result(timeout=10)
+        later.result(timeout=10)
+        assert order == ["compare", "ordinary", "experiment", "later experiment"]
+        assert worker.load.paused == 2 and worker.load.waiting == 0
+    finally:
+        release.set()
+        worker.close()
+
+
+def test_a_pause_gives_the_long_job_its_torch_state_back():
+    worker = ModelThread(2, lanes=1)
+    seen = {}
+
+    def inner():
+        seen["inner"] = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        torch.set_num_threads(1)  # as a search does (models/serving/threads.py)
+
+    def experiment():
+        with torch.no_grad():
+            worker.submit(inner)  # queued from the model thread itself, run at the pause
+            worker.pause()
+            seen["after"] = (torch.is_grad_enabled(), torch.get_num_threads())
+
+    try:
+        worker.run(experiment, priority=EXPERIMENT)
+        assert seen == {"inner": (True, False), "after": (False, 2)}
+    finally:
+        worker.close()
+
+
+def test_a_pause_outside_the_model_thread_does_nothing():
+    worker = ModelThread(1)
+    release = threading.Event()
+    try:
+        blocker = worker.submit(release.wait, 10, priority=EXPERIMENT)
+        queued = worker.submit(lambda: "ran")
+        worker.pause()  # from the test's thread: runs nothing here
+        assert not queued.done()
+        release.set()
+        assert queued.result(timeout=10) == "ran" and blocker.result(timeout=10)
+    finally:
+        release.set()
+        worker.close()
+
+
+def test_closing_cancels_what_is_queued():
+    worker = ModelThread(1)
+    started, release = threading.Event(), threading.Event()
+    blocker = worker.submit(lambda: started.set() or release.wait(10))
+    assert started.wait(10)
+    queued = worker.submit(lambda: "never")
+    threading.Timer(0.2, release.set).start()
+    worker.close()
+    assert blocker.result(timeout=10) and queued.cancelled() and worker.load.waiting == 0

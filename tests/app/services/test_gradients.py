@@ -68,3 +68,27 @@ def test_factors_come_with_each_curve_when_asked(registry):
         assert len(curve["state_norm"]) == len(curve["step_factor"]) == 9 and len(curve["shrink"]) == 8
         assert all(s <= f * 1.05 for s, f in zip(curve["shrink"], curve["step_factor"], strict=False))
     assert "forget_mean" in lstm and "forget_mean" not in rnn
+
+
+def test_compares_run_inside_the_factors_and_change_no_number(registry, monkeypatch):
+    """The experiment pauses between power iterations for queued interactive work (worker.pause):
+    a compare queued from inside it runs before the experiment ends, and the experiment's answer
+    is the one it gives alone."""
+    from app.services.comparison import queue_comparison
+
+    alone = sent(gradient_curves(registry, TEXT, 9, initialized=True, factors=True))
+    worker, order = registry.jobs.worker, []
+    real_pause = worker.pause
+
+    def pause_with_a_reader_typing():
+        if not order:  # the first pause: a reader's compare arrives now
+            order.append(queue_comparison(registry, "Je mange une pomme.", ("rnn", "lstm")))
+        real_pause()
+
+    monkeypatch.setattr(worker, "pause", pause_with_a_reader_typing)
+    paused = worker.load.paused
+    together = sent(gradient_curves(registry, TEXT, 9, initialized=True, factors=True))
+    assert together == alone
+    assert worker.load.paused > paused  # the compare's turn ran inside the experiment's
+    [queued] = order
+    assert all(future.done() and future.exception() is None for _, future in queued)
