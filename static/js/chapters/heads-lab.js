@@ -7,6 +7,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fillStory, fmt, mapTable, strongest } from "../facts.js";
+import { label, t } from "../i18n.js";
 import {
   changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
 } from "../heads-weighing.js";
