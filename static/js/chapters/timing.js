@@ -119,6 +119,9 @@ function facts(a) {
 function tell() {
   const said = facts(answer);
   fillStory(lab.part("timing-story"), said);
+  for (const fact of ["encoder-recurrent", "encoder-parallel"]) { // the server's own description (API data, in English)
+    for (const node of lab.part("timing-story").querySelectorAll(`[data-fact="${fact}"]`)) node.lang = language() === "en" ? "" : "en";
+  }
   for (const p of lab.part("timing-story").querySelectorAll(".timing-result")) p.hidden = false;
   store.headline(chapter, t("timing.headline", { longest: said.longest, times: said["lstm-over-transformer"], device: answer.device }), true);
 }
