@@ -3,33 +3,32 @@
 // in numbers (its sharpness, its rows as a table). A sentence whose slot is still empty stays hidden
 // behind a placeholder line (app.css), so a slot is never left empty on purpose: a fact the answer
 // lacks is written as "–".
-import { language, number, t } from "./i18n.js";
+import { decimal, language, number, t } from "./i18n.js";
 import { showToken } from "./plots.js";
 
 const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
 
 /**
  * Two significant digits, in the page's language (0.83, 0,83); very small or large numbers as
- * 1.1×10⁻¹³ (1,1 × 10⁻¹³ in French: the catalogue's "number.scientific" says how).
+ * 1.1×10⁻¹³ (1,1 × 10⁻¹³ in French: the catalogue's "number.scientific" says how). The digits are
+ * JavaScript's own rounding, the same in every language (`decimal`).
  */
 export const fmt = (x) => {
   if (x === null || x === undefined || !Number.isFinite(x)) return "–";
   if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e4)) {
     const [mantissa, exponent] = x.toExponential(1).split("e");
     return t("number.scientific", {
-      mantissa: number(Number(mantissa), { minimumFractionDigits: 1, maximumFractionDigits: 1 }),
-      exponent: [...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join(""),
+      mantissa: decimal(mantissa), exponent: [...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join(""),
     });
   }
-  return x >= 10 ? number(x, { maximumFractionDigits: 0, useGrouping: false })
-    : number(x, { minimumSignificantDigits: 2, maximumSignificantDigits: 2, useGrouping: false });
+  return decimal(x >= 10 ? x.toFixed(0) : x.toPrecision(2));
 };
 
 /** One decimal, in the page's language (a BLEU score: 31.4, 31,4). */
-export const tenths = (x) => number(x, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+export const tenths = (x) => decimal(x.toFixed(1));
 
 /** A share as a whole percentage (83%, 83 % in French). */
-export const pct = (x) => number(x, { style: "percent", maximumFractionDigits: 0 });
+export const pct = (x) => number(Math.round(100 * x) / 100, { style: "percent", maximumFractionDigits: 0 });
 
 /** "more" / "less" / "as much": how a compares with b, in the page's words. */
 export const compare = (a, b) => (a === null || b === null ? "–" : t(a > b ? "compare.more" : a < b ? "compare.less" : "compare.same"));

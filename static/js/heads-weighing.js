@@ -50,7 +50,7 @@ export function drawContributions(div, answer, off, onToggle) {
       x: Array.from({ length: heads }, (_, h) => h + 1), y: Array.from({ length: layers }, (_, l) => l + 1) });
     const gap = 0.06;
     axes[`xaxis${n}`] = { domain: [i / present.length + gap / 2, (i + 1) / present.length - gap / 2], anchor: `y${n}`, dtick: 1,
-      title: { text: `${kind}: head` }, showgrid: false, zeroline: false };
+      title: { text: t("heads.kind-head", { kind: t(`kind.${kind}`) }) }, showgrid: false, zeroline: false };
     axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : t("heads.layer") }, showgrid: false, zeroline: false };
   });
   div.dataset.off = off.map(offKey).join(";");

@@ -51,6 +51,16 @@ export function number(x, options = {}) {
   return formats.get(id).format(x);
 }
 
+/**
+ * A number JavaScript already wrote with "." (toFixed, toPrecision: their rounding of the exact
+ * binary value, which Intl.NumberFormat does not share: 1.005 is "1.00" there, "1.01" here), in the
+ * page's language: its decimal sign (0.83 -> 0,83).
+ */
+export function decimal(written) {
+  const sign = number(1.5).replace(/\d/g, "");
+  return sign === "." ? written : written.replace(".", sign);
+}
+
 /** The page's words as the server wrote them (<html lang>), else English. */
 export const pageLanguage = () => (LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : "en");
 

@@ -6,7 +6,7 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 import { fmt, mapTable, sharpness, strongest } from "./facts.js";
-import { label, number, t } from "./i18n.js";
+import { decimal, label, t } from "./i18n.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
 import { couldNot } from "./requests.js";
 
@@ -222,5 +222,4 @@ function figure([key, values], testid, className) {
   return div;
 }
 
-const fixed = (value, digits) => (value == null ? t("replay.not-measured")
-  : number(Number(value), { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false }));
+const fixed = (value, digits) => (value == null ? t("replay.not-measured") : decimal(Number(value).toFixed(digits)));

@@ -6,7 +6,7 @@
 // alignment grid picks the word (store `row`).
 import * as api from "../api.js";
 import { el } from "../dom.js";
-import { label, number, t } from "../i18n.js";
+import { decimal, label, t } from "../i18n.js";
 import { fillStory, fmt, unitsRule } from "../facts.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
@@ -106,8 +106,8 @@ function fillRows() {
 }
 
 function showTemperature() {
-  lab.part("scores-temperature-value").textContent = `T = ${number(temperature)}`;
-  lab.part("scores-temperature").setAttribute("aria-valuetext", t("scores.temperature", { temperature: number(temperature) }));
+  lab.part("scores-temperature-value").textContent = `T = ${decimal(String(temperature))}`;
+  lab.part("scores-temperature").setAttribute("aria-valuetext", t("scores.temperature", { temperature: decimal(String(temperature)) }));
 }
 
 /** The prose's facts of one model's answer. */
@@ -117,7 +117,7 @@ function facts(name, answer) {
   const change = answer.reweighted_entropy - answer.entropy;
   return {
     word: t("quote", { text: showToken(query) }), model: name, "max-weight": fmt(answer.max_weight),
-    "top-source": t("quote", { text: showToken(source[top]) }), temperature: number(answer.temperature), "max-reweighted": fmt(answer.reweighted_max_weight),
+    "top-source": t("quote", { text: showToken(source[top]) }), temperature: decimal(String(answer.temperature)), "max-reweighted": fmt(answer.reweighted_max_weight),
     "entropy-t": fmt(answer.reweighted_entropy), entropy: fmt(answer.entropy), "max-entropy": fmt(answer.max_entropy),
     direction: t(change > 0 ? "scores.spread" : change < 0 ? "scores.sharper" : "scores.own"),
   };
@@ -155,8 +155,8 @@ export function rows(answer, name, plot) {
     };
   }
   return {
-    caption: t("scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: number(answer.temperature) }),
-    headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight"), `softmax(e_j / ${number(answer.temperature)})`],
+    caption: t("scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: decimal(String(answer.temperature)) }),
+    headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight"), `softmax(e_j / ${decimal(String(answer.temperature))})`],
     rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
   };
 }
@@ -195,7 +195,7 @@ function drawScores(div, answer) {
   const data = [
     bar(t("scores.score"), answer.scores, SCORE, "y", { showlegend: false }),
     bar(t("scores.weight"), answer.weights, OWN, "y2"),
-    bar(`softmax(e_j / ${number(answer.temperature)})`, answer.reweighted, AT_T, "y2"),
+    bar(`softmax(e_j / ${decimal(String(answer.temperature))})`, answer.reweighted, AT_T, "y2"),
   ];
   const layout = baseLayout({
     margin: { l: 52, r: 12, t: 28, b: 60 },
