@@ -9,7 +9,8 @@ BaseHTTPMiddleware: it would buffer streamed answers and run in another task).
   does not have but Python's parser reads, is answered 422 naming each place, before any work. The
   body (at most the limit) is then handed to the app as one message.
 - `SecurityHeaders`: CSP, nosniff, Referrer-Policy and frame denial on every response (the API docs'
-  pages get DOCS_CSP: the same origin only, like every page, plus ReDoc's blob: worker), a charset on
+  pages get DOCS_CSP: the same origin only, like every page, plus ReDoc's blob: worker; an embedded
+  figure, /embed/..., gets EMBED_CSP: any site may frame it), a charset on
   JSON, and a relative `Location` on Starlette's slash redirects (which otherwise copy the request's
   Host header into an absolute URL). Unhandled errors included: Starlette answers those from its
   outermost layer (ServerErrorMiddleware), outside every middleware the app adds, so an error that
@@ -46,8 +47,13 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
 DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
             "worker-src blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 DOCS_PATHS = ("/docs", "/redoc")
+# /embed/<figure> (app/routes/pages.py) is the one page made to sit in another site's <iframe>: any
+# site may frame it. Everything else refuses to be framed.
+EMBED_CSP = CSP.replace("frame-ancestors 'none'", "frame-ancestors *")
+EMBED_PREFIX = "/embed/"
+FRAME_DENIAL = (b"x-frame-options", b"DENY")
 COMMON = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
-          (b"x-frame-options", b"DENY"), (b"cross-origin-opener-policy", b"same-origin")]
+          FRAME_DENIAL, (b"cross-origin-opener-policy", b"same-origin")]
 WITH_CHARSET = {b"application/json", b"application/x-ndjson"}
 NON_FINITE_LITERALS = (b"NaN", b"Infinity")  # -Infinity contains the second
 ECHO_CHARS = 64  # a 422 names at most this much of a key the client sent
@@ -212,7 +218,10 @@ async def send_json(send: Send, status: int, detail: str | list, close: bool = F
 
 def with_headers(scope: Scope, send: Send) -> Send:
     """`send` adding the headers to the response's start (and fixing its type and Location)."""
-    csp = (DOCS_CSP if scope["path"] in DOCS_PATHS else CSP).encode()
+    path = scope["path"]
+    framed = path.startswith(EMBED_PREFIX)
+    csp = (DOCS_CSP if path in DOCS_PATHS else EMBED_CSP if framed else CSP).encode()
+    common = [header for header in COMMON if not (framed and header == FRAME_DENIAL)]
 
     async def send_with_headers(message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -225,7 +234,7 @@ def with_headers(scope: Scope, send: Send) -> Send:
                     value = relative(value)
                 headers.append((name, value))
             present = {name for name, _ in headers}
-            headers += [(name, value) for name, value in [(b"content-security-policy", csp), *COMMON]
+            headers += [(name, value) for name, value in [(b"content-security-policy", csp), *common]
                         if name not in present]
             message = {**message, "headers": headers}
         await send(message)

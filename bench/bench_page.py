@@ -29,7 +29,7 @@ import statistics
 import httpx
 from floor import bandwidth_gbs, op_overhead_us  # bench/floor.py
 from playwright.sync_api import sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, serve  # bench/serving.py: this script's folder is on sys.path
+from serving import CHROMIUM, CHROMIUM_ARGS, JUST_SHOW_ME, serve  # bench/serving.py (on sys.path)
 
 FIRST_UPDATE = "() => window.attentionLab && window.attentionLab.lastUpdate !== null"
 SENTENCES = [
@@ -106,6 +106,7 @@ def machine_now() -> dict:
 
 def keystroke_to_update(browser, url: str, runs: int, verbose: bool = False) -> list[dict]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(JUST_SHOW_ME)  # the figures as before the questions came
     page = context.new_page()
     page.goto(url)
     page.wait_for_function(FIRST_UPDATE, timeout=60_000)

@@ -26,7 +26,7 @@ from contextlib import nullcontext
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, serve, write_report  # bench/serving.py
+from serving import CHROMIUM, CHROMIUM_ARGS, JUST_SHOW_ME, serve, write_report  # bench/serving.py
 
 CHAPTERS = [str(n) for n in range(1, 12)]
 AHEAD = "answers computed ahead"  # the server's log line once the default sentence is done
@@ -70,6 +70,7 @@ WATCH = """ch => {
 
 def visit(browser, base: str, chapter: str) -> dict:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(JUST_SHOW_ME)  # the figures as before the questions came
     page = context.new_page()
     page.add_init_script(f"({WATCH})({chapter!r})")
     page.goto(f"{base}/?ch={chapter}")

@@ -27,6 +27,11 @@ CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright drives it, so no browser 
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
 ]
+# A browser context's init script: the reader chose "Just show me" (static/js/questions.js), unless
+# the page already stored a choice. A first visit is asked a question before each chapter's figures;
+# what measures or tests those figures sees them at once, as a reader who skips the questions does.
+JUST_SHOW_ME = ("if (localStorage.getItem('attentionLab.questions') === null)"
+                " localStorage.setItem('attentionLab.questions', 'show');")
 
 
 def write_report(path: str | Path | None, report: dict) -> None:

@@ -3,10 +3,11 @@ it from the JSON API, so user text is never interpreted as HTML or script here."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import plotly
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
@@ -27,17 +28,36 @@ router = APIRouter(include_in_schema=False)
 # route chose for this request (its context's `words`).
 TEMPLATES.env.globals["t"] = pass_context(lambda context, key, **params: context["words"].text(key, **params))
 TEMPLATES.env.globals["th"] = pass_context(lambda context, key, **params: context["words"].html(key, **params))
+# The figures one may embed: every plot the page's template names by id, and every pair of panels a
+# view fills with one figure per model (static/js/embed.js offers the same ones). Read once, from the
+# template itself, so a new figure is embeddable with no edit here.
+PLOT_ID = re.compile(r'<div class="(?:plot|pair)\b[^"]*" id="([^"]+)"')
+FIGURES = frozenset(PLOT_ID.findall((REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")))
 
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, lang: str | None = None):
+    return page(request, lang)
+
+
+def page(request: Request, lang: str | None, **context) -> HTMLResponse:
+    """The template in the language chosen for this request (app/services/language.py)."""
     chosen = language.choose(lang, request.cookies.get(language.COOKIE), request.headers.get("accept-language"))
-    context = {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
-               "languages": language.LANGUAGES, "base": str(request.base_url)}
+    context |= {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
+                "languages": language.LANGUAGES, "base": str(request.base_url)}
     response = TEMPLATES.TemplateResponse(request, "index.html", context)
     response.headers["Vary"] = "Accept-Language, Cookie"  # the same address answers in either language
     response.headers["Content-Language"] = chosen
     return response
+
+
+@router.get("/embed/{figure}", response_class=HTMLResponse)
+def embed(request: Request, figure: str, lang: str | None = None):
+    """One figure of the page, for another site's <iframe>: the page's own template and code, showing
+    only that figure (static/js/embed.js); the query string is the page's state (url-state.js)."""
+    if figure not in FIGURES:
+        raise HTTPException(404, f"no figure {figure[:64]!r}; the figures: {', '.join(sorted(FIGURES))}")
+    return page(request, lang, embed=figure)
 
 
 @router.get("/vendor/plotly.min.js")

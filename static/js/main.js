@@ -12,8 +12,10 @@ import { language, LANGUAGES, pageLanguage, t, translatePage, useLanguage } from
 import { Composer, say, sayAgain } from "./composer.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
+import { Embed, offerEmbeds, relabelEmbeds } from "./embed.js";
 import { Nav } from "./nav.js";
 import { loadPlotly } from "./plots.js";
+import { Questions } from "./questions.js";
 import { Lab } from "./requests.js";
 import { UrlState } from "./url-state.js";
 
@@ -55,6 +57,8 @@ async function switchLanguage(lang, state) {
   if (lang === language()) return;
   await useLanguage(lang);
   translatePage();
+  state.questions?.relabel();
+  relabelEmbeds();
   for (const link of document.querySelectorAll(".languages a[data-lang]")) {
     if (link.dataset.lang === lang) link.setAttribute("aria-current", "true");
     else link.removeAttribute("aria-current");
@@ -99,8 +103,15 @@ async function start() {
     lab.ahead(state.composer.problem(text) ? null : text);
     later();
   }, () => update(state));
-  lab.mount(VIEWS, { catalog, page });
-  new Nav(page);
+  // an embedded figure (/embed/<id>) builds its own chapter's views only, and asks nothing first
+  const embed = document.body.dataset.embed ? new Embed(document.body.dataset.embed, page) : null;
+  if (embed && !embed.ok) return;
+  if (!embed) {
+    state.questions = new Questions({ catalog, page });
+    offerEmbeds();
+  }
+  lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });
+  if (!embed) new Nav(page);
   update(state);
 }
 

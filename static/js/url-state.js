@@ -10,8 +10,9 @@
 // (the source pieces whose attention is summed, from 0, comma-separated); pmodel, beam and prefix
 // (chapter 10's model, beam size 1-8, forced pieces separated by spaces); astep and hstep (the
 // training step replayed in chapters 5 and 9; absent: the shipped weights); tt, tl, tc, tseed and
-// tsteps (chapter 4's live run: task, length, contestants comma-separated, seed, steps). A value the server's limits or catalogue do not allow
-// is ignored.
+// tsteps (chapter 4's live run: task, length, contestants comma-separated, seed, steps); tour (a
+// teacher's chapters, in order, comma-separated) and ask (1: questions on, questions.js). A value
+// the server's limits or catalogue do not allow is ignored.
 
 /** "kind.layer.head" (counted from 1) <-> {kind, layer, head} (from 0): the URL's `off`. */
 export const offKey = (h) => `${h.kind}.${h.layer + 1}.${h.head + 1}`;
@@ -19,6 +20,9 @@ export function parseOff(value) {
   return (value || "").split(";").map((s) => /^(encoder|decoder|cross)\.(\d+)\.(\d+)$/.exec(s)).filter(Boolean)
     .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
 }
+
+/** `tour`: chapter numbers that exist on the page, each once, in the link's order. */
+const parseTour = (value, chapters) => [...new Set((value || "").split(",").map((s) => s.trim()).filter((s) => chapters.includes(s)))];
 
 /** Chapter 5's temperature slider: its ends. */
 export const TEMPERATURES = [0.05, 20];
@@ -50,6 +54,8 @@ export class UrlState {
     this.lag = Number(q.get("lag")) || null;
     const chapters = [...document.querySelectorAll("section[data-chapter]")].map((s) => s.dataset.chapter);
     this.ch = chapters.includes(q.get("ch")) ? q.get("ch") : null;
+    this.tour = parseTour(q.get("tour"), chapters);
+    this.ask = q.get("ask") === "1";
     this.curve = q.get("curve") === "bleu" ? "bleu" : "loss";
     this.x = q.get("x") === "minutes" ? "minutes" : "step";
     this.show = catalog.info(q.get("show")) ? q.get("show") : "";
@@ -113,6 +119,8 @@ export class UrlState {
     if (this.tt) q.set("tt", this.tt);
     for (const key of ["tl", "tseed", "tsteps"]) if (this[key] !== null) q.set(key, String(this[key]));
     if (this.tc.length) q.set("tc", this.tc.join(","));
+    if (this.tour.length) q.set("tour", this.tour.join(","));
+    if (this.ask) q.set("ask", "1");
     history.replaceState(null, "", `${location.pathname}?${q}`);
   }
 }

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from bench.serving import CHROMIUM, CHROMIUM_ARGS, serve
+from bench.serving import CHROMIUM, CHROMIUM_ARGS, JUST_SHOW_ME, serve
 from models.architectures import MODEL_NAMES
 from models.config import Seq2SeqConfig
 from models.tokenizer import BPETokenizer
@@ -115,8 +115,10 @@ UPDATE_TIMEOUT_MS = 45_000
 @pytest.fixture(scope="session")
 def browser_page(chromium, server):
     """One page for the whole session, loaded afresh by each test (`open_page`): a new page would
-    start a new renderer, and its context's compiled-code cache makes reloading plotly.js cheap."""
+    start a new renderer, and its context's compiled-code cache makes reloading plotly.js cheap.
+    Its reader chose "Just show me": the chapters' figures show at once (test_questions.py asks)."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    context.add_init_script(JUST_SHOW_ME)
     page = context.new_page()
     page.set_default_timeout(UPDATE_TIMEOUT_MS)
     yield page, Problems(page)

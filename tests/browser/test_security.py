@@ -8,6 +8,7 @@ import time
 import httpx
 import pytest
 
+from bench.serving import JUST_SHOW_ME
 from tests.browser.conftest import Problems
 
 pytestmark = pytest.mark.browser
@@ -48,6 +49,7 @@ def draw_every_plot(page) -> int:
 def strict_page(chromium, server):
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     context.add_init_script(RECORD_VIOLATIONS)
+    context.add_init_script(JUST_SHOW_ME)
     page = context.new_page()
     problems = Problems(page)
     yield page, problems

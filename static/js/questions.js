@@ -1,0 +1,304 @@
+// Predict, then see. Before a chapter shows its measurement, the reader may answer a question about
+// it (questions/bank.js); the chapter's figures and prose wait behind it (`data-reveal`, hidden) until
+// the answer, which is then compared with what the server measured on the reader's own sentence.
+// "Ask me first" is the first visit's choice; "Just show me" shows every chapter at once. The choice
+// stays in this browser (localStorage) and answers never leave it: nothing here sends a guess.
+// A teacher's link (`?tour=3,5,8&ask=1`, url-state.js) keeps only those chapters, in that order,
+// with the questions on; the navigation follows it.
+import { explain, isAbort } from "./api.js";
+import { chapterRoot, el } from "./dom.js";
+import { label, t } from "./i18n.js";
+import { whenNear } from "./lazy.js";
+import { QUESTIONS } from "./questions/bank.js";
+import * as store from "./store.js";
+
+const STORED = "attentionLab.questions"; // "ask" or "show"
+
+/** The reader's stored choice: true to be asked first (also the first visit's), false to be shown. */
+function storedChoice() {
+  try {
+    return localStorage.getItem(STORED) !== "show";
+  } catch {
+    return true; // storage refused (a private window's policy): ask, as on a first visit
+  }
+}
+
+function remember(asking) {
+  try {
+    localStorage.setItem(STORED, asking ? "ask" : "show");
+  } catch {
+    // not remembered: the choice still holds on this page
+  }
+}
+
+/** Keep only the tour's chapters, in its order: the sections in <main> and the links in the navigation. */
+function followTour(tour) {
+  if (!tour.length) return;
+  const sections = [...document.querySelectorAll("main section[data-chapter]")];
+  const after = sections[0].previousElementSibling;
+  for (const section of sections) section.hidden = !tour.includes(section.dataset.chapter);
+  [...tour].reverse().forEach((ch) => after.after(sections.find((s) => s.dataset.chapter === ch)));
+  const items = [...document.querySelectorAll(".site-nav a[data-chapter]")].map((a) => a.closest("li"));
+  const list = items[0].parentElement;
+  for (const item of items) item.hidden = !tour.includes(item.querySelector("a").dataset.chapter);
+  for (const ch of tour) list.append(items.find((li) => li.querySelector("a").dataset.chapter === ch));
+  label(list.parentElement, "tour.nav", { chapters: tour.join(", ") }, "aria-label");
+  document.body.dataset.tour = tour.join(",");
+}
+
+/** Everything of chapter `root` after its head, in one wrapper that the question can hide. */
+function wrapReveal(root) {
+  const inner = root.querySelector(".wrap") || root;
+  const head = inner.querySelector(".chapter__head");
+  const reveal = el("div", "question-reveal");
+  reveal.dataset.reveal = root.dataset.chapter;
+  const rest = [...inner.children].filter((child) => child !== head);
+  reveal.append(...rest);
+  inner.append(reveal);
+  return reveal;
+}
+
+/** One chapter's question: its card, what it hides, its answer for the latest sentence. */
+class Question {
+  constructor(spec, context, questions) {
+    Object.assign(this, { spec, context, questions });
+    const root = chapterRoot(spec.chapter);
+    this.reveal = wrapReveal(root);
+    this.card = el("section", "question");
+    this.card.dataset.question = String(spec.chapter);
+    this.card.dataset.testid = `question-${spec.chapter}`;
+    label(this.card, "q.label", { chapter: spec.chapter }, "aria-label");
+    this.kicker = label(el("p", "question__kicker"), "q.kicker");
+    this.prompt = el("p", "question__prompt");
+    this.prompt.id = `question-${spec.chapter}-prompt`;
+    this.choices = el("div", "question__choices");
+    this.choices.setAttribute("role", "group");
+    this.choices.setAttribute("aria-labelledby", this.prompt.id);
+    this.result = el("p", "question__result");
+    this.result.dataset.testid = `question-${spec.chapter}-result`;
+    this.result.setAttribute("aria-live", "polite");
+    this.result.hidden = true;
+    this.result.tabIndex = -1; // the keyboard lands on the comparison once the guess is made
+    this.skip = label(el("button", "question__skip"), "q.skip");
+    this.skip.type = "button";
+    this.skip.addEventListener("click", () => this.open());
+    this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip);
+    this.reveal.before(this.card);
+    this.link = document.querySelector(`.site-nav a[data-chapter="${spec.chapter}"]`);
+    this.controller = null;
+    this.text = null; // the sentence the question was posed for
+  }
+
+  /** A new sentence: a new question, the chapter hidden until it is answered (when asking). */
+  renew(text) {
+    this.controller?.abort();
+    this.text = text;
+    this.posed = null;
+    this.measured = undefined;
+    this.guess = undefined;
+    this.choices.replaceChildren();
+    this.result.hidden = true;
+    this.result.textContent = "";
+    delete this.result.dataset.verdict;
+    delete this.result.dataset.measured;
+    if (!this.questions.asking) return;
+    this.reveal.hidden = true;
+    this.skip.hidden = false;
+    this.prompt.textContent = t("q.measuring");
+    this.card.classList.add("is-busy");
+    whenNear(this.card, () => this.pose(text));
+  }
+
+  async pose(text) {
+    if (this.spec.later) {
+      this.card.classList.remove("is-busy");
+      this.offer(this.spec.ask(this.context));
+      return;
+    }
+    const controller = this.controller = new AbortController();
+    try {
+      const answer = await this.spec.measure(text, this.context, controller.signal);
+      if (controller.signal.aborted || text !== this.text) return;
+      this.measured = answer; // kept: the question is written again in another language from it
+      this.posed = this.spec.pose(answer, this.context);
+    } catch (error) {
+      if (isAbort(error) || controller.signal.aborted) return;
+      this.card.classList.remove("is-busy");
+      this.prompt.textContent = t("q.failed", { why: explain(error) });
+      this.open(); // a question that cannot be asked never hides the chapter
+      return;
+    }
+    this.card.classList.remove("is-busy");
+    if (!this.posed) {
+      this.prompt.textContent = t("q.nothing");
+      this.open();
+      return;
+    }
+    this.offer(this.posed);
+  }
+
+  /** The question and its choices, as buttons. */
+  offer({ prompt, choices }) {
+    this.prompt.textContent = prompt;
+    for (const choice of choices) {
+      const button = el("button", "question__choice", choice.label);
+      button.type = "button";
+      button.dataset.choice = choice.id;
+      if (choice.lang) button.lang = choice.lang;
+      button.addEventListener("click", () => this.answer(choice.id));
+      this.choices.append(button);
+    }
+  }
+
+  /** The reader's guess, against the measurement; the chapter shown. Nothing is sent anywhere. */
+  async answer(id) {
+    if (this.spec.later && !this.posed && !(await this.measureLater())) return;
+    const posed = this.posed;
+    if (!posed) return;
+    const verdict = id === posed.right ? "right" : posed.close.has(id) ? "close" : "wrong";
+    this.guess = id;
+    for (const button of this.choices.querySelectorAll("button")) {
+      button.disabled = true;
+      button.classList.toggle("is-guess", button.dataset.choice === id);
+      button.classList.toggle("is-right", button.dataset.choice === posed.right);
+    }
+    this.result.dataset.verdict = verdict;
+    this.result.dataset.measured = String(posed.measured);
+    this.result.textContent = `${t(`q.verdict.${verdict}`)} ${posed.says(id)}`;
+    this.result.hidden = false;
+    this.questions.progress(this.spec.chapter, verdict);
+    this.open();
+    this.result.focus({ preventScroll: true });
+  }
+
+  /** A question asked before its measurement: measure now (the guess is made). False when it did not come. */
+  async measureLater() {
+    const controller = this.controller = new AbortController();
+    for (const button of this.choices.querySelectorAll("button")) button.disabled = true;
+    this.result.textContent = t("q.measuring.later");
+    this.result.hidden = false;
+    try {
+      this.measured = await this.spec.measure(this.text, this.context, controller.signal);
+      this.posed = this.spec.pose(this.measured, this.context);
+      return true;
+    } catch (error) {
+      if (isAbort(error) || controller.signal.aborted) return false;
+      this.result.textContent = t("q.failed", { why: explain(error) });
+      this.open();
+      return false;
+    }
+  }
+
+  /**
+   * The question in the page's language now (after a switch): its prompt, its choices and, once
+   * answered, the comparison, written again from the same measurement; the guess and what is shown stay.
+   */
+  relabel() {
+    if (this.measured !== undefined) this.posed = this.spec.pose(this.measured, this.context);
+    const shown = this.spec.later ? this.spec.ask(this.context) : this.posed;
+    if (shown && this.choices.children.length) {
+      this.prompt.textContent = shown.prompt;
+      for (const choice of shown.choices) {
+        const button = [...this.choices.children].find((b) => b.dataset.choice === String(choice.id));
+        if (button) button.textContent = choice.label;
+      }
+    }
+    const verdict = this.result.dataset.verdict;
+    if (verdict && this.posed && this.guess !== undefined) this.result.textContent = `${t(`q.verdict.${verdict}`)} ${this.posed.says(this.guess)}`;
+  }
+
+  /** Show the chapter (answered, skipped, or not askable). */
+  open() {
+    this.reveal.hidden = false;
+    this.skip.hidden = true;
+  }
+
+  /** "Just show me": the card steps aside and the chapter shows. */
+  showAll() {
+    this.controller?.abort();
+    this.card.hidden = true;
+    this.open();
+  }
+}
+
+export class Questions {
+  /** `context`: {catalog, page}; the page's `tour` and `ask` come from its URL. */
+  constructor(context) {
+    const { page } = context;
+    followTour(page.tour);
+    this.asking = page.ask || storedChoice();
+    this.list = QUESTIONS.filter((spec) => chapterRoot(spec.chapter)).map((spec) => new Question(spec, context, this));
+    this.toggle = this.buildToggle();
+    store.watch("text", (text) => this.renewAll(text));
+    if (!this.asking) for (const q of this.list) q.showAll();
+  }
+
+  renewAll(text) {
+    this.latest = text;
+    if (!this.asking) return;
+    const trimmed = (text || "").trim();
+    for (const q of this.list) {
+      q.card.hidden = false;
+      if (trimmed && trimmed === q.text) continue; // the same sentence asked again: the same question
+      if (q.spec.later && q.posed) continue; // answered, and no sentence changes it
+      if (trimmed) q.renew(trimmed);
+      else q.showAll();
+    }
+  }
+
+  /** The two choices, in the composer: ask me first / just show me. */
+  buildToggle() {
+    const box = el("fieldset", "segmented question-mode");
+    box.dataset.testid = "question-mode";
+    box.append(label(el("legend", "toolbar__label"), "q.mode"));
+    for (const [value, key] of [["ask", "q.mode.ask"], ["show", "q.mode.show"]]) {
+      const choice = el("label");
+      const input = el("input");
+      Object.assign(input, { type: "radio", name: "question-mode", value, checked: (value === "ask") === this.asking });
+      input.dataset.testid = `question-mode-${value}`;
+      input.addEventListener("change", () => this.choose(value === "ask"));
+      choice.append(input, label(el("span"), key));
+      box.append(choice);
+    }
+    const foot = document.querySelector(".composer__foot") || document.querySelector("main");
+    foot.append(box);
+    return box;
+  }
+
+  /** Every question in the page's language now, and the navigation's marks again (its links were rewritten). */
+  relabel() {
+    for (const q of this.list) {
+      q.relabel();
+      if (q.result.dataset.verdict) this.progress(q.spec.chapter, q.result.dataset.verdict);
+    }
+  }
+
+  /** The reader's choice, remembered in this browser only. */
+  choose(asking) {
+    remember(asking);
+    this.asking = asking;
+    if (!asking) {
+      for (const q of this.list) q.showAll();
+      return;
+    }
+    // asked from now on, for the chapters not answered yet on this sentence
+    const trimmed = (this.latest || "").trim();
+    for (const q of this.list) {
+      q.card.hidden = false;
+      if (q.result.hidden && trimmed) q.renew(trimmed);
+    }
+  }
+
+  /** The chapter's link in the navigation says how the reader's guess went. */
+  progress(chapter, verdict) {
+    const link = document.querySelector(`.site-nav a[data-chapter="${chapter}"]`);
+    if (!link) return;
+    let mark = link.querySelector(".site-nav__progress");
+    if (!mark) {
+      mark = el("span", "site-nav__progress");
+      link.append(mark);
+    }
+    mark.dataset.progress = verdict;
+    mark.textContent = t(`q.nav.${verdict}`);
+  }
+}

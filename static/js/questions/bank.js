@@ -1,0 +1,295 @@
+// One question per chapter, asked before the chapter shows its measurement. A question is never a
+// key written in advance: `measure` asks the chapter's own endpoint (api.js, the same request as its
+// view where it can, so the server's cache answers the view after) about the reader's sentence, and
+// `pose` turns that answer into the choices, the right one, the near misses and the number to reveal.
+//
+//   chapter                      the data-chapter it precedes
+//   measure(text, ctx, signal)   -> Promise of the answer; ctx: {catalog, page}
+//   pose(answer, ctx)            -> {prompt, choices: [{id, label, lang?}], right, close: Set of ids,
+//                                   measured (the key number), says(id) (the guess against the measure)}
+//                                   or null when this sentence gives nothing to ask
+//   later                        true: the question does not depend on the sentence, and costs a
+//                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
+//                                `measure` runs once the reader has guessed
+import * as api from "../api.js";
+import { bucketOf } from "../catalog.js";
+import { number, t } from "../i18n.js";
+
+/** A piece as a reader writes it: the tokenizer's word mark dropped. */
+export const piece = (token) => token.replace(/^▁/, "") || token;
+
+const argmax = (xs) => xs.reduce((best, x, i) => (x > xs[best] ? i : best), 0);
+
+/** Index of the largest value other than at `skip`; -1 when there is none. */
+function runnerUp(xs, skip) {
+  let best = -1;
+  xs.forEach((x, i) => { if (i !== skip && (best < 0 || x > xs[best])) best = i; });
+  return best;
+}
+
+/** Choices among `labels` (sentence pieces), right = the largest of `values`, close = the second. */
+function amongPieces(labels, values) {
+  const right = argmax(values);
+  const second = runnerUp(values, right);
+  return {
+    choices: labels.map((label, i) => ({ id: String(i), label: piece(label), lang: "fr" })),
+    right: String(right),
+    close: new Set(second < 0 ? [] : [String(second)]),
+  };
+}
+
+/** The ids and labels of ranges split by `edges`: "0" (below the first) ... */
+const rangeChoices = (edges, prefix) => Array.from({ length: edges.length + 1 }, (_, i) => ({ id: String(i), label: t(`${prefix}.${i}`) }));
+
+/** Choices as ranges: `edges` ascending split the line into edges.length + 1 ranges, ids "0"...; the neighbours are close. */
+function amongRanges(value, edges, prefix) {
+  let index = edges.findIndex((edge) => value < edge);
+  if (index < 0) index = edges.length;
+  const choices = rangeChoices(edges, prefix);
+  const ids = choices.map((c) => c.id);
+  return {
+    choices,
+    right: String(index),
+    close: new Set([String(index - 1), String(index + 1)].filter((id) => ids.includes(id))),
+  };
+}
+
+const plain = (x) => number(x, { maximumSignificantDigits: 3 });
+
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+/** A tiny or huge number as "6.5 × 10⁻²⁶" (the mantissa by the language's rules); plainly between 0.01 and 1000. */
+export function power(x) {
+  if (x === 0 || (Math.abs(x) >= 0.01 && Math.abs(x) < 1000)) return plain(x);
+  let exponent = Math.floor(Math.log10(Math.abs(x)));
+  let mantissa = Number((x / 10 ** exponent).toPrecision(2));
+  if (Math.abs(mantissa) >= 10) [mantissa, exponent] = [mantissa / 10, exponent + 1];
+  const raised = String(exponent).replace(/[-0-9]/g, (c) => SUPERSCRIPT[c]);
+  return `${number(mantissa)} × 10${raised}`;
+}
+
+const recurrence = {
+  chapter: 2,
+  measure: (text, ctx, signal) => api.recurrence(text, signal),
+  pose(answer) {
+    if (answer.tokens.length < 2) return null;
+    const { choices, right, close } = amongPieces(answer.tokens, answer.change);
+    const best = Number(right);
+    return {
+      prompt: t("q.2.prompt", { model: answer.model, count: answer.tokens.length }),
+      choices, right, close,
+      measured: answer.change[best],
+      says: (id) => t("q.2.says", {
+        guess: choices[Number(id)].label, guessValue: power(answer.change[Number(id)]),
+        answer: choices[best].label, value: power(answer.change[best]),
+      }),
+    };
+  },
+};
+
+/** Order-of-magnitude ranges of a kept share of the gradient, as powers of ten. */
+const SHARE_EDGES = [-10, -6, -3, -1];
+
+const gradients = {
+  chapter: 3,
+  measure: (text, ctx, signal) => api.gradients(text, ctx.page.length, signal),
+  pose(answer, { catalog }) {
+    const plain = catalog.models.find((m) => m.architecture === "rnn" && !m.attention);
+    const curve = (weights) => answer.curves.find((c) => c.model === plain?.name && c.weights === weights);
+    const [start, trained] = [curve("initialized"), curve("trained")];
+    if (!start || start.norm.length < 2 || !(start.norm[0] > 0)) return null;
+    const share = (c) => c.norm[c.norm.length - 1] / c.norm[0];
+    const measured = share(start);
+    const steps = start.distance[start.distance.length - 1];
+    const { choices, right, close } = amongRanges(Math.log10(Math.max(measured, 1e-300)), SHARE_EDGES, "q.3.choice");
+    return {
+      prompt: t("q.3.prompt", { model: plain.name, count: steps, length: answer.tokens.length }),
+      choices, right, close, measured,
+      says: (id) => t("q.3.says", {
+        guess: choices[Number(id)].label, value: power(measured), trained: trained ? power(share(trained)) : "—",
+        count: steps,
+      }),
+    };
+  },
+};
+
+const BLEU_GAP_EDGES = [5, 15, 30];
+
+const bottleneck = {
+  chapter: 4,
+  // the shipped evaluation, read from the catalogue the page already has: no request
+  measure: (text) => Promise.resolve({ bucket: bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
+  pose({ bucket, words }, { catalog }) {
+    const best = (withAttention) => {
+      let found = null;
+      for (const m of catalog.models) {
+        if (Boolean(m.attention) !== withAttention) continue;
+        const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket);
+        if (row && (!found || row.bleu > found.bleu)) found = { name: m.name, bleu: row.bleu };
+      }
+      return found;
+    };
+    const [without, within] = [best(false), best(true)];
+    if (!without || !within) return null;
+    const measured = within.bleu - without.bleu;
+    const { choices, right, close } = amongRanges(measured, BLEU_GAP_EDGES, "q.4.choice");
+    return {
+      prompt: t("q.4.prompt", { count: words, bucket }),
+      choices, right, close, measured,
+      says: (id) => t("q.4.says", {
+        guess: choices[Number(id)].label, value: power(measured), bucket,
+        without: without.name, withoutBleu: power(without.bleu), within: within.name, withinBleu: power(within.bleu),
+      }),
+    };
+  },
+};
+
+const attention = {
+  chapter: 5,
+  // the first answer gives the translation; the question is about its middle word (punctuation
+  // has nothing to look for)
+  async measure(text, ctx, signal) {
+    const first = await api.scores(text, null, 0, 1, signal);
+    const targets = first.target_tokens;
+    const words = targets.map((token, i) => (/\p{L}/u.test(token) ? i : -1)).filter((i) => i >= 0);
+    const row = words.length ? words[Math.floor(words.length / 2)] : Math.floor(targets.length / 2);
+    return row === 0 ? first : api.scores(text, first.model, row, 1, signal);
+  },
+  pose(answer) {
+    if (answer.source_tokens.length < 2) return null;
+    const { choices, right, close } = amongPieces(answer.source_tokens, answer.weights);
+    const best = Number(right);
+    return {
+      prompt: t("q.5.prompt", { model: answer.model, word: piece(answer.query_token), translation: answer.translation }),
+      choices, right, close,
+      measured: answer.weights[best],
+      says: (id) => t("q.5.says", {
+        guess: choices[Number(id)].label, guessValue: power(answer.weights[Number(id)]),
+        answer: choices[best].label, value: power(answer.weights[best]), word: piece(answer.query_token),
+      }),
+    };
+  },
+};
+
+/** How many times the recurrent encoder's time is the parallel one's, at the longest length. */
+const RATIO_EDGES = [1, 2, 10, 100];
+const RETRIES = 3;
+
+const timing = {
+  chapter: 6,
+  later: true,
+  ask: () => ({ prompt: t("q.6.prompt"), choices: rangeChoices(RATIO_EDGES, "q.6.choice") }),
+  // one measurement runs at a time on the server (the chapter's own button may have started it)
+  async measure(text, { page }, signal) {
+    for (let tries = 0; ; tries += 1) {
+      try {
+        return await api.timing(page.tlen, false, signal);
+      } catch (error) {
+        const busy = error instanceof api.ApiError && error.status === 429 && error.retryAfter !== null;
+        if (!busy || tries >= RETRIES) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, error.retryAfter) * 1000));
+        if (signal.aborted) throw new DOMException("superseded", "AbortError");
+      }
+    }
+  },
+  pose(answer) {
+    const measured = answer.recurrent_over_parallel_longest;
+    const { choices, right, close } = amongRanges(measured, RATIO_EDGES, "q.6.choice");
+    return {
+      prompt: t("q.6.prompt"), choices, right, close, measured,
+      says: (id) => t("q.6.says", {
+        guess: choices[Number(id)].label, value: power(measured), longest: answer.lengths[answer.lengths.length - 1],
+        recurrent: answer.roles.recurrent, parallel: answer.roles.parallel, device: answer.device,
+      }),
+    };
+  },
+};
+
+const SATURATION_EDGES = [0.5, 0.8, 0.95];
+
+const scaling = {
+  chapter: 7,
+  measure: (text, ctx, signal) => api.scaling(text, signal),
+  pose(answer) {
+    const encoder = answer.summary && answer.summary.encoder;
+    if (!encoder) return null;
+    const measured = encoder.unscaled_max_weight;
+    const { choices, right, close } = amongRanges(measured, SATURATION_EDGES, "q.7.choice");
+    return {
+      prompt: t("q.7.prompt", { model: answer.model, dk: answer.d_k }),
+      choices, right, close, measured,
+      says: (id) => t("q.7.says", {
+        guess: choices[Number(id)].label, value: power(measured), scaled: power(encoder.max_weight),
+      }),
+    };
+  },
+};
+
+/** Below the first: float rounding; below the second: a little; else a lot. */
+const CHANGE_EDGES = [1e-3, 0.1];
+
+const order = {
+  chapter: 8,
+  measure: (text, ctx, signal) => api.order(text, ctx.page.shuffle, signal),
+  pose(answer) {
+    const off = answer.checks.pe_off.max_abs_difference;
+    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "q.8.choice");
+    return {
+      prompt: t("q.8.prompt", { shuffled: answer.shuffled_text }),
+      choices, right, close, measured: off,
+      says: (id) => t("q.8.says", {
+        guess: choices[Number(id)].label,
+        value: power(off),
+        on: power(answer.checks.pe_on.max_abs_difference),
+      }),
+    };
+  },
+};
+
+const heads = {
+  chapter: 9,
+  measure: (text, { catalog }, signal) => api.heads(text, catalog.withHeads[0]?.name ?? null, [], signal),
+  pose(answer) {
+    const cross = answer.contributions.filter((c) => c.kind === "cross");
+    if (cross.length < 2) return null;
+    const means = cross.map((c) => c.mean);
+    const best = argmax(means);
+    const name = (c) => t("q.9.head", { layer: c.layer + 1, head: c.head + 1 });
+    const choices = cross.map((c, i) => ({ id: String(i), label: name(c) }));
+    const close = new Set(cross.map((c, i) => (i !== best && c.layer === cross[best].layer ? String(i) : null)).filter(Boolean));
+    return {
+      prompt: t("q.9.prompt", { model: answer.model, count: cross.length }),
+      choices, right: String(best), close, measured: means[best],
+      says: (id) => t("q.9.says", {
+        guess: choices[Number(id)].label, guessValue: power(means[Number(id)]),
+        answer: choices[best].label, value: power(means[best]),
+      }),
+    };
+  },
+};
+
+const predict = {
+  chapter: 10,
+  measure: (text, { catalog, page }, signal) => api.predict(text, page.pmodel, [], catalog.defaults.top_k, 1, signal),
+  pose(answer) {
+    const steps = answer.steps.filter((s) => s.top.length >= 2);
+    if (!steps.length) return null;
+    const at = answer.steps.indexOf(steps[Math.floor((steps.length - 1) / 2)]);
+    const step = answer.steps[at];
+    const written = answer.target_tokens.slice(0, at).join("").replace(/▁/g, " ").trim();
+    // alphabetical, so the likeliest is not always first
+    const top = [...step.top].sort((a, b) => piece(a.token).localeCompare(piece(b.token)));
+    const ranked = step.top.map((c) => c.token);
+    const choices = top.map((c) => ({ id: c.token, label: piece(c.token) }));
+    const probability = (token) => step.top.find((c) => c.token === token).probability;
+    return {
+      prompt: written ? t("q.10.prompt", { model: answer.model, written }) : t("q.10.first", { model: answer.model }),
+      choices, right: ranked[0], close: new Set([ranked[1]]), measured: step.top[0].probability,
+      says: (id) => t("q.10.says", {
+        guess: piece(id), guessValue: power(probability(id)), answer: piece(ranked[0]), value: power(step.top[0].probability),
+      }),
+    };
+  },
+};
+
+export const QUESTIONS = [recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, predict];

@@ -1,0 +1,58 @@
+"""/embed/<figure>: one figure of the page for another site's <iframe>. Only that route may be framed;
+an unknown figure is a 404 that says which figures there are, never a 500."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.config import REPO_ROOT
+from app.routes.pages import FIGURES
+
+TEMPLATE = (REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")
+
+
+def test_every_chapter_has_figures_to_embed():
+    chapters = set(re.findall(r'<section id="[^"]+" class="chapter" data-chapter="(\d+)"', TEMPLATE))
+    with_figures = {n for n in chapters if any(f'id="{figure}"' in section(n) for figure in FIGURES)}
+    assert chapters - with_figures == {"11"}  # the recap is a list, not a figure
+    assert {"curves-plot", "recurrence-plot", "grad-plot", "order-maps", "predict-tree"} <= FIGURES
+
+
+def section(chapter: str) -> str:
+    start = TEMPLATE.index(f'data-chapter="{chapter}" aria-labelledby')
+    end = TEMPLATE.find("<section", start)
+    return TEMPLATE[start:end if end > 0 else None]
+
+
+@pytest.mark.parametrize("figure", ["curves-plot", "recurrence-change", "heads-grid"])
+def test_a_figure_is_served_to_be_framed_by_any_site(client, figure):
+    answer = client.get(f"/embed/{figure}", params={"text": "Je mange du pain.", "ch": "2"})
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    policy = answer.headers["content-security-policy"]
+    assert "frame-ancestors *" in policy and "'none'" not in policy.split("frame-ancestors")[1]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy  # the rest as strict as the page's
+    assert "x-frame-options" not in answer.headers
+    assert f'<body data-embed="{figure}">' in answer.text
+
+
+@pytest.mark.parametrize("path", ["/", "/docs", "/api/health", "/static/js/main.js", "/embed"])
+def test_everything_else_refuses_to_be_framed(client, path):
+    headers = client.get(path).headers
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+
+
+@pytest.mark.parametrize("figure", ["no-such-figure", "source", "<img src=x onerror=alert(1)>", "x" * 300,
+                                    "curves-plot.js"])
+def test_an_unknown_figure_is_404_naming_the_figures(client, figure):
+    answer = client.get(f"/embed/{figure}")
+    assert answer.status_code == 404
+    detail = answer.json()["detail"]
+    assert "curves-plot" in detail and len(detail) < 2000
+    assert "frame-ancestors *" in answer.headers["content-security-policy"]  # shown inside a frame too
+
+
+def test_the_page_itself_is_not_an_embed(client):
+    assert "data-embed" not in client.get("/").text

@@ -1,0 +1,285 @@
+"""Predict, then see (static/js/questions.js): each chapter's question, answered right and wrong on two
+sentences, reveals the number the API measures for that sentence and compares the guess with it; a
+teacher's tour link fixes the chapters and their order; "Just show me" shows everything and is
+remembered; no request says anything of the answers. One figure embeds in another site's <iframe>,
+and the page itself refuses to be framed.
+
+The right answers here are computed from the API's own answers on the tiny random models, with the
+rules the questions state (the largest value, the range it falls in), never written in advance."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import math
+import threading
+
+import httpx
+import pytest
+
+from bench.serving import free_port
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, type_sentence
+
+pytestmark = pytest.mark.browser
+
+FIRST, SECOND = "Je mange du pain.", "Il pleut depuis ce matin, alors nous restons à la maison."
+CHAPTERS = ["2", "3", "4", "5", "7", "8", "9", "10"]
+STORED = "attentionLab.questions"
+
+
+def post(server: str, path: str, body: dict) -> dict:
+    answer = httpx.post(f"{server}/api/{path}", json=body, timeout=120)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=lambda i: values[i])
+
+
+def in_range(value: float, edges: list[float]) -> int:
+    """The index of the range `value` falls in, `edges` splitting the line (as questions/bank.js)."""
+    return next((i for i, edge in enumerate(edges) if value < edge), len(edges))
+
+
+def expected(server: str, chapter: str, text: str, catalog: list[dict], health: dict) -> tuple[str, float]:
+    """(the right choice's id, the measured number) for `chapter`'s question on `text`, from the API."""
+    defaults = health["defaults"]
+    if chapter == "2":
+        change = post(server, "recurrence", {"text": text})["change"]
+        return str(argmax(change)), change[argmax(change)]
+    if chapter == "3":
+        plain = next(m["name"] for m in catalog if m["architecture"] == "rnn" and not m["attention"])
+        answer = post(server, "gradients", {"text": text, "length": defaults["length"], "initialized": True,
+                                            "factors": True})
+        curve = next(c for c in answer["curves"] if c["model"] == plain and c["weights"] == "initialized")
+        share = curve["norm"][-1] / curve["norm"][0]
+        return str(in_range(math.log10(max(share, 1e-300)), [-10, -6, -3, -1])), share
+    if chapter == "4":
+        words = len(text.split())
+        bucket = "1-5" if words <= 5 else "6-10" if words <= 10 else "11-15" if words <= 15 else "16+"
+
+        def best(with_attention: bool) -> float:
+            return max(row["bleu"] for m in catalog if bool(m["attention"]) == with_attention
+                       for row in m["metrics"]["bleu_by_length"] if row["bucket"] == bucket)
+
+        gap = best(True) - best(False)
+        return str(in_range(gap, [5, 15, 30])), gap
+    if chapter == "5":
+        first = post(server, "scores", {"text": text, "row": 0, "temperature": 1})
+        targets = first["target_tokens"]
+        words = [i for i, token in enumerate(targets) if any(c.isalpha() for c in token)]
+        row = words[len(words) // 2] if words else len(targets) // 2
+        again = {"text": text, "model": first["model"], "row": row, "temperature": 1}
+        answer = first if row == 0 else post(server, "scores", again)
+        weights = answer["weights"]
+        return str(argmax(weights)), weights[argmax(weights)]
+    if chapter == "7":
+        value = post(server, "scaling", {"text": text})["summary"]["encoder"]["unscaled_max_weight"]
+        return str(in_range(value, [0.5, 0.8, 0.95])), value
+    if chapter == "8":
+        checks = post(server, "order", {"text": text, "seed": defaults["seed"]})["checks"]
+        value = checks["pe_off"]["max_abs_difference"]
+        return str(in_range(value, [1e-3, 0.1])), value
+    if chapter == "9":
+        model = next(m["name"] for m in catalog if "encoder" in m["attention_kinds"])
+        contributions = post(server, "heads", {"text": text, "model": model, "heads_off": []})["contributions"]
+        means = [c["mean"] for c in contributions if c["kind"] == "cross"]
+        return str(argmax(means)), means[argmax(means)]
+    if chapter == "10":
+        steps = post(server, "predict", {"text": text, "top_k": defaults["top_k"], "beam_size": 1})["steps"]
+        asked = [s for s in steps if len(s["top"]) >= 2]
+        step = asked[(len(asked) - 1) // 2]
+        return step["top"][0]["token"], step["top"][0]["probability"]
+    raise AssertionError(chapter)
+
+
+@pytest.fixture(scope="module")
+def first_visit(chromium, server):
+    """A browser that has never seen the page (its own context: nothing stored), its requests recorded."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    page = context.new_page()
+    page.set_default_timeout(UPDATE_TIMEOUT_MS)
+    requests: list[dict] = []
+    page.on("request", lambda r: requests.append({"url": r.url, "body": r.post_data or ""}))
+    yield page, Problems(page), requests
+    context.close()
+
+
+def load(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+
+
+def first_load(page, url: str, stored: str | None = None) -> None:
+    """Load `url` as a first visit (nothing stored), or as a reader who stored `stored`."""
+    if not page.url.startswith(url.split("/?")[0]):
+        page.goto(url.split("?")[0])
+    page.evaluate("([key, value]) => value === null ? localStorage.removeItem(key)"
+                  " : localStorage.setItem(key, value)", [STORED, stored])
+    load(page, url)
+
+
+def posed(page, chapter: str):
+    """The chapter's question card, scrolled near (it asks when near, like a figure), its choices up."""
+    card = page.locator(f"[data-question='{chapter}']")
+    card.scroll_into_view_if_needed()
+    page.wait_for_selector(f"[data-question='{chapter}'] button[data-choice]")
+    return card
+
+
+def css_string(value: str) -> str:
+    """`value` as a quoted CSS string (a piece may hold a quote or a backslash)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def check_answer(page, chapter: str, choice: str, right: str, measured: float, verdicts: set[str]) -> None:
+    card = page.locator(f"[data-question='{chapter}']")
+    reveal = page.locator(f"[data-reveal='{chapter}']")
+    assert reveal.evaluate("el => el.hidden"), "the chapter shows before the reader answers"
+    button = card.locator(f"button[data-choice={css_string(choice)}]")
+    guess = button.text_content()
+    button.click()
+    result = card.locator(".question__result[data-verdict]")  # chapter 6's comes once measured
+    result.wait_for()
+    assert result.is_visible() and not reveal.evaluate("el => el.hidden")
+    assert result.get_attribute("data-verdict") in verdicts
+    shown = float(result.get_attribute("data-measured"))
+    assert shown == pytest.approx(measured, rel=1e-9, abs=1e-12), "the revealed number is not the API's"
+    text = result.text_content()
+    # the sentence compares the guess with the measurement: it names both, and the measured number
+    assert guess in text
+    right_label = card.locator(f"button[data-choice={css_string(right)}]").text_content()
+    assert right_label in text or chapter in {"3", "4", "6", "7", "8"}  # a range names the number instead
+    written = page.evaluate("x => import('/static/js/questions/bank.js').then(m => m.power(x))", measured)
+    assert written in text, (written, text)
+    mark = page.locator(f".site-nav a[data-chapter='{chapter}'] .site-nav__progress")
+    assert mark.get_attribute("data-progress") == result.get_attribute("data-verdict")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, server, catalog, health,
+                                                                  chapter):
+    page, problems, requests = first_visit
+    first_load(page, f"{server}/?text={FIRST}")
+    problems.clear()
+    assert page.get_by_test_id("question-mode-ask").is_checked(), "a first visit is asked first"
+    right, measured = expected(server, chapter, FIRST, catalog, health)
+    card = posed(page, chapter)
+    before = len(requests)
+    check_answer(page, chapter, right, right, measured, {"right"})
+    answered = requests[before:]
+
+    type_sentence(page, SECOND)
+    right, measured = expected(server, chapter, SECOND, catalog, health)
+    card = posed(page, chapter)
+    ids = card.locator("button[data-choice]").evaluate_all("els => els.map(e => e.dataset.choice)")
+    wrong = next(i for i in ids if i != right)
+    before = len(requests)
+    check_answer(page, chapter, wrong, right, measured, {"close", "wrong"})
+    answered += requests[before:]
+    # answering sends nothing about the guess: what follows a click is the revealed views' own asks
+    for request in answered:
+        assert any(part in request["url"] for part in ("/api/", "/static/", "/vendor/")), request
+        body = request["body"].lower()
+        assert not any(word in body for word in ("guess", "verdict", "choice", "question", "progress")), request
+    assert not problems.errors
+
+
+def test_the_timing_question_is_measured_after_the_guess(first_visit, server):
+    """Chapter 6 does not depend on the sentence: its question is posed at once, and the server's
+    timing (kept once measured) is asked for only after the guess."""
+    page, problems, _ = first_visit
+    lengths = [4, 8]  # the tiny models, two short lengths: the measurement takes a moment
+    timing = post(server, "timing", {"lengths": lengths})
+    measured = timing["recurrent_over_parallel_longest"]
+    right = str(in_range(measured, [1, 2, 10, 100]))
+    for choice, verdicts in ((right, {"right"}), (str((int(right) + 2) % 5), {"close", "wrong"})):
+        first_load(page, f"{server}/?tlen=4,8&text={FIRST}")
+        posed(page, "6")
+        check_answer(page, "6", choice, right, measured, verdicts)
+        assert str(lengths[-1]) in page.locator("[data-question='6'] .question__result").text_content()
+    assert not problems.errors
+
+
+def test_just_show_me_shows_everything_and_is_remembered(first_visit, server):
+    page, problems, _ = first_visit
+    first_load(page, f"{server}/")
+    reveals = page.locator("[data-reveal]")
+    assert reveals.count() == len(CHAPTERS) + 1  # and chapter 6's
+    assert all(reveals.evaluate_all("els => els.map(e => e.hidden)"))
+    page.get_by_test_id("question-mode-show").check()
+    assert not any(reveals.evaluate_all("els => els.map(e => e.hidden)"))
+    assert page.locator("[data-question]:visible").count() == 0
+    assert page.evaluate(f"localStorage.getItem('{STORED}')") == "show"
+    load(page, f"{server}/")
+    assert page.get_by_test_id("question-mode-show").is_checked()
+    assert not any(reveals.evaluate_all("els => els.map(e => e.hidden)"))
+    page.get_by_test_id("question-mode-ask").check()
+    assert page.evaluate(f"localStorage.getItem('{STORED}')") == "ask"
+    assert not problems.errors
+
+
+def test_a_tour_link_fixes_the_chapters_their_order_and_the_questions(first_visit, server):
+    page, problems, _ = first_visit
+    # a reader who skips questions follows a teacher's link
+    first_load(page, f"{server}/?tour=8,3,5,99,3&ask=1&text={FIRST}", stored="show")
+    shown = ("sel => [...document.querySelectorAll(sel)].filter(e => !e.closest('[hidden]'))"
+             ".map(e => e.dataset.chapter)")
+    assert page.evaluate(shown, "main section[data-chapter]") == ["8", "3", "5"]
+    assert page.evaluate(shown, ".site-nav a[data-chapter]") == ["8", "3", "5"]
+    assert page.get_by_test_id("question-mode-ask").is_checked()
+    posed(page, "8")
+    assert page.locator("[data-reveal='8']").evaluate("el => el.hidden")
+    page.locator(".site-nav a[data-chapter='3']").click()
+    page.wait_for_function("new URLSearchParams(location.search).get('ch') === '3'")
+    query = page.evaluate("Object.fromEntries(new URLSearchParams(location.search))")
+    assert query["tour"] == "8,3,5" and query["ask"] == "1" and query["text"] == FIRST  # still shareable
+    assert page.evaluate(f"localStorage.getItem('{STORED}')") == "show"  # the reader's own choice is kept
+    assert not problems.errors
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def other_site(tmp_path):
+    """A second origin (another port) serving the files put in `tmp_path`."""
+    handler = functools.partial(Quiet, directory=str(tmp_path))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield tmp_path, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def test_a_figure_embeds_in_another_site_and_the_page_does_not(chromium, server, other_site, open_page):
+    page, _ = open_page(f"?text={FIRST}")  # the session's page: its reader chose "Just show me"
+    button = page.get_by_test_id("embed-recurrence-change")
+    button.scroll_into_view_if_needed()
+    button.click()
+    snippet = page.get_by_test_id("embed-code-recurrence-change").input_value()
+    assert snippet.startswith("<iframe src=") and "/embed/recurrence-change?" in snippet
+    folder, origin = other_site
+    (folder / "slides.html").write_text(f"<!doctype html><title>slides</title>{snippet}"
+                                        f'<iframe name="page" src="{server}/"></iframe>', encoding="utf-8")
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})  # the policy enforced
+    try:
+        slides = context.new_page()
+        slides.goto(f"{origin}/slides.html")
+        embedded = slides.frame_locator("iframe[src*='/embed/']")
+        embedded.locator("#recurrence-change .main-svg").first.wait_for(timeout=UPDATE_TIMEOUT_MS)
+        assert FIRST in embedded.get_by_test_id("embed-sentence").text_content()
+        back = embedded.get_by_test_id("embed-back").get_attribute("href")
+        assert "ch=2" in back and "text=" in back
+        twin = embedded.locator("#recurrence-change ~ .twin .twin__sentence")
+        assert twin.is_visible() and twin.text_content().strip()  # the figure's sentence, shown
+        assert embedded.locator("#source").is_hidden() and embedded.locator("#chapter-1").is_hidden()
+        refused = slides.frame(name="page")  # the page itself: the browser shows its error page instead
+        assert refused.url.startswith("chrome-error:") or refused.query_selector("#source") is None
+    finally:
+        context.close()
+    headers = httpx.get(f"{server}/").headers
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
