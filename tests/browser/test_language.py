@@ -69,7 +69,7 @@ def test_switching_keeps_everything_and_asks_nothing(open_page):
     page, problems = open_page("?lang=en&beam=3&temp=2&len=20&ch=9&kind=encoder&sel=0,1")
     read(page, "en")
     page.get_by_test_id("heads-grid").scroll_into_view_if_needed()
-    page.wait_for_function("new URLSearchParams(location.search).get('ch') === '9'")  # the chapter in view, said
+    page.wait_for_function("new URLSearchParams(location.search).get('ch') === '9'")  # the chapter in view
     page.wait_for_timeout(300)
     before = {"controls": page.evaluate(CONTROLS), "query": page.evaluate("location.search")}
     asked = []
@@ -89,4 +89,35 @@ def test_switching_keeps_everything_and_asks_nothing(open_page):
     finally:
         page.remove_listener("request", listen)
     assert "lang=fr" in page.evaluate("document.cookie")  # remembered: the next visit opens in French
+    assert not problems.errors
+
+
+def test_switching_keeps_an_answered_question(open_page):
+    """A question answered stays answered: its comparison is written again in French from the same
+    measurement, its chapter stays shown, its mark in the navigation says the same verdict."""
+    page, problems = open_page("?lang=en&ask=1")
+    card = page.locator("[data-question='5']")
+    card.scroll_into_view_if_needed()
+    page.wait_for_selector("[data-question='5'] button[data-choice]")
+    card.locator("button[data-choice]").first.click()
+    result = card.locator(".question__result[data-verdict]")
+    result.wait_for()
+    verdict, measured = result.get_attribute("data-verdict"), result.get_attribute("data-measured")
+    asked = []
+    listen = lambda request: "/api/" in request.url and asked.append(request.url)  # noqa: E731
+    page.on("request", listen)
+    try:
+        page.get_by_test_id("lang-fr").click()
+        page.wait_for_selector("html[data-switched=fr]", state="attached")
+        assert asked == [], asked
+    finally:
+        page.remove_listener("request", listen)
+    assert (result.get_attribute("data-verdict"), result.get_attribute("data-measured")) == (verdict, measured)
+    said = {"right": "Exact.", "close": "Presque.", "wrong": "Pas cette fois."}[verdict]
+    assert result.inner_text().startswith(said)
+    assert not page.locator("[data-reveal='5']").evaluate("el => el.hidden")
+    assert all(card.locator("button[data-choice]").evaluate_all("bs => bs.map((b) => b.disabled)"))
+    mark = page.locator(".site-nav a[data-chapter='5'] .site-nav__progress")
+    assert mark.get_attribute("data-progress") == verdict
+    assert mark.inner_text() in {"✓ juste", "≈ presque", "✗ manqué"}
     assert not problems.errors
