@@ -7,6 +7,7 @@ export const LANGUAGES = ["en", "fr"];
 
 let current = "en";
 const catalogues = new Map(); // lang -> {key: message}
+const plurals = new Map(); // lang -> its Intl.PluralRules
 
 /** Fetch `lang`'s catalogue once and make it the page's language. */
 export async function useLanguage(lang) {
@@ -32,7 +33,8 @@ export function t(key, params = {}) {
   let message = messages[key] ?? catalogues.get("en")?.[key];
   if (message === undefined) return key; // a missing key shows itself, and the catalogue test catches it
   if (typeof message === "object") {
-    const form = new Intl.PluralRules(current).select(Number(params.count));
+    if (!plurals.has(current)) plurals.set(current, new Intl.PluralRules(current));
+    const form = plurals.get(current).select(Number(params.count));
     message = message[form] ?? message.other;
   }
   return message.replace(/\{(\w+)\}/g, (whole, name) => {
@@ -57,9 +59,12 @@ export function number(x, options = {}) {
  * page's language: its decimal sign (0.83 -> 0,83).
  */
 export function decimal(written) {
-  const sign = number(1.5).replace(/\d/g, "");
+  if (!signs.has(current)) signs.set(current, number(1.5).replace(/\d/g, ""));
+  const sign = signs.get(current);
   return sign === "." ? written : written.replace(".", sign);
 }
+
+const signs = new Map(); // lang -> its decimal sign
 
 /** The page's words as the server wrote them (<html lang>), else English. */
 export const pageLanguage = () => (LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : "en");
