@@ -53,6 +53,8 @@ export function number(x, options = {}) {
   return formats.get(id).format(x);
 }
 
+const signs = new Map(); // lang -> its decimal sign
+
 /**
  * A number JavaScript already wrote with "." (toFixed, toPrecision: their rounding of the exact
  * binary value, which Intl.NumberFormat does not share: 1.005 is "1.00" there, "1.01" here), in the
@@ -63,8 +65,6 @@ export function decimal(written) {
   const sign = signs.get(current);
   return sign === "." ? written : written.replace(".", sign);
 }
-
-const signs = new Map(); // lang -> its decimal sign
 
 /** The page's words as the server wrote them (<html lang>), else English. */
 export const pageLanguage = () => (LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : "en");
