@@ -56,9 +56,9 @@ export function number(x, options = {}) {
 const signs = new Map(); // lang -> its decimal sign
 
 /**
- * A number JavaScript already wrote with "." (toFixed, toPrecision: their rounding of the exact
- * binary value, which Intl.NumberFormat does not share: 1.005 is "1.00" there, "1.01" here), in the
- * page's language: its decimal sign (0.83 -> 0,83).
+ * A number JavaScript already wrote with "." (toFixed, toPrecision: they round the exact binary
+ * value, so (1.005).toFixed(2) is "1.00", where Intl.NumberFormat, rounding the shortest decimal,
+ * writes "1.01"), in the page's language: its decimal sign (0.83 -> 0,83).
  */
 export function decimal(written) {
   if (!signs.has(current)) signs.set(current, number(1.5).replace(/\d/g, ""));
