@@ -10,10 +10,12 @@ import plotly
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
 from starlette.concurrency import run_in_threadpool
 
 from app.config import REPO_ROOT
 from app.guard import gzipped_once
+from app.services import language
 
 TEMPLATES = Jinja2Templates(directory=REPO_ROOT / "templates")
 PLOTLY_JS = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -22,6 +24,10 @@ A_YEAR = "public, max-age=31536000, immutable"
 
 router = APIRouter(include_in_schema=False)
 
+# The template's words: t (text, escaped) and th (the catalogue's own markup), in the language the
+# route chose for this request (its context's `words`).
+TEMPLATES.env.globals["t"] = pass_context(lambda context, key, **params: context["words"].text(key, **params))
+TEMPLATES.env.globals["th"] = pass_context(lambda context, key, **params: context["words"].html(key, **params))
 # The figures one may embed: every plot the page's template names by id, and every pair of panels a
 # view fills with one figure per model (static/js/embed.js offers the same ones). Read once, from the
 # template itself, so a new figure is embeddable with no edit here.
@@ -30,17 +36,28 @@ FIGURES = frozenset(PLOT_ID.findall((REPO_ROOT / "templates" / "index.html").rea
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request):
-    return TEMPLATES.TemplateResponse(request, "index.html", {"data_credit": DATA_CREDIT})
+def index(request: Request, lang: str | None = None):
+    return page(request, lang)
+
+
+def page(request: Request, lang: str | None, **context) -> HTMLResponse:
+    """The template in the language chosen for this request (app/services/language.py)."""
+    chosen = language.choose(lang, request.cookies.get(language.COOKIE), request.headers.get("accept-language"))
+    context |= {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
+                "languages": language.LANGUAGES, "base": str(request.base_url)}
+    response = TEMPLATES.TemplateResponse(request, "index.html", context)
+    response.headers["Vary"] = "Accept-Language, Cookie"  # the same address answers in either language
+    response.headers["Content-Language"] = chosen
+    return response
 
 
 @router.get("/embed/{figure}", response_class=HTMLResponse)
-def embed(request: Request, figure: str):
+def embed(request: Request, figure: str, lang: str | None = None):
     """One figure of the page, for another site's <iframe>: the page's own template and code, showing
     only that figure (static/js/embed.js); the query string is the page's state (url-state.js)."""
     if figure not in FIGURES:
         raise HTTPException(404, f"no figure {figure[:64]!r}; the figures: {', '.join(sorted(FIGURES))}")
-    return TEMPLATES.TemplateResponse(request, "index.html", {"data_credit": DATA_CREDIT, "embed": figure})
+    return page(request, lang, embed=figure)
 
 
 @router.get("/vendor/plotly.min.js")

@@ -1,5 +1,7 @@
 // The JSON API (docs API.md), one function per endpoint. Every call takes an AbortSignal so the
-// caller can drop a request the moment a newer one makes it stale.
+// caller can drop a request the moment a newer one makes it stale. The API speaks English (its
+// `detail`s are a contract); `explain` words a failure in the page's language.
+import { t } from "./i18n.js";
 
 // this page's X-Supersede-Key (see `compare`): 128 random bits (getRandomValues, unlike
 // randomUUID, also exists on a page served over plain http from another machine)
@@ -17,13 +19,13 @@ export class ApiError extends Error {
 
 /** What went wrong with a request, in words a reader can act on (for a panel's message). */
 export function explain(error) {
-  if (!(error instanceof ApiError)) return "the page could not use the server's answer";
-  const later = error.retryAfter ? `; try again in ${error.retryAfter} s` : "; try again shortly";
-  if (error.status === 0) return "the server could not be reached: check the connection, then edit the text to retry";
-  if (error.status === 429) return `the server has more requests from this page than it takes at once${later}`;
-  if (error.status === 503 && error.retryAfter) return `the server is busy with other readers${later}`;
-  if (error.status >= 500) return `the server failed on this request (error ${error.status}): ${error.message}`;
-  return error.message;
+  if (!(error instanceof ApiError)) return t("error.unusable");
+  const later = error.retryAfter ? t("error.retry-in", { seconds: error.retryAfter }) : t("error.retry-soon");
+  if (error.status === 0) return t("error.unreachable");
+  if (error.status === 429) return t("error.too-many", { later });
+  if (error.status === 503 && error.retryAfter) return t("error.busy", { later });
+  if (error.status >= 500) return t("error.server", { status: error.status, message: error.message });
+  return t("error.rejected", { status: error.status, message: error.message });
 }
 
 /** `fetch`, with a lost connection as ApiError(0) (an abort stays an AbortError). */

@@ -2,6 +2,7 @@
 // capabilities (GET /api/models). The page builds every view from these and names no model
 // itself, so a new checkpoint folder shows up with no edit here.
 import * as api from "./api.js";
+import { has, label, t } from "./i18n.js";
 import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
 
 /** The evaluation's length groups (models/evaluate.py), by words in the source sentence. */
@@ -46,17 +47,24 @@ class Catalog {
     return i === undefined ? "circle" : MODEL_MARKERS[i % MODEL_MARKERS.length];
   }
 
+  /**
+   * Write model `m`'s summary into `node`: the catalogue's words for a model of the story, else the
+   * server's own (API data, in English, said as such).
+   */
+  summarize(node, m) {
+    if (has(`summary.${m.name}`)) return label(node, `summary.${m.name}`);
+    node.textContent = m.summary;
+    node.lang = "en";
+    return node;
+  }
+
   /** One sentence saying how the models run for this page: the device, the precision, the weights' order. */
   get numericsLine() {
     if (!this.numerics) return "";
     const { precision, layout } = this.numerics;
-    const order = layout === "input-major"
-      ? "their wide weight matrices stored column by column for one-word decoding steps (the same values, summed in another order)"
-      : "their weights in the checkpoints' own order";
-    const arithmetic = precision === "fp16-weights"
-      ? "in fp32 arithmetic on weights read from fp16 copies (the checkpoints' own fp16 numbers: half the bytes to read per decoding step)"
-      : "in fp32";
-    return `The models run on the server (${this.device}) ${arithmetic}, ${order}.`;
+    const order = t(layout === "input-major" ? "numerics.order.input-major" : "numerics.order.checkpoint");
+    const arithmetic = t(precision === "fp16-weights" ? "numerics.fp16-weights" : "numerics.fp32");
+    return t("numerics.line", { device: this.device, arithmetic, order });
   }
 
   /** Recurrent models with attention: theirs is one alignment grid, output words x source words. */

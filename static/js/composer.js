@@ -1,6 +1,7 @@
 // The text box and what the page says back: the character count against the server's limit,
 // the example sentences, and the status line.
 import { $ } from "./dom.js";
+import { t } from "./i18n.js";
 
 export class Composer {
   /**
@@ -49,26 +50,34 @@ export class Composer {
   /** Why the models cannot take `text`, for the status line; null when they can. */
   problem(text) {
     const trimmed = text.trim();
-    if (!trimmed) return "Type a French sentence and every model below will translate it.";
-    if (trimmed.length > this.maxChars) {
-      return `That is ${trimmed.length} characters; the models take at most ${this.maxChars}. Shorten it and the views will update.`;
-    }
+    if (!trimmed) return t("status.empty");
+    if (trimmed.length > this.maxChars) return t("status.too-long", { count: trimmed.length, max: this.maxChars });
     return null;
   }
 
   showCount() {
     const n = this.box.value.trim().length;
     const count = $("char-count");
-    count.textContent = `${n} / ${this.maxChars}`;
+    count.textContent = t("composer.count", { n, max: this.maxChars });
     count.classList.toggle("is-over", n > this.maxChars);
   }
 }
 
-/** Show `message` in the status line (null: hide it). */
+let saying = () => null; // the status line's message, in the page's language now
+
+/** Show `message` in the status line (null: hide it); a function of no arguments is asked again by `sayAgain`. */
 export function say(message, tone = "info") {
+  saying = typeof message === "function" ? message : () => message;
   const status = $("status");
-  status.hidden = !message;
+  const words = saying();
+  status.hidden = !words;
   status.dataset.tone = tone;
-  status.textContent = message || "";
+  status.textContent = words || "";
+}
+
+/** The status line again, in the page's language now. */
+export function sayAgain() {
+  const status = $("status");
+  say(saying, status.dataset.tone);
 }
 

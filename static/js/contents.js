@@ -3,7 +3,8 @@
 // drives without knowing one from another:
 //
 //   chapter   the data-chapter of the section it lives in
-//   title     its name in the page's words (the status line names a failed view by it)
+//   title     its name (the status line names a failed view by it, in the page's language: the
+//             catalogue's message "view.<title, each run of other characters than a-z 0-9 a dash>")
 //   figures   the ids of the elements it owns, in that section
 //   asks      when it asks the server: "typed" (each new text, at once: the per-model views fed by
 //             the one compare stream), "text" (each new text, once its first panel comes near the

@@ -5,7 +5,7 @@
 // reader's sentence and a link back to the whole chapter. On the page, every figure the template
 // names offers "Embed" with the <iframe> snippet, for the page's state of the moment.
 import { $, el } from "./dom.js";
-import { t } from "./i18n.js";
+import { label, t } from "./i18n.js";
 
 /** The page's state as a query string for a shared figure: a tour's order and questions are the page's own. */
 function stateQuery(extra = {}) {
@@ -87,6 +87,13 @@ export class Embed {
  * above it), opening the snippet to copy. Called before the views are built, so that the figures
  * they add (one per model, no id the server knows) are embedded with their pair.
  */
+const offered = []; // [button, its figure]: their names said again in another language
+
+/** The Embed buttons' names in the page's language now (each names its figure's title). */
+export function relabelEmbeds() {
+  for (const [button, div] of offered) button.setAttribute("aria-label", t("embed.label", { title: titleOf(div) }));
+}
+
 export function offerEmbeds() {
   for (const div of document.querySelectorAll(EMBEDDABLE)) {
     let caption = div.closest("figure")?.querySelector("figcaption");
@@ -94,27 +101,28 @@ export function offerEmbeds() {
       caption = el("div", "embed-row");
       div.before(caption);
     }
-    const button = el("button", "numbers embed-button", t("embed.button"));
+    const button = label(el("button", "numbers embed-button"), "embed.button");
+    offered.push([button, div]);
     button.type = "button";
     button.dataset.testid = `embed-${div.id}`;
     button.setAttribute("aria-expanded", "false");
     button.setAttribute("aria-label", t("embed.label", { title: titleOf(div) }));
     const box = el("div", "embed-snippet");
     box.hidden = true;
-    const label = el("label", "embed-snippet__label", t("embed.snippet"));
+    const named = label(el("label", "embed-snippet__label"), "embed.snippet");
     const code = el("textarea", "embed-snippet__code");
     code.readOnly = true;
     code.rows = 3;
     code.id = `embed-code-${div.id}`;
     code.dataset.testid = `embed-code-${div.id}`;
-    label.htmlFor = code.id;
-    const copy = el("button", "numbers", t("embed.copy"));
+    named.htmlFor = code.id;
+    const copy = label(el("button", "numbers"), "embed.copy");
     copy.type = "button";
     copy.addEventListener("click", () => {
       code.select();
       navigator.clipboard?.writeText(code.value).catch(() => {});
     });
-    box.append(label, code, copy);
+    box.append(named, code, copy);
     button.addEventListener("click", () => {
       const open = box.hidden;
       if (open) code.value = snippet(div);

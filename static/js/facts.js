@@ -3,25 +3,41 @@
 // in numbers (its sharpness, its rows as a table). A sentence whose slot is still empty stays hidden
 // behind a placeholder line (app.css), so a slot is never left empty on purpose: a fact the answer
 // lacks is written as "–".
+import { decimal, language, number, t } from "./i18n.js";
 import { showToken } from "./plots.js";
 
 const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
 
-/** Two significant digits; very small or large numbers as 1.1×10⁻¹³. */
+/**
+ * Two significant digits, in the page's language (0.83, 0,83); very small or large numbers as
+ * 1.1×10⁻¹³ (1,1 × 10⁻¹³ in French: the catalogue's "number.scientific" says how). The digits are
+ * JavaScript's own rounding, the same in every language (`decimal`).
+ */
 export const fmt = (x) => {
   if (x === null || x === undefined || !Number.isFinite(x)) return "–";
   if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e4)) {
     const [mantissa, exponent] = x.toExponential(1).split("e");
-    return `${mantissa}×10${[...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join("")}`;
+    return t("number.scientific", {
+      mantissa: decimal(mantissa), exponent: [...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join(""),
+    });
   }
-  return x >= 10 ? x.toFixed(0) : x.toPrecision(2);
+  return decimal(x >= 10 ? x.toFixed(0) : x.toPrecision(2));
 };
 
-/** A share as a whole percentage. */
-export const pct = (x) => `${Math.round(100 * x)}%`;
+/** One decimal, in the page's language (a BLEU score: 31.4, 31,4). */
+export const tenths = (x) => decimal(x.toFixed(1));
 
-/** "more" / "less" / "as much": how a compares with b. */
-export const compare = (a, b) => (a === null || b === null ? "–" : a > b ? "more" : a < b ? "less" : "as much");
+/** A share as a whole percentage (83%, 83 % in French). */
+export const pct = (x) => number(Math.round(100 * x) / 100, { style: "percent", maximumFractionDigits: 0 });
+
+/** "more" / "less" / "as much": how a compares with b, in the page's words. */
+export const compare = (a, b) => (a === null || b === null ? "–" : t(a > b ? "compare.more" : a < b ? "compare.less" : "compare.same"));
+
+/**
+ * Which hidden units a figure shows: the server's rule (`answer.rule`, the API's English) in
+ * English, else the catalogue's `key` with the number of units shown.
+ */
+export const unitsRule = (answer, key) => (language() === "en" ? answer.rule : t(key, { count: answer.units.length }));
 
 /** Write the facts into the elements marked data-fact="name" below `root` (as text). */
 export function fillStory(root, facts) {
@@ -37,7 +53,7 @@ export function sharpness(weights) {
 }
 
 /** An attention map as a table: one row per row token, one column per column token, the weights as the page writes them. */
-export function mapTable(map, caption, corner = "output word") {
+export function mapTable(map, caption, corner = t("map.output-word")) {
   return {
     caption,
     headers: [corner, ...map.cols.map(showToken)],
@@ -49,6 +65,6 @@ export function mapTable(map, caption, corner = "output word") {
 export function strongest(map) {
   return map.weights.map((row, i) => {
     const j = row.indexOf(Math.max(...row));
-    return `“${showToken(map.rows[i])}” looks at “${showToken(map.cols[j])}”, ${fmt(row[j])}`;
-  }).join("; ");
+    return t("map.looks-at", { row: showToken(map.rows[i]), column: showToken(map.cols[j]), weight: fmt(row[j]) });
+  }).join(t("list.separator"));
 }

@@ -3,10 +3,12 @@
 // the effect of the heads switched off on the translation, and the prose's facts, all from the
 // answer's own numbers. A helper of chapters/heads-lab.js.
 import { fmt } from "./facts.js";
+import { t } from "./i18n.js";
 import { WEIGHT_SCALE, baseLayout, draw, onPlot, plotText, showEmpty } from "./plots.js";
 import { offKey } from "./url-state.js";
 
-const headName = (h) => `${h.kind} L${h.layer + 1} H${h.head + 1}`;
+export const headName = (h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
+export const shortName = (h) => t("heads.short", { layer: String(h.layer + 1), head: String(h.head + 1) });
 
 /** The prose's facts from /api/heads. */
 export function headsFacts(answer) {
@@ -14,15 +16,15 @@ export function headsFacts(answer) {
   const cross = answer.contributions.filter((c) => c.kind === "cross" && !c.off);
   const sharpest = cross.reduce((a, c) => (c.max_weight > a.max_weight ? c : a), cross[0]);
   const strongest = cross.reduce((a, c) => (c.mean > a.mean ? c : a), cross[0]);
-  const top = ranking.slice(0, 3).map((r) => `L${r.layer + 1} H${r.head + 1} (${fmt(r.score)})`).join(", ");
+  const top = ranking.slice(0, 3).map((r) => `${shortName(r)} (${fmt(r.score)})`).join(", ");
   return {
-    reference: answer.alignment ? answer.alignment.reference : "no reference model",
+    reference: answer.alignment ? answer.alignment.reference : t("heads.no-reference"),
     top: top || "–",
     sharpest: sharpest ? headName(sharpest) : "–", "sharpest-weight": sharpest ? fmt(sharpest.max_weight) : "–",
     "sharpest-adds": sharpest ? fmt(sharpest.mean) : "–",
     strongest: strongest ? headName(strongest) : "–", "strongest-adds": strongest ? fmt(strongest.mean) : "–",
     "strongest-weight": strongest ? fmt(strongest.max_weight) : "–",
-    "same-head": sharpest === strongest ? "the same head" : "not the same head: sharp attention is not a large effect",
+    "same-head": t(sharpest === strongest ? "heads.same-head" : "heads.not-same-head"),
   };
 }
 
@@ -39,17 +41,17 @@ export function drawContributions(div, answer, off, onToggle) {
     const text = Array.from({ length: layers }, () => Array(heads).fill(""));
     for (const c of rows) {
       z[c.layer][c.head] = c.mean;
-      text[c.layer][c.head] = c.off ? "off" : "";
+      text[c.layer][c.head] = c.off ? t("heads.off") : "";
     }
     const n = i ? String(i + 1) : "";
     data.push({ type: "heatmap", z, text, texttemplate: "%{text}", name: kind, xaxis: `x${n}`, yaxis: `y${n}`, colorscale: WEIGHT_SCALE,
       zmin: 0, showscale: false, xgap: 2, ygap: 2, meta: { colorbarTitle: "‖c_h W_o‖", kind },
-      hovertemplate: `${kind} layer %{y}, head %{x}<br>adds %{z:.3g} on average<br>click to switch off or on<extra></extra>`,
+      hovertemplate: t("heads.contrib-hover", { kind: t(`kind.${kind}`) }),
       x: Array.from({ length: heads }, (_, h) => h + 1), y: Array.from({ length: layers }, (_, l) => l + 1) });
     const gap = 0.06;
     axes[`xaxis${n}`] = { domain: [i / present.length + gap / 2, (i + 1) / present.length - gap / 2], anchor: `y${n}`, dtick: 1,
-      title: { text: `${kind}: head` }, showgrid: false, zeroline: false };
-    axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : "layer" }, showgrid: false, zeroline: false };
+      title: { text: t("heads.kind-head", { kind: t(`kind.${kind}`) }) }, showgrid: false, zeroline: false };
+    axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : t("heads.layer") }, showgrid: false, zeroline: false };
   });
   div.dataset.off = off.map(offKey).join(";");
   draw(div, data, baseLayout({ margin: { l: 44, r: 8, t: 8, b: 44 }, ...axes }), `${answer.model}-head-contributions`, answer);
@@ -64,7 +66,7 @@ export function drawContributions(div, answer, off, onToggle) {
 export function showEffect(line, answer) {
   const effect = answer.effect;
   if (!effect) {
-    line.textContent = "Every head is on. Click a head in the contributions map (or the button) to switch it off.";
+    line.textContent = t("heads.every-on");
     line.dataset.changed = "";
     return;
   }
@@ -72,28 +74,29 @@ export function showEffect(line, answer) {
   const delta = original.log_prob_heads_off - original.log_prob_all_heads;
   line.dataset.changed = String(changedIndices(answer).size);
   line.dataset.delta = String(delta);
-  line.textContent = `With ${answer.heads_off.map(headName).join(", ")} off: “${changed.translation}” (with every head: “${original.translation}”). ` +
-    `The log-probability of “${original.translation}” goes from ${fmt(original.log_prob_all_heads)} to ${fmt(original.log_prob_heads_off)} (${delta >= 0 ? "+" : ""}${fmt(delta)}).`;
+  line.textContent = t("heads.effect", { count: answer.heads_off.length, heads: answer.heads_off.map(headName).join(", "),
+    changed: changed.translation, original: original.translation, all: fmt(original.log_prob_all_heads),
+    off: fmt(original.log_prob_heads_off), delta: `${delta >= 0 ? "+" : ""}${fmt(delta)}` });
 }
 
 /** Indices of the changed translation's pieces that differ from the original's at the same place. */
 export function changedIndices(answer) {
   if (!answer.effect) return new Set();
   const [a, b] = [answer.effect.original.tokens, answer.effect.changed.tokens];
-  return new Set(b.map((t, i) => (t === a[i] ? -1 : i)).filter((i) => i >= 0));
+  return new Set(b.map((tok, i) => (tok === a[i] ? -1 : i)).filter((i) => i >= 0));
 }
 
 /** The cross heads ranked by overlap with the reference model's alignment. */
 export function drawRanking(div, answer) {
   if (!answer.alignment) {
-    showEmpty(div, "No recurrent model with attention is loaded to compare the cross heads with.");
+    showEmpty(div, t("heads.no-recurrent"));
     return;
   }
   const ranking = answer.alignment.ranking;
-  const labels = ranking.map((r) => `L${r.layer + 1} H${r.head + 1}${r.off ? " (off)" : ""}`);
+  const labels = ranking.map((r) => (r.off ? t("heads.short-off", { name: shortName(r) }) : shortName(r)));
   draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: "#009E73" },
     hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
   baseLayout({ margin: { l: 90, r: 8, t: 8, b: 40 }, yaxis: { autorange: "reversed", type: "category" },
-    xaxis: { range: [0, 1], title: { text: `overlap with ${plotText(answer.alignment.reference)}'s alignment` }, gridcolor: "#eceef3" } }),
+    xaxis: { range: [0, 1], title: { text: t("heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: "#eceef3" } }),
   `${answer.model}-translation-heads`, answer.alignment);
 }

@@ -7,6 +7,7 @@ export const LANGUAGES = ["en", "fr"];
 
 let current = "en";
 const catalogues = new Map(); // lang -> {key: message}
+const plurals = new Map(); // lang -> its Intl.PluralRules
 
 /** Fetch `lang`'s catalogue once and make it the page's language. */
 export async function useLanguage(lang) {
@@ -20,6 +21,9 @@ export async function useLanguage(lang) {
   return code;
 }
 
+/** Whether the catalogues have message `key` (a model's summary has one when the story names the model). */
+export const has = (key) => (catalogues.get(current) || catalogues.get("en") || {})[key] !== undefined;
+
 /** The page's language now ("en" or "fr"). */
 export const language = () => current;
 
@@ -29,7 +33,8 @@ export function t(key, params = {}) {
   let message = messages[key] ?? catalogues.get("en")?.[key];
   if (message === undefined) return key; // a missing key shows itself, and the catalogue test catches it
   if (typeof message === "object") {
-    const form = new Intl.PluralRules(current).select(Number(params.count));
+    if (!plurals.has(current)) plurals.set(current, new Intl.PluralRules(current));
+    const form = plurals.get(current).select(Number(params.count));
     message = message[form] ?? message.other;
   }
   return message.replace(/\{(\w+)\}/g, (whole, name) => {
@@ -39,5 +44,72 @@ export function t(key, params = {}) {
   });
 }
 
+const formats = new Map(); // "lang options" -> Intl.NumberFormat (making one costs more than using it)
+
 /** A number by the language's rules (`options`: Intl.NumberFormat's). */
-export const number = (x, options = {}) => new Intl.NumberFormat(current, options).format(x);
+export function number(x, options = {}) {
+  const id = `${current} ${JSON.stringify(options)}`;
+  if (!formats.has(id)) formats.set(id, new Intl.NumberFormat(current, options));
+  return formats.get(id).format(x);
+}
+
+const signs = new Map(); // lang -> its decimal sign
+
+/**
+ * A number JavaScript already wrote with "." (toFixed, toPrecision: they round the exact binary
+ * value, so (1.005).toFixed(2) is "1.00", where Intl.NumberFormat, rounding the shortest decimal,
+ * writes "1.01"), in the page's language: its decimal sign (0.83 -> 0,83).
+ */
+export function decimal(written) {
+  if (!signs.has(current)) signs.set(current, number(1.5).replace(/\d/g, ""));
+  const sign = signs.get(current);
+  return sign === "." ? written : written.replace(".", sign);
+}
+
+/** The page's words as the server wrote them (<html lang>), else English. */
+export const pageLanguage = () => (LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : "en");
+
+const params = (node) => (node.dataset.i18nParams ? JSON.parse(node.dataset.i18nParams) : {});
+
+/**
+ * Mark `node` as showing message `key` (with `values`) and write it: translatePage rewrites it in
+ * another language. `attribute`: write it there instead of the text.
+ */
+export function label(node, key, values = {}, attribute = null) {
+  if (attribute) {
+    const pairs = (node.dataset.i18nAttr || "").split(";").filter((p) => p && !p.startsWith(`${attribute}:`));
+    node.dataset.i18nAttr = [...pairs, `${attribute}:${key}`].join(";");
+    node.setAttribute(attribute, t(key, values));
+  } else {
+    node.dataset.i18n = key;
+    node.textContent = t(key, values);
+  }
+  if (Object.keys(values).length) node.dataset.i18nParams = JSON.stringify(values);
+  else delete node.dataset.i18nParams;
+  return node;
+}
+
+/** Undo `label(node, key, values, attribute)`: the attribute is gone and stays gone. */
+export function unlabel(node, attribute) {
+  const pairs = (node.dataset.i18nAttr || "").split(";").filter((p) => p && !p.startsWith(`${attribute}:`));
+  if (pairs.length) node.dataset.i18nAttr = pairs.join(";");
+  else delete node.dataset.i18nAttr;
+  node.removeAttribute(attribute);
+}
+
+/**
+ * Rewrite every marked word below `root` in the page's language: data-i18n (text), data-i18n-html
+ * (the catalogue's own markup: a story's sentence around its data-fact slots, which the views fill
+ * again when they redraw), data-i18n-attr ("attribute:key;..."), with data-i18n-params.
+ */
+export function translatePage(root = document) {
+  for (const node of root.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n, params(node));
+  for (const node of root.querySelectorAll("[data-i18n-html]")) node.innerHTML = t(node.dataset.i18nHtml, params(node));
+  for (const node of root.querySelectorAll("[data-i18n-attr]")) {
+    for (const pair of node.dataset.i18nAttr.split(";").filter(Boolean)) {
+      const [attribute, key] = pair.split(":");
+      node.setAttribute(attribute, t(key, params(node)));
+    }
+  }
+  document.documentElement.lang = current;
+}

@@ -1,15 +1,19 @@
 // The page: the text box, and the list of chapter views it drives (contents.js). What the server
 // serves (catalog.js) and what the URL says (url-state.js) build the views; each edit asks the
 // server at once, and after a pause in typing every view is asked about the new text, each round
-// replacing the last (requests.js). Nothing here knows one chapter from another.
+// replacing the last (requests.js). Nothing here knows one chapter from another. The page's
+// language is the one the server wrote it in (<html lang>: ?lang=, else the reader's last choice,
+// else Accept-Language, else English); the switch changes it in place: the template's words are
+// rewritten from the catalogue and every view redraws its last answer, so the sentence, the chapter
+// and every control stay as they are and no model is asked again.
 import * as api from "./api.js";
 import { loadCatalog } from "./catalog.js";
-import { useLanguage } from "./i18n.js";
-import { Composer, say } from "./composer.js";
+import { language, LANGUAGES, pageLanguage, t, translatePage, useLanguage } from "./i18n.js";
+import { Composer, say, sayAgain } from "./composer.js";
 import { contrastSwitch, startContrast } from "./contrast.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
-import { Embed, offerEmbeds } from "./embed.js";
+import { Embed, offerEmbeds, relabelEmbeds } from "./embed.js";
 import { Nav } from "./nav.js";
 import { loadPlotly } from "./plots.js";
 import { Questions } from "./questions.js";
@@ -34,31 +38,68 @@ function debounce(fn, ms) {
 function update({ lab, page, composer }) {
   page.setSoon({ text: composer.text });
   const round = lab.begin();
-  const problem = composer.problem(page.text);
-  if (problem) {
-    say(problem, page.text.trim() ? "warn" : "info");
+  const text = page.text;
+  if (composer.problem(text)) {
+    say(() => composer.problem(text), text.trim() ? "warn" : "info");
     round.announce(page.text);
     return;
   }
-  const tell = (failures) => say(failures.length
-    ? `Some views could not update (${failures.join("; ")}). The others show your latest sentence.` : null, "error");
+  const tell = (failures) => say(() => (failures.length
+    ? t("status.views-failed", { failures: failures.join(t("list.separator")) }) : null), "error");
   round.update(page.text, tell).then(() => round.announce(page.text));
+}
+
+const A_YEAR_S = 365 * 24 * 3600;
+
+/** Show the page in `lang`, in place; remembered for the next visit (the server reads the cookie). */
+async function switchLanguage(lang, state) {
+  if (!LANGUAGES.includes(lang)) return;
+  document.cookie = `lang=${lang}; Path=/; Max-Age=${A_YEAR_S}; SameSite=Lax`;
+  if (lang === language()) return;
+  await useLanguage(lang);
+  translatePage();
+  state.questions?.relabel();
+  relabelEmbeds();
+  for (const link of document.querySelectorAll(".languages a[data-lang]")) {
+    if (link.dataset.lang === lang) link.setAttribute("aria-current", "true");
+    else link.removeAttribute("aria-current");
+  }
+  sayAgain();
+  if (!state.page) return;
+  state.page.set({ lang });
+  state.composer.showCount();
+  $("numerics").textContent = state.catalog.numericsLine;
+  await state.lab.redraw();
+  document.documentElement.dataset.switched = lang; // for tests: every view redrawn in `lang`
+  window.dispatchEvent(new CustomEvent("lab:language", { detail: { lang } }));
+}
+
+function languageSwitch(state) {
+  for (const link of document.querySelectorAll(".languages a[data-lang]")) {
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      switchLanguage(link.dataset.lang, state).catch((error) => console.error(error));
+    });
+  }
 }
 
 async function start() {
   const lab = new Lab(api.compare);
+  const state = { lab };
+  languageSwitch(state);
   const [catalog] = await Promise.all([
-    loadCatalog((error) => say(`Could not list the models (${api.explain(error)}).`, "error")),
-    useLanguage("en").catch(() => "en"), // a missing catalogue leaves the words in English
+    loadCatalog((error) => say(() => t("status.no-models", { why: api.explain(error) }), "error")),
+    useLanguage(pageLanguage()).catch(() => "en"), // a missing catalogue leaves the words as the server wrote them
   ]);
   contrastSwitch(document.querySelector(".site-header__inner"));
+  sayAgain(); // a failure said while the catalogue was still on its way, now in words
   if (!catalog) {
     lab.begin().announce($("source").value);
     return;
   }
-  const page = new UrlState(location.search, catalog);
+  const page = new UrlState(location.search, catalog, language());
   $("numerics").textContent = catalog.numericsLine;
-  const state = { lab, page };
+  Object.assign(state, { page, catalog });
   const later = debounce(() => update(state), PAUSE_MS);
   state.composer = new Composer(page.text, catalog.limits.max_chars, (text) => {
     lab.ahead(state.composer.problem(text) ? null : text);
@@ -68,7 +109,7 @@ async function start() {
   const embed = document.body.dataset.embed ? new Embed(document.body.dataset.embed, page) : null;
   if (embed && !embed.ok) return;
   if (!embed) {
-    new Questions({ catalog, page });
+    state.questions = new Questions({ catalog, page });
     offerEmbeds();
   }
   lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });

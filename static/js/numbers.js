@@ -2,6 +2,7 @@
 // for byte the same values, as a file. One button per figure, placed right after its plot; the
 // answer it downloads is the last one the figure was drawn from.
 import { el } from "./dom.js";
+import { label, t } from "./i18n.js";
 
 const latest = new WeakMap(); // plot div -> { numbers, name }
 
@@ -10,7 +11,7 @@ export function offerNumbers(div, numbers, name) {
   let button = div.nextElementSibling;
   if (!button || !button.classList.contains("numbers")) {
     if (numbers === undefined) return;
-    button = el("button", "numbers", "Download the numbers (JSON)");
+    button = label(el("button", "numbers"), "numbers.download");
     button.type = "button";
     if (div.dataset.testid) button.dataset.testid = `numbers-${div.dataset.testid}`;
     button.addEventListener("click", () => download(div));
@@ -18,7 +19,7 @@ export function offerNumbers(div, numbers, name) {
   }
   latest.set(div, { numbers, name });
   button.classList.toggle("numbers--none", numbers === undefined); // keeps its room: nothing moves
-  button.setAttribute("aria-label", `Download the numbers of ${div.getAttribute("aria-label") || "this figure"} as JSON`);
+  button.setAttribute("aria-label", t("numbers.download-label", { figure: div.getAttribute("aria-label") || t("numbers.this-figure") }));
 }
 
 function download(div) {

@@ -6,6 +6,7 @@
 // piece of main-thread work the page has, and a reader who has not yet reached a figure (lazy.js
 // decides when one is near) should be able to type meanwhile.
 
+import { label, language, t } from "./i18n.js";
 import { offerNumbers } from "./numbers.js";
 
 const PLOTLY_URL = "/vendor/plotly.min.js";
@@ -22,7 +23,7 @@ export function loadPlotly() {
     script.onerror = () => {
       loading = null; // the next figure tries again
       script.remove();
-      reject(new Error("the plotting library could not be loaded"));
+      reject(new Error(t("plot.no-library")));
     };
     document.head.append(script);
   });
@@ -106,8 +107,8 @@ export function tokenAxis(tokens, extra = {}, maxLabels = 40) {
 
 /** customdata for a heatmap: [row token, column token] per cell, escaped for hover labels. */
 function cellTokens(rows, cols) {
-  const r = rows.map((t) => plotText(showToken(t)));
-  const c = cols.map((t) => plotText(showToken(t)));
+  const r = rows.map((tok) => plotText(showToken(tok)));
+  const c = cols.map((tok) => plotText(showToken(tok)));
   return r.map((rowTok) => c.map((colTok) => [rowTok, colTok]));
 }
 
@@ -116,6 +117,7 @@ export function baseLayout(extra = {}) {
     font: { family: FONT, size: 12, color: "#2b3242" },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
+    separators: t("plot.separators"), // decimal, then thousands: 0.83 / 0,83 in hover labels and ticks
     margin: { l: 56, r: 16, t: 10, b: 48 },
     autosize: true,
     hoverlabel: { font: { family: FONT, size: 13, color: "#ffffff" }, bgcolor: "#161b26", bordercolor: "#161b26" },
@@ -170,7 +172,7 @@ function exportButton(format, title, icon) {
   };
 }
 
-let config = null;
+const configs = new Map(); // language -> the config
 
 /**
  * Modebar with a PNG (at 2x) and an SVG download button, both with the colour bar. The same
@@ -179,18 +181,18 @@ let config = null;
  * redraw would start the plot over (BLEU chart: 24 ms instead of 14).
  */
 function plotConfig() {
-  config ??= {
+  if (!configs.has(language())) configs.set(language(), {
     responsive: true,
     displaylogo: false,
     modeBarButtonsToRemove: [
       "toImage", "sendChartToCloud", "select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d",
     ],
     modeBarButtonsToAdd: [
-      exportButton("png", "Download plot as PNG", Plotly().Icons.camera),
-      exportButton("svg", "Download plot as SVG", SVG_ICON),
+      exportButton("png", t("plot.download-png"), Plotly().Icons.camera),
+      exportButton("svg", t("plot.download-svg"), SVG_ICON),
     ],
-  };
-  return config;
+  });
+  return configs.get(language());
 }
 
 /** Plotly's modebar buttons are links without href: make them reachable and usable by keyboard. */
@@ -198,7 +200,7 @@ function keyboardModebar(div) {
   for (const button of div.querySelectorAll(".modebar-btn:not([tabindex])")) {
     button.setAttribute("tabindex", "0");
     button.setAttribute("role", "button");
-    button.setAttribute("aria-label", button.getAttribute("data-title") || "plot tool");
+    button.setAttribute("aria-label", button.getAttribute("data-title") || t("plot.tool"));
     button.addEventListener("keydown", (event) => {
       if (event.key === "Enter" || event.key === " ") {
         event.preventDefault();
@@ -235,7 +237,7 @@ export function draw(div, data, layout, filename, numbers) {
   };
   if (window.Plotly) return react();
   return loadPlotly().then(react, (error) => {
-    if (drawing.get(div) === ticket) showEmpty(div, `This figure cannot be drawn: ${error.message}.`);
+    if (drawing.get(div) === ticket) showEmpty(div, t("plot.cannot-draw", { why: error.message }));
   });
 }
 
@@ -319,7 +321,11 @@ export function showEmpty(div, message) {
     empty.className = "plot-empty";
     div.append(empty);
   }
-  empty.textContent = message;
+  if (Array.isArray(message)) label(empty, ...message); // [key, values]: said again in another language
+  else {
+    delete empty.dataset.i18n;
+    empty.textContent = message;
+  }
   div.dataset.state = "empty";
   offerNumbers(div, undefined);
   div.dispatchEvent(new CustomEvent("plot:drawn")); // no heatmap any more: it leaves the tab order
@@ -349,8 +355,8 @@ export function attentionTrace(map, extra = {}) {
 export function alignmentLayout(map) {
   return baseLayout({
     margin: { l: 60, r: 12, t: 8, b: 60 },
-    xaxis: tokenAxis(map.cols, { title: { text: "source (French)", standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
-    yaxis: tokenAxis(map.rows, { title: { text: "output (English)", standoff: 6 }, autorange: "reversed" }),
+    xaxis: tokenAxis(map.cols, { title: { text: t("map.source-axis"), standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),
+    yaxis: tokenAxis(map.rows, { title: { text: t("map.output-axis"), standoff: 6 }, autorange: "reversed" }),
   });
 }
 

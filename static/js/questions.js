@@ -7,7 +7,7 @@
 // with the questions on; the navigation follows it.
 import { explain, isAbort } from "./api.js";
 import { chapterRoot, el } from "./dom.js";
-import { t } from "./i18n.js";
+import { label, t } from "./i18n.js";
 import { whenNear } from "./lazy.js";
 import { QUESTIONS } from "./questions/bank.js";
 import * as store from "./store.js";
@@ -42,7 +42,7 @@ function followTour(tour) {
   const list = items[0].parentElement;
   for (const item of items) item.hidden = !tour.includes(item.querySelector("a").dataset.chapter);
   for (const ch of tour) list.append(items.find((li) => li.querySelector("a").dataset.chapter === ch));
-  list.parentElement.setAttribute("aria-label", t("tour.nav", { chapters: tour.join(", ") }));
+  label(list.parentElement, "tour.nav", { chapters: tour.join(", ") }, "aria-label");
   document.body.dataset.tour = tour.join(",");
 }
 
@@ -67,8 +67,8 @@ class Question {
     this.card = el("section", "question");
     this.card.dataset.question = String(spec.chapter);
     this.card.dataset.testid = `question-${spec.chapter}`;
-    this.card.setAttribute("aria-label", t("q.label", { chapter: spec.chapter }));
-    this.kicker = el("p", "question__kicker", t("q.kicker"));
+    label(this.card, "q.label", { chapter: spec.chapter }, "aria-label");
+    this.kicker = label(el("p", "question__kicker"), "q.kicker");
     this.prompt = el("p", "question__prompt");
     this.prompt.id = `question-${spec.chapter}-prompt`;
     this.choices = el("div", "question__choices");
@@ -79,7 +79,7 @@ class Question {
     this.result.setAttribute("aria-live", "polite");
     this.result.hidden = true;
     this.result.tabIndex = -1; // the keyboard lands on the comparison once the guess is made
-    this.skip = el("button", "question__skip", t("q.skip"));
+    this.skip = label(el("button", "question__skip"), "q.skip");
     this.skip.type = "button";
     this.skip.addEventListener("click", () => this.open());
     this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip);
@@ -94,6 +94,8 @@ class Question {
     this.controller?.abort();
     this.text = text;
     this.posed = null;
+    this.measured = undefined;
+    this.guess = undefined;
     this.choices.replaceChildren();
     this.result.hidden = true;
     this.result.textContent = "";
@@ -117,6 +119,7 @@ class Question {
     try {
       const answer = await this.spec.measure(text, this.context, controller.signal);
       if (controller.signal.aborted || text !== this.text) return;
+      this.measured = answer; // kept: the question is written again in another language from it
       this.posed = this.spec.pose(answer, this.context);
     } catch (error) {
       if (isAbort(error) || controller.signal.aborted) return;
@@ -153,6 +156,7 @@ class Question {
     const posed = this.posed;
     if (!posed) return;
     const verdict = id === posed.right ? "right" : posed.close.has(id) ? "close" : "wrong";
+    this.guess = id;
     for (const button of this.choices.querySelectorAll("button")) {
       button.disabled = true;
       button.classList.toggle("is-guess", button.dataset.choice === id);
@@ -174,7 +178,8 @@ class Question {
     this.result.textContent = t("q.measuring.later");
     this.result.hidden = false;
     try {
-      this.posed = this.spec.pose(await this.spec.measure(this.text, this.context, controller.signal), this.context);
+      this.measured = await this.spec.measure(this.text, this.context, controller.signal);
+      this.posed = this.spec.pose(this.measured, this.context);
       return true;
     } catch (error) {
       if (isAbort(error) || controller.signal.aborted) return false;
@@ -182,6 +187,24 @@ class Question {
       this.open();
       return false;
     }
+  }
+
+  /**
+   * The question in the page's language now (after a switch): its prompt, its choices and, once
+   * answered, the comparison, written again from the same measurement; the guess and what is shown stay.
+   */
+  relabel() {
+    if (this.measured !== undefined) this.posed = this.spec.pose(this.measured, this.context);
+    const shown = this.spec.later ? this.spec.ask(this.context) : this.posed;
+    if (shown && this.choices.children.length) {
+      this.prompt.textContent = shown.prompt;
+      for (const choice of shown.choices) {
+        const button = [...this.choices.children].find((b) => b.dataset.choice === String(choice.id));
+        if (button) button.textContent = choice.label;
+      }
+    }
+    const verdict = this.result.dataset.verdict;
+    if (verdict && this.posed && this.guess !== undefined) this.result.textContent = `${t(`q.verdict.${verdict}`)} ${this.posed.says(this.guess)}`;
   }
 
   /** Show the chapter (answered, skipped, or not askable). */
@@ -227,19 +250,27 @@ export class Questions {
   buildToggle() {
     const box = el("fieldset", "segmented question-mode");
     box.dataset.testid = "question-mode";
-    box.append(el("legend", "toolbar__label", t("q.mode")));
+    box.append(label(el("legend", "toolbar__label"), "q.mode"));
     for (const [value, key] of [["ask", "q.mode.ask"], ["show", "q.mode.show"]]) {
-      const label = el("label");
+      const choice = el("label");
       const input = el("input");
       Object.assign(input, { type: "radio", name: "question-mode", value, checked: (value === "ask") === this.asking });
       input.dataset.testid = `question-mode-${value}`;
       input.addEventListener("change", () => this.choose(value === "ask"));
-      label.append(input, el("span", null, t(key)));
-      box.append(label);
+      choice.append(input, label(el("span"), key));
+      box.append(choice);
     }
     const foot = document.querySelector(".composer__foot") || document.querySelector("main");
     foot.append(box);
     return box;
+  }
+
+  /** Every question in the page's language now, and the navigation's marks again (its links were rewritten). */
+  relabel() {
+    for (const q of this.list) {
+      q.relabel();
+      if (q.result.dataset.verdict) this.progress(q.spec.chapter, q.result.dataset.verdict);
+    }
   }
 
   /** The reader's choice, remembered in this browser only. */

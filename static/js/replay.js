@@ -6,6 +6,7 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 import { fmt, mapTable, sharpness, strongest } from "./facts.js";
+import { decimal, label, t } from "./i18n.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
 import { couldNot } from "./requests.js";
 
@@ -26,9 +27,8 @@ export function replayView({ chapter, container, key, candidates }) {
     const found = candidates(context.catalog);
     replay.model = found.find((m) => m.snapshots && m.snapshots.length > 1) || null;
     if (!replay.model) {
-      const who = found.map((m) => m.name).join(", ") || "none is loaded";
-      place.replaceChildren(el("p", "panel panel--note",
-        `No model of this chapter was trained with snapshots on this server (${who}), so there is no training to replay.`));
+      const who = found.map((m) => m.name).join(", ") || t("replay.none-loaded");
+      place.replaceChildren(label(el("p", "panel panel--note"), "replay.no-snapshots", { who }));
       return;
     }
     const { page } = context;
@@ -40,14 +40,14 @@ export function replayView({ chapter, container, key, candidates }) {
 
   function build(place) {
     const name = replay.model.name;
-    parts.play = el("button", "button", "▶ Play");
+    parts.play = label(el("button", "button"), "replay.play");
     parts.play.type = "button";
     parts.play.dataset.testid = `scrub-play-${name}`;
     parts.play.addEventListener("click", toggle);
     parts.slider = el("input");
     Object.assign(parts.slider, { type: "range", min: "0", max: String(replay.timeline.length - 1), step: "1", value: String(replay.index) });
     parts.slider.dataset.testid = `scrub-${name}`;
-    parts.slider.setAttribute("aria-label", `Training step of ${name}`);
+    label(parts.slider, "replay.slider", { name }, "aria-label");
     parts.slider.addEventListener("input", () => go(Number(parts.slider.value)));
     parts.label = el("output", "toolbar__value");
     parts.label.dataset.testid = `scrub-label-${name}`;
@@ -60,9 +60,9 @@ export function replayView({ chapter, container, key, candidates }) {
     parts.story = el("p", "story");
     parts.story.dataset.testid = `scrub-story-${name}`;
     parts.story.setAttribute("aria-live", "polite");
-    parts.mapPlot = figure(`Cross-attention of ${name} at this step`, `scrub-map-${name}`, "plot plot--align");
-    parts.curvePlot = figure("Validation BLEU at each stored step", `scrub-curve-${name}`, "plot plot--small");
-    parts.curvePlot.dataset.waiting = "Reading the stored steps…";
+    parts.mapPlot = figure(["replay.map-title", { name }], `scrub-map-${name}`, "plot plot--align");
+    parts.curvePlot = figure(["replay.curve-title", {}], `scrub-curve-${name}`, "plot plot--small");
+    label(parts.curvePlot, "replay.reading", {}, "data-waiting");
     const pair = el("div", "pair");
     pair.append(parts.mapPlot.parentElement, parts.curvePlot.parentElement);
     place.replaceChildren(toolbar, parts.story, pair);
@@ -100,7 +100,7 @@ export function replayView({ chapter, container, key, candidates }) {
     const map = mapOf(answer);
     const point = answer.snapshot;
     if (!map || !map.rows.length) {
-      showEmpty(parts.mapPlot, `At step ${point.step} ${replay.model.name} produced no translation to align.`);
+      showEmpty(parts.mapPlot, t("replay.no-translation", { step: String(point.step), name: replay.model.name }));
     } else {
       drawPlot(parts.mapPlot, [attentionTrace(map)], alignmentLayout(map), `training-${replay.model.name}-step-${point.step}`, answer);
     }
@@ -112,19 +112,20 @@ export function replayView({ chapter, container, key, candidates }) {
   /** The step's facts in words, all of them measured (the answer, the training log). */
   function story(point, map, answer) {
     const last = replay.timeline[replay.timeline.length - 1].step;
-    const weights = { initialized: "the seeded initialization, rebuilt (nothing stored)", snapshot: `a snapshot stored in ${point.precision}`, shipped: "the shipped weights every other chapter uses" }[point.weights];
-    const minutes = point.seconds == null ? "" : `, ${(point.seconds / 60).toFixed(1)} minutes of training`;
-    let text = `Step ${point.step} of ${last}${minutes}: ${weights}; validation BLEU ${fixed(point.valid_bleu, 1)}, loss ${fixed(point.valid_loss, 2)}.`;
+    const weights = t(`replay.weights.${point.weights}`, { precision: point.precision });
+    const minutes = point.seconds == null ? "" : t("replay.minutes", { minutes: fixed(point.seconds / 60, 1) });
+    let text = t("replay.step", { step: String(point.step), last: String(last), minutes, weights,
+      bleu: fixed(point.valid_bleu, 1), loss: fixed(point.valid_loss, 2) });
     if (map && answer && answer.snapshot.step === point.step) {
       const fog = 1 / map.cols.length;
-      text += ` It translates your sentence as “${answer.translation}”. Each output word's largest weight averages ${sharpness(map.weights).toFixed(2)} (a uniform fog over these ${map.cols.length} source pieces: ${fog.toFixed(2)}; one source piece per word: 1).`;
+      text += ` ${t("replay.translates", { translation: answer.translation, sharpness: fixed(sharpness(map.weights), 2), count: map.cols.length, fog: fixed(fog, 2) })}`;
     }
     return text;
   }
 
   function tell(map) {
     const point = replay.timeline[replay.index];
-    parts.label.textContent = `step ${point.step}`;
+    parts.label.textContent = t("replay.label", { step: String(point.step) });
     parts.story.textContent = story(point, map, replay.answer);
   }
 
@@ -132,20 +133,20 @@ export function replayView({ chapter, container, key, candidates }) {
     const here = replay.timeline[replay.index];
     const layout = baseLayout({
       margin: { l: 48, r: 12, t: 8, b: 44 },
-      xaxis: { title: { text: "training step" }, zeroline: false },
-      yaxis: { title: { text: "validation BLEU" }, rangemode: "tozero" },
+      xaxis: { title: { text: t("curves.step") }, zeroline: false },
+      yaxis: { title: { text: t("curves.valid-bleu") }, rangemode: "tozero" },
       showlegend: false,
     });
     drawPlot(parts.curvePlot, [
       { type: "scatter", mode: "lines+markers", x: replay.timeline.map((p) => p.step), y: replay.timeline.map((p) => p.valid_bleu),
-        line: { color: "#667085" }, hovertemplate: "step %{x}<br>BLEU %{y:.1f}<extra></extra>" },
+        line: { color: "#667085" }, hovertemplate: t("replay.hover") },
       { type: "scatter", mode: "markers", x: [here.step], y: [here.valid_bleu], marker: { size: 14, color: "#D55E00" }, hoverinfo: "skip" },
     ], layout, `training-${replay.model.name}-bleu`, replay.timeline);
   }
 
   function toggle() {
     if (replay.timer) return stop();
-    parts.play.textContent = "❚❚ Pause";
+    label(parts.play, "replay.pause");
     const next = async () => {
       const index = replay.index >= replay.timeline.length - 1 ? 0 : replay.index + 1;
       const failed = await go(index);
@@ -159,7 +160,7 @@ export function replayView({ chapter, container, key, candidates }) {
   function stop() {
     clearTimeout(replay.timer);
     replay.timer = 0;
-    parts.play.textContent = "▶ Play";
+    label(parts.play, "replay.play");
   }
 
   const pointOf = (answer) => replay.timeline.find((p) => p.step === answer.snapshot.step) || answer.snapshot;
@@ -168,26 +169,26 @@ export function replayView({ chapter, container, key, candidates }) {
     chapter, title: "training replay", figures: [container], asks: "text", mount, ask, draw,
     keys: () => (replay.model ? [null] : []),
     panels: () => [parts.mapPlot, parts.curvePlot],
-    failure: (error) => couldNot("training replay", error),
+    failure: (error) => couldNot(t("replay.what"), error),
     describe: (answer, key, plot) => {
       if (plot === parts.curvePlot) {
         const [first, last] = [replay.timeline[0], replay.timeline.at(-1)];
-        return `Validation BLEU of ${replay.model.name} at its ${replay.timeline.length} stored steps: ${fmt(first.valid_bleu)} at step ` +
-          `${first.step}, ${fmt(last.valid_bleu)} at step ${last.step}; the map beside is step ${pointOf(answer).step}.`;
+        return t("replay.curve-describe", { name: replay.model.name, count: replay.timeline.length, firstBleu: fmt(first.valid_bleu),
+          first: String(first.step), lastBleu: fmt(last.valid_bleu), last: String(last.step), shown: String(pointOf(answer).step) });
       }
       const map = mapOf(answer);
-      const looks = map && map.rows.length ? ` Each output word: ${strongest(map)}.` : "";
+      const looks = map && map.rows.length ? ` ${t("replay.each-word", { looks: strongest(map) })}` : "";
       return `${story(pointOf(answer), map, answer)}${looks}`;
     },
     rows: (answer, key, plot) => {
       if (plot === parts.curvePlot) {
-        return { caption: `Validation BLEU of ${replay.model.name} at each stored step`, headers: ["training step", "validation BLEU"],
+        return { caption: t("replay.curve-caption", { name: replay.model.name }), headers: [t("curves.step"), t("curves.valid-bleu")],
           rows: replay.timeline.map((p) => [String(p.step), fmt(p.valid_bleu)]) };
       }
       const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
       const [layer, head] = selected();
-      const which = replay.model.heads > 1 ? `layer ${layer + 1}, head ${head + 1}` : "alignment";
-      return mapTable(map, `Cross-attention of ${replay.model.name} at step ${answer.snapshot.step} (${which}, validation BLEU ${fmt(pointOf(answer).valid_bleu)})`);
+      const which = replay.model.heads > 1 ? t("heads.layer-head", { layer: String(layer + 1), head: String(head + 1) }) : t("replay.alignment");
+      return mapTable(map, t("replay.caption", { name: replay.model.name, step: String(answer.snapshot.step), which, bleu: fmt(pointOf(answer).valid_bleu) }));
     },
   };
 }
@@ -196,10 +197,11 @@ export function replayView({ chapter, container, key, candidates }) {
 function headPicker(model) {
   const select = el("select");
   select.dataset.testid = `scrub-head-${model.name}`;
-  select.setAttribute("aria-label", "Which cross-attention map");
+  label(select, "replay.which-map", {}, "aria-label");
   for (let layer = model.layers - 1; layer >= 0; layer -= 1) {
     for (let head = 0; head < Math.max(model.heads, 1); head += 1) {
-      const option = el("option", "", model.heads > 1 ? `layer ${layer + 1}, head ${head + 1}` : "alignment");
+      const option = model.heads > 1 ? label(el("option"), "heads.layer-head", { layer: String(layer + 1), head: String(head + 1) })
+        : label(el("option"), "replay.alignment");
       option.value = `${layer}.${head}`;
       select.append(option);
     }
@@ -208,15 +210,16 @@ function headPicker(model) {
   return select;
 }
 
-function figure(title, testid, className) {
+/** A figure titled by the message [key, values]; returns its plot. */
+function figure([key, values], testid, className) {
   const caption = el("figcaption", "panel__caption");
-  caption.append(el("span", "panel__title", title));
+  caption.append(label(el("span", "panel__title"), key, values));
   const div = el("div", className);
   div.dataset.testid = testid;
   div.setAttribute("role", "group");
-  div.setAttribute("aria-label", title);
+  label(div, key, values, "aria-label");
   el("figure", "panel").append(caption, div);
   return div;
 }
 
-const fixed = (value, digits) => (value == null ? "not measured" : Number(value).toFixed(digits));
+const fixed = (value, digits) => (value == null ? t("replay.not-measured") : decimal(Number(value).toFixed(digits)));

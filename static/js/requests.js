@@ -10,6 +10,7 @@
 // many seconds, which the panel says.
 import { ApiError, explain, isAbort } from "./api.js";
 import { chapterRoot, partsOf } from "./dom.js";
+import { t } from "./i18n.js";
 import { whenNear } from "./lazy.js";
 import { showEmpty } from "./plots.js";
 import { Speculation, unlessAborted } from "./speculate.js";
@@ -19,22 +20,22 @@ import { liveRegion, showTwins } from "./twins.js";
 window.attentionLab = { lastUpdate: null };
 
 const RETRIES = 3; // asks after a Retry-After, at most; then the failure stays said
-export const UNAVAILABLE = "This model is not available: it did not load on the server.";
 const drawn = new WeakMap(); // view -> Map key -> the answer it last drew
+const failed = new WeakMap(); // view -> Map key -> {error, wait}: the failure it says now, if any
 
 /** The answer `view` last drew for `key` (what its describe and rows speak of); undefined before any. */
 export const lastAnswer = (view, key = null) => drawn.get(view)?.get(key);
 
 /** "The {what} could not be shown ({why})."; `missing`: the reason given for a 404 (null: the server's own). */
-export function couldNot(what, error, missing = "no model for it is loaded") {
+export function couldNot(what, error, missing = t("failure.no-model")) {
   const why = error instanceof ApiError && error.status === 404 && missing ? missing : explain(error);
-  return `The ${what} could not be shown (${why}).`;
+  return t("failure.could-not", { what, why });
 }
 
 /** How a per-model view says that model `name`'s answer for the text did not come. */
 export function modelFailure(error, name) {
   const missing = error instanceof ApiError && error.status === 404;
-  return missing ? UNAVAILABLE : `${name} gave no answer for this text (${explain(error)}).`;
+  return missing ? t("failure.unavailable") : t("failure.model", { name, why: explain(error) });
 }
 
 /** Seconds to wait before asking again, when the server named them on a 429 or 503; else null. */
@@ -159,6 +160,7 @@ class Line {
       for (const panel of panels) if (!isPlot(panel)) panel.classList.remove("is-missing");
       if (!drawn.has(view)) drawn.set(view, new Map());
       drawn.get(view).set(key, answer);
+      failed.get(view)?.delete(key);
       await view.draw(answer, key);
       showTwins(view, key, answer); // its sentence and table, in step with what it drew
       return { label: this.label(), why: null, wait: null };
@@ -167,16 +169,38 @@ class Line {
       if (!(error instanceof ApiError)) console.error(error); // the page's own fault: let it be seen
       busy(false);
       const wait = mayRetry ? retryAfter(error) : null;
-      const message = view.failure(error, key);
-      if (message !== null) say(panels, wait === null ? message : `${message} Asking again in ${wait} s.`);
+      if (!failed.has(view)) failed.set(view, new Map());
+      failed.get(view).set(key, { error, wait });
+      this.sayFailure(error, wait);
       return { label: this.label(error), why: explain(error), wait };
     }
+  }
+
+  sayFailure(error, wait) {
+    const message = this.view.failure(error, this.key);
+    if (message !== null) say(this.view.panels(this.key), wait === null ? message : t("failure.asking-again", { message, seconds: wait }));
+  }
+
+  /** Show again what it showed (its last answer, or its failure), in the page's language now: no request. */
+  async redraw() {
+    const { view, key } = this;
+    const failure = failed.get(view)?.get(key);
+    if (failure) {
+      this.sayFailure(failure.error, failure.wait);
+      return;
+    }
+    const answer = lastAnswer(view, key);
+    if (answer === undefined) return;
+    await view.draw(answer, key);
+    showTwins(view, key, answer);
   }
 
   /** Its name in the status line: the model whose answer did not come, else the view's (and its key). */
   label(error = null) {
     if (error && error.model) return error.model;
-    return this.key === null ? this.view.title : `${this.view.title}, ${this.key}`;
+    // the view's title in the page's words: its message "view.<title, dashed>" (contents.js)
+    const title = t(`view.${this.view.title.replace(/[^a-z0-9]+/gi, "-")}`);
+    return this.key === null ? title : `${title}, ${this.key}`;
   }
 }
 
@@ -247,6 +271,17 @@ export class Lab {
     });
   }
 
+  /** Every view shows its last answer again (after a change of language): no new request. */
+  async redraw() {
+    for (const line of this.lines) {
+      try {
+        await line.redraw();
+      } catch (error) {
+        console.error(error); // one view's fault leaves the others redrawn
+      }
+    }
+  }
+
   /** A new round: the one before is over. */
   begin() {
     this.controller.abort();
@@ -308,7 +343,7 @@ class Round {
       document.documentElement.dataset.updated = String(this.generation);
       window.dispatchEvent(new CustomEvent("lab:updated", { detail }));
       // one polite word per round, never one per figure: the views changed together
-      if (text && text.trim()) liveRegion("round-said").textContent = `Updated for: ${text.trim()}`;
+      if (text && text.trim()) liveRegion("round-said").textContent = t("status.updated", { text: text.trim() });
     }));
   }
 }

@@ -9,6 +9,7 @@
 // control after it. Nothing here knows one chapter from another.
 import { el } from "./dom.js";
 import { fmt } from "./facts.js";
+import { label, t, unlabel } from "./i18n.js";
 
 const twins = new WeakMap(); // plot div -> {box, sentence, button, table, source, rows}
 const cells = new WeakMap(); // plot div -> [heatmap, row, column] last read by keyboard
@@ -69,7 +70,7 @@ function twinOf(div) {
   const box = el("div", "twin");
   const sentence = el("p", "twin__sentence visually-hidden");
   sentence.id = `twin-sentence-${made}`;
-  const button = el("button", "numbers twin__toggle", "Show the numbers");
+  const button = label(el("button", "numbers twin__toggle"), "twin.show");
   button.type = "button";
   const table = el("table", "twin__table");
   table.id = `twin-table-${made}`;
@@ -96,7 +97,7 @@ function toggle(twin) {
   const { button, table } = twin;
   const open = button.getAttribute("aria-expanded") !== "true";
   button.setAttribute("aria-expanded", String(open));
-  button.textContent = open ? "Hide the numbers" : "Show the numbers";
+  label(button, open ? "twin.hide" : "twin.show");
   if (open) fill(twin);
   table.hidden = !open;
 }
@@ -137,13 +138,12 @@ function heatmapKeys(div) {
     if (div.dataset.keys) {
       div.removeAttribute("tabindex");
       div.setAttribute("role", div.dataset.keys);
-      div.removeAttribute("aria-roledescription");
+      unlabel(div, "aria-roledescription");
       delete div.dataset.keys;
     }
     return;
   }
-  const many = maps.length > 1 ? ", Page Down the next map" : "";
-  div.setAttribute("aria-roledescription", `heatmap: arrow keys read its cells${many}, Escape leaves`);
+  label(div, maps.length > 1 ? "twin.heatmaps" : "twin.heatmap", {}, "aria-roledescription");
   if (div.dataset.keys) return;
   div.dataset.keys = div.getAttribute("role") || "group";
   div.tabIndex = 0;
@@ -216,7 +216,7 @@ const plain = (html) => String(html).replace(/<[^>]*>/g, "").replace(/&lt;/g, "<
 function cellSaid(div, heat, i, j) {
   const tokens = heat.customdata?.[i]?.[j];
   const value = heat.z[i][j];
-  const number = typeof value === "number" ? fmt(value) : "no value";
+  const number = typeof value === "number" ? fmt(value) : t("twin.no-value");
   if (Array.isArray(tokens) && tokens.length >= 2) {
     const named = heat.meta?.cellParts || [];
     const parts = named.map((part, k) => `${part} ${plain(tokens[k])}, `).join("");

@@ -1,4 +1,5 @@
-// What a reader can share: the page's state in the query string. Keys: text, model (the selected
+// What a reader can share: the page's state in the query string. Keys: lang (the page's language,
+// en or fr: a shared link opens in the language it was copied in), text, model (the selected
 // card), kind (of attention in the heads view), head ("L.H", counted from 1), len (the gradient
 // experiment's input length), factor (its per-step view), filler and lag (the long-lag
 // experiment); ch (the chapter in view, its number in the story), curve and x (chapter 1's
@@ -30,9 +31,10 @@ export const TEMPERATURES = [0.05, 20];
 const count = (value) => (/^\d+$/.test(value || "") ? Number(value) : 0);
 
 export class UrlState {
-  /** The state `search` (location.search) gives, checked against `catalog`. */
-  constructor(search, catalog) {
+  /** The state `search` (location.search) gives, checked against `catalog`; `lang`: the page's language. */
+  constructor(search, catalog, lang) {
     const q = new URLSearchParams(search);
+    this.lang = lang;
     const longest = catalog.limits.max_gradient_length;
     const opening = catalog.defaults; // the server's (app/defaults.py): its answers are computed ahead
     this.text = q.has("text") ? q.get("text") : opening.text;
@@ -105,7 +107,7 @@ export class UrlState {
     if (this.pending !== undefined) cancelIdleCallback(this.pending);
     this.pending = undefined;
     const q = new URLSearchParams({
-      text: this.text, model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
+      lang: this.lang, text: this.text, model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
       len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
       ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
       row: String(this.row), temp: String(this.temp), shuffle: String(this.shuffle), ohead: String(this.ohead),

@@ -3,6 +3,7 @@
 // page's test reads these same facts back (data-fact) and checks them against the API. A helper of
 // chapters/gradients.js.
 import { compare, fmt } from "./facts.js";
+import { t } from "./i18n.js";
 
 /** The curve of `model` with `weights` ("trained" | "initialized"), or null. */
 export function curveOf(answer, model, weights) {
@@ -57,8 +58,7 @@ export function storyFacts(answer, catalog) {
 /** What a median step factor means for the gradient, said from the number. */
 function side(factor) {
   if (factor === null) return "–";
-  if (factor < 1) return "below 1: every step can only shrink the gradient";
-  return "above 1: a step can also grow it, the edge where gradients survive and can explode (training clips them at 1.0)";
+  return t(factor < 1 ? "vanishing.below-one" : "vanishing.above-one");
 }
 
 function bucketBleu(catalog, name, bucket) {

@@ -40,3 +40,62 @@ def test_messages_keep_their_placeholders(lang):
             assert "other" in message and "count" in placeholders(message), key
         else:
             assert isinstance(message, str) and message.strip(), key
+
+
+# Keys the page builds from a value instead of writing them out (t(`task.${name}`)): each prefix,
+# where its names come from, and so which keys under it are in use.
+DYNAMIC = {
+    "view.": "a view's title, dashed (requests.js: the status line names a failed view)",
+    "summary.": "a model's name (catalog.js: the story's models, summarised in the page's words)",
+    "task.": "the live experiment's tasks (GET /api/train)",
+    "filler.": "the long-lag experiment's fillers (GET /api/long-lag)",
+    "gates.": "an LSTM gate's name (chapters/gradients.js)",
+    "kind.": "a kind of attention (encoder, decoder, cross)",
+    "heads.kind.": "a kind of attention, in chapter 9's sentences",
+    "replay.weights.": "a training step's weights (initialized, snapshot, shipped)",
+    "beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
+    "q.verdict.": "a guess's verdict (right, close, wrong: questions.js)",
+    "q.nav.": "the same verdict, marked on the chapter's link",
+    # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
+    "q.3.choice.": "chapter 3's ranges", "q.4.choice.": "chapter 4's ranges", "q.6.choice.": "chapter 6's",
+    "q.7.choice.": "chapter 7's ranges", "q.8.choice.": "chapter 8's ranges",
+}
+SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js"))]
+KEY = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$")
+
+
+def literals() -> set[str]:
+    """Every quoted string of the page's template and scripts, and the keys its data-i18n-attr pairs name."""
+    found = set()
+    for path in SOURCES:
+        lines = path.read_text(encoding="utf-8").splitlines()  # comments aside: they name keys in prose
+        source = "\n".join(line for line in lines if not line.lstrip().startswith(("//", "*", "/*")))
+        found.update(re.findall(r'"([^"\n]*)"', source))
+        found.update(re.findall(r"'([^'\n]*)'", source))
+        found.update(re.findall(r"`([^`$\n]*)`", source))
+        found.update(key for pairs in re.findall(r'data-i18n-attr="([^"]*)"', source)
+                     for pair in pairs.split(";") for key in pair.split(":")[1:])
+    return found
+
+
+def test_no_unused_key():
+    """Every message is shown somewhere: its key is written in the template or a script, or built
+    under one of DYNAMIC's prefixes (which each script must still use)."""
+    used = literals()
+    scripts = "".join(path.read_text(encoding="utf-8") for path in SOURCES)
+    for prefix in DYNAMIC:
+        built = f"`{prefix}${{" in scripts or f'"{prefix[:-1]}"' in scripts
+        assert built, f"no script builds keys under {prefix}: drop it from DYNAMIC"
+    unused = [key for key in catalogue("en") if key not in used and not key.startswith(tuple(DYNAMIC))]
+    assert not unused, f"messages no page shows: {unused}"
+
+
+def test_every_key_written_exists():
+    """A key written in the template or a script (a dotted name under one of the catalogue's
+    namespaces) is in the catalogue: a typo would show the key itself."""
+    messages = catalogue("en")
+    namespaces = {key.split(".")[0] for key in messages}
+    prefixes = {prefix[:-1] for prefix in DYNAMIC}  # a prefix handed to the code that numbers the keys
+    written = {s for s in literals() if KEY.match(s) and s.split(".")[0] in namespaces and s not in prefixes}
+    missing = sorted(written - set(messages))
+    assert not missing, missing

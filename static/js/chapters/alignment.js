@@ -3,6 +3,7 @@
 // by model). A click on a row picks that output word for the scores below (store `row`).
 import { el } from "../dom.js";
 import { fmt, mapTable, sharpness, strongest } from "../facts.js";
+import { label, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty } from "../plots.js";
 import { modelFailure } from "../requests.js";
@@ -23,7 +24,7 @@ export function mount(context) {
   for (const m of lab.catalog.aligning) plots.set(m.name, plotPanel(m));
   container.replaceChildren(...[...plots.values()].map((div) => div.parentElement));
   if (!plots.size) {
-    container.append(el("p", "panel panel--note", "No recurrent model with attention is loaded, so there is no alignment to show."));
+    container.append(label(el("p", "panel panel--note"), "alignment.none"));
   }
 }
 
@@ -41,24 +42,23 @@ const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross"
 
 export function describe(answer, name) {
   const map = crossOf(answer);
-  if (!map || !map.rows.length) return `${name} produced no attention for this sentence.`;
-  return `${name} wrote ${map.rows.length} output words from ${map.cols.length} source pieces, each putting on average ` +
-    `${fmt(sharpness(map.weights))} of its weight on one source piece: ${strongest(map)}.`;
+  if (!map || !map.rows.length) return t("alignment.no-attention", { name });
+  return t("alignment.describe", { name, count: map.rows.length, cols: String(map.cols.length), share: fmt(sharpness(map.weights)), looks: strongest(map) });
 }
 
 export function rows(answer, name) {
   const map = crossOf(answer);
-  return mapTable(map || { rows: [], cols: [], weights: [] }, `Attention weights of ${name}: output words by source words`);
+  return mapTable(map || { rows: [], cols: [], weights: [] }, t("alignment.label", { name }));
 }
 
 /** A figure captioned with the model's summary and name; returns its plot. */
 function plotPanel(model) {
   const caption = el("figcaption", "panel__caption");
-  caption.append(el("span", "panel__title", model.summary), " ", el("code", "", model.name));
+  caption.append(lab.catalog.summarize(el("span", "panel__title"), model), " ", el("code", "", model.name));
   const div = el("div", "plot plot--align");
   div.dataset.testid = `attention-${model.name}`;
   div.setAttribute("role", "group");
-  div.setAttribute("aria-label", `Attention weights of ${model.name}: output words by source words`);
+  label(div, "alignment.label", { name: model.name }, "aria-label");
   el("figure", "panel").append(caption, div);
   return div;
 }
@@ -66,7 +66,7 @@ function plotPanel(model) {
 function drawAlignment(div, model, response) {
   const map = crossOf(response);
   if (!map || !map.rows.length || !map.cols.length) {
-    showEmpty(div, `${model} produced no attention for this sentence.`);
+    showEmpty(div, t("alignment.no-attention", { name: model }));
     return;
   }
   drawPlot(div, [attentionTrace(map)], alignmentLayout(map), `attention-${model}`, response);

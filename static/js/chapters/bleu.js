@@ -2,6 +2,8 @@
 // typed sentence's length group shaded and the picked card's model (store `model`) emphasised. It
 // asks the server nothing: the shipped evaluation comes with the catalogue.
 import { BUCKETS, bucketOf } from "../catalog.js";
+import { tenths } from "../facts.js";
+import { language, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -11,17 +13,23 @@ export const title = "BLEU chart";
 export const figures = ["bleu-plot"];
 export const asks = "typed";
 
-// One object for every drawing: Plotly.react takes new tick arrays for new ticks and redraws the
-// axes (~15 ms here instead of ~4 ms).
-const BUCKET_AXIS = {
-  tickmode: "array",
-  tickvals: BUCKETS.map((_, i) => i),
-  ticktext: BUCKETS.map((b) => b.replace("-", "–")),
-  title: { text: "source sentence length (words)", standoff: 4 },
-  range: [-0.5, BUCKETS.length - 0.5],
-  showgrid: false,
-  zeroline: false,
-};
+// One object for every drawing in a language: Plotly.react takes new tick arrays for new ticks and
+// redraws the axes (~15 ms here instead of ~4 ms).
+const axes = new Map(); // language -> the x axis
+function bucketAxis() {
+  if (!axes.has(language())) {
+    axes.set(language(), {
+      tickmode: "array",
+      tickvals: BUCKETS.map((_, i) => i),
+      ticktext: BUCKETS.map((b) => b.replace("-", "–")),
+      title: { text: t("bleu.x-axis"), standoff: 4 },
+      range: [-0.5, BUCKETS.length - 0.5],
+      showgrid: false,
+      zeroline: false,
+    });
+  }
+  return axes.get(language());
+}
 
 const hasInterval = (row) => row != null && row.bleu_low != null && row.bleu_high != null;
 let lab = null;
@@ -36,8 +44,8 @@ export function mount(context) {
   lab = context;
   const div = lab.part("bleu-plot");
   evaluated = lab.catalog.models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
-  if (!lab.catalog.models.length) showEmpty(div, "No model is loaded.");
-  else if (!evaluated.length) showEmpty(div, "No evaluation report yet: the scores appear once the models have been evaluated.");
+  if (!lab.catalog.models.length) showEmpty(div, ["bleu.no-model"]);
+  else if (!evaluated.length) showEmpty(div, ["bleu.no-report"]);
   store.watch("model", () => lab.ask());
 }
 
@@ -45,7 +53,7 @@ export const keys = () => [null];
 export const panels = () => [lab.part("bleu-plot")];
 /** The sentence's length group and the picked model: all the chart needs. */
 export const ask = (text) => Promise.resolve({ bucket: bucketOf(text), selected: lab.page.model });
-export const failure = () => "The BLEU chart could not be shown.";
+export const failure = () => t("bleu.failure");
 
 /** Draw for the sentence's `bucket` with `selected` emphasised (and say the chapter's headline); nothing to do when neither changed. */
 export function draw({ bucket, selected }) {
@@ -66,25 +74,27 @@ function best(bucket) {
   return [top((m) => !m.cross_attention), top((m) => m.cross_attention)];
 }
 
-const sayBest = (b) => (b ? `${b.name} ${b.bleu.toFixed(1)}` : "none evaluated");
+const sayBest = (b) => (b ? `${b.name} ${tenths(b.bleu)}` : t("bleu.none-evaluated"));
 
 function headline(bucket) {
   const [squeezed, looking] = best(bucket);
-  return `on test sentences of ${bucket.replace("-", "–")} words, best BLEU with one vector: ${sayBest(squeezed)}; looking back: ${sayBest(looking)}.`;
+  return t("bleu.headline", { words: bucket.replace("-", "–"), squeezed: sayBest(squeezed), looking: sayBest(looking) });
 }
 
 export function describe({ bucket, selected }) {
   const [squeezed, looking] = best(bucket);
-  return `Test BLEU of ${evaluated.length} models by source length (${selected || "no model"} picked). Your sentence falls in the ` +
-    `${bucket.replace("-", "–")} words group, where the best with one vector is ${sayBest(squeezed)} and the best looking back ${sayBest(looking)}.`;
+  return t("bleu.describe", {
+    count: evaluated.length, selected: selected || t("bleu.no-model-picked"), words: bucket.replace("-", "–"),
+    squeezed: sayBest(squeezed), looking: sayBest(looking),
+  });
 }
 
 export function rows() {
   const cell = (row) => (!row ? "–" : hasInterval(row)
-    ? `${row.bleu.toFixed(1)} (${row.bleu_low.toFixed(1)}–${row.bleu_high.toFixed(1)})` : row.bleu.toFixed(1));
+    ? `${tenths(row.bleu)} (${tenths(row.bleu_low)}–${tenths(row.bleu_high)})` : tenths(row.bleu));
   return {
-    caption: "Test BLEU by source length (words), with each group's 95% bootstrap interval",
-    headers: ["model", ...BUCKETS.map((b) => `${b.replace("-", "–")} words`)],
+    caption: t("bleu.caption"),
+    headers: [t("header.model"), ...BUCKETS.map((b) => t("bleu.words", { words: b.replace("-", "–") }))],
     rows: evaluated.map((m) => {
       const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
       return [m.name, ...BUCKETS.map((b) => cell(byBucket.get(b)))];
@@ -96,7 +106,7 @@ function plotBleu(div, bucket, selected) {
   const at = BUCKETS.indexOf(bucket);
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 36, b: 48 },
-    xaxis: BUCKET_AXIS,
+    xaxis: bucketAxis(),
     yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom", font: { size: 12 } },
     shapes: at < 0 ? [] : [{
@@ -108,7 +118,7 @@ function plotBleu(div, bucket, selected) {
 }
 
 function lines(selected) {
-  if (traces.selected === selected) return traces.data;
+  if (traces.selected === selected && traces.language === language()) return traces.data;
   const { catalog } = lab;
   const data = evaluated.map((m) => {
     const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
@@ -127,13 +137,13 @@ function lines(selected) {
         array: groups.map((r) => (hasInterval(r) ? r.bleu_high - r.bleu : null)),
         arrayminus: groups.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
       },
-      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? `, 95% interval ${r.bleu_low.toFixed(1)}–${r.bleu_high.toFixed(1)}` : ""]),
-      hovertemplate: `<b>${plotText(m.name)}</b><br>%{y:.1f} BLEU on %{customdata[0]} sentences%{customdata[1]}<extra></extra>`,
+      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? t("bleu.interval", { low: tenths(r.bleu_low), high: tenths(r.bleu_high) }) : ""]),
+      hovertemplate: t("bleu.hover", { model: plotText(m.name) }),
       line: { color: catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },
       marker: { size: selected === m.name ? 9 : 6, symbol: catalog.marker(m.name) },
       opacity: emphasis ? 1 : 0.45,
     };
   });
-  traces = { selected, data };
+  traces = { selected, data, language: language() };
   return data;
 }

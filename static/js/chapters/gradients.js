@@ -4,6 +4,7 @@
 // whose every number comes from the same answer (vanishing-story.js).
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -50,14 +51,14 @@ export function mount(context) {
 }
 
 function showLength(length) {
-  lab.part("grad-length-value").textContent = `${length} tokens`;
+  lab.part("grad-length-value").textContent = t("gradients.tokens", { count: length });
 }
 
 export const keys = () => [null];
 export const panels = () => ["grad-plot", "factor-plot", "gates-plot"].map(lab.part);
 /** The sentence's tokens, repeated up to the URL's length. */
 export const ask = (text, signal) => api.gradients(text, lab.page.length, signal);
-export const failure = (error) => couldNot(title, error, null);
+export const failure = (error) => couldNot(t("gradients.what"), error, null);
 
 export function draw(next) {
   answer = next;
@@ -66,7 +67,9 @@ export function draw(next) {
   drawGates();
   const facts = storyFacts(answer, lab.catalog);
   fillStory(lab.part("vanishing-story"), facts);
-  store.headline(chapter, `${facts.distance} pieces back, ${facts.plain} keeps ${facts["plain-trained"]} of the last piece's gradient, ${facts.gated} ${facts["gated-trained"]}.`);
+  store.headline(chapter, t("gradients.headline", {
+    count: Number(facts.distance), plain: facts.plain, plainTrained: facts["plain-trained"], gated: facts.gated, gatedTrained: facts["gated-trained"],
+  }));
 }
 
 function drawFactors() {
@@ -79,7 +82,7 @@ function drawGates() {
   plotGates(lab.part("gates-plot"), answer, lab.part("gate-view").value, model);
 }
 
-const curveName = (c) => `${c.model}, ${(c.weights || "trained") === "trained" ? "as shipped" : "at initialization"}`;
+const curveName = (c) => t((c.weights || "trained") === "trained" ? "gradients.shipped" : "gradients.initial", { model: c.model });
 const measured = (shown) => ((shown && shown.curves) || []).filter((c) => c.distance && c.distance.length);
 
 /** Each figure in words: the curves' reach, the factors' run, or the gates' extremes. */
@@ -87,9 +90,10 @@ export function describe(shown, key, plot) {
   if (plot?.id === "factor-plot") return describeFactors(shown, lab.part("factor-view").value);
   if (plot?.id === "gates-plot") return describeGates(shown, lab.part("gate-view").value);
   const facts = storyFacts(shown, lab.catalog);
-  return `On your sentence repeated to ${facts.length} pieces, ${facts.distance} steps before the end the gradient reaching ` +
-    `the input is ${facts["plain-trained"]} of the last piece's for the ${facts.plain} as shipped (${facts["plain-initialized"]} ` +
-    `at initialization), and ${facts["gated-trained"]} for the ${facts.gated} (${facts["gated-initialized"]}).`;
+  return t("gradients.describe", {
+    length: facts.length, count: Number(facts.distance), plainTrained: facts["plain-trained"], plain: facts.plain,
+    plainInitialized: facts["plain-initialized"], gatedTrained: facts["gated-trained"], gated: facts.gated, gatedInitialized: facts["gated-initialized"],
+  });
 }
 
 export function rows(shown, key, plot) {
@@ -99,38 +103,40 @@ export function rows(shown, key, plot) {
   const values = (c) => (factor ? c[factor] : c.norm);
   const longest = Math.max(0, ...curves.map((c) => values(c).length));
   return {
-    caption: factor ? `${FACTORS[factor].title}, by tokens before the end of the input`
-      : "Gradient norm reaching each input, by tokens before the end of the input",
-    headers: ["tokens before the end", ...curves.map(curveName)],
+    caption: factor ? t("factors.caption", { title: FACTORS[factor].title() }) : t("gradients.caption"),
+    headers: [t("gradients.before-end"), ...curves.map(curveName)],
     rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(values(c)[i]))]),
   };
 }
 
 function describeFactors(shown, factor) {
   const curves = (shown.curves || []).filter((c) => Array.isArray(c[factor]) && c[factor].length);
-  if (!curves.length) return `No ${FACTORS[factor].title} was measured.`;
-  return `${FACTORS[factor].title}, from the last token back: ` + curves.map((c) =>
-    `${curveName(c)} ${fmt(c[factor][0])} at the end, ${fmt(c[factor].at(-1))} ${c[factor].length - 1} tokens back`).join("; ") + ".";
+  if (!curves.length) return t("factors.none-of", { title: FACTORS[factor].title() });
+  return t("factors.describe", { title: FACTORS[factor].title(), curves: curves.map((c) => t("factors.describe-one", {
+    name: curveName(c), end: fmt(c[factor][0]), back: fmt(c[factor].at(-1)), count: c[factor].length - 1 })).join(t("list.separator")) });
 }
+
+const gatesTitle = (view) => (view === "mean" ? t("gates.averaged") : t("gates.most-active", { gate: t(`gates.${view}`) }));
 
 function describeGates(shown, view) {
   const m = gateMatrix(shown, view);
-  if (!m || !m.values.length) return "No LSTM without attention is loaded, so there are no gates to show.";
+  if (!m || !m.values.length) return t("gates.none");
   const tokens = m.tokens;
   const said = m.values.map((values, r) => {
     const high = values.indexOf(Math.max(...values));
     const low = values.indexOf(Math.min(...values));
-    return `${m.rows[r]} most open at “${showToken(tokens[high])}” (${fmt(values[high])}), least at “${showToken(tokens[low])}” (${fmt(values[low])})`;
+    return t("gates.open", { row: m.rows[r], high: showToken(tokens[high]), highValue: fmt(values[high]),
+      low: showToken(tokens[low]), lowValue: fmt(values[low]) });
   });
-  const shown3 = said.slice(0, 3).join("; ");
-  const more = said.length > 3 ? `; ${said.length - 3} more units in the table` : "";
-  return `${shown.gates.model}'s ${view === "mean" ? "gates, averaged over units" : `${view} gate, most active units`}: ${shown3}${more}.`;
+  const shown3 = said.slice(0, 3).join(t("list.separator"));
+  const more = said.length > 3 ? t("gates.more", { count: said.length - 3 }) : "";
+  return t("gates.describe", { model: shown.gates.model, title: gatesTitle(view), said: shown3, more });
 }
 
 function gateRows(shown, view) {
   const m = gateMatrix(shown, view) || { rows: [], values: [], tokens: [] };
   return {
-    caption: `${shown.gates?.model || "LSTM"}'s ${view === "mean" ? "gates, averaged over units" : `${view} gate, most active units`}, per token`,
+    caption: t("gates.caption", { model: shown.gates?.model || "LSTM", title: gatesTitle(view) }),
     headers: ["", ...m.tokens.slice(0, m.values[0]?.length ?? 0).map(showToken)],
     rows: m.values.map((values, r) => [m.rows[r], ...values.map(fmt)]),
   };
@@ -139,12 +145,12 @@ function gateRows(shown, view) {
 function drawGradients(div, response, catalog) {
   const curves = measured(response);
   if (!curves.length) {
-    showEmpty(div, "No recurrent model without attention is loaded, so there is nothing to measure.");
+    showEmpty(div, t("gradients.none"));
     return;
   }
   const data = curves.map((c) => {
     const weights = c.weights || "trained";
-    const name = `${plotText(c.model)}, ${weights === "trained" ? "as shipped" : "at initialization"}`;
+    const name = plotText(curveName(c));
     return {
       type: "scatter",
       mode: c.distance.length > 40 ? "lines" : "lines+markers",
@@ -153,13 +159,13 @@ function drawGradients(div, response, catalog) {
       y: c.norm.map((v) => (v > 0 ? v : null)), // a log axis cannot show 0 (underflow): left as gaps
       line: { color: catalog.colour(c.model), width: 2.5, dash: weights === "trained" ? "solid" : "dot" },
       marker: { size: 5, symbol: catalog.marker(c.model) },
-      hovertemplate: `<b>${name}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+      hovertemplate: t("gradients.hover", { name }),
     };
   });
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: "tokens before the end of the input" }, zeroline: false, gridcolor: "#eceef3" },
-    yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
+    xaxis: { title: { text: t("gradients.x-axis") }, zeroline: false, gridcolor: "#eceef3" },
+    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
     legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`, response);
@@ -178,24 +184,25 @@ function gateMatrix(response, view) {
     const mean = g.mean || {};
     const names = GATE_NAMES.filter((n) => Array.isArray(mean[n]));
     if (!names.length) return null;
-    return { rows: names.map((n) => `${n} gate`), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
+    return { rows: names.map((n) => t(`gates.${n}`)), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
   }
   const perToken = g[view];
   if (!Array.isArray(perToken) || !perToken.length) return null;
   const units = g.units || perToken[0].map((_, i) => i);
   // token x unit -> unit x token, so tokens run along the x axis in both views
   const values = units.map((_, u) => perToken.map((row) => row[u]));
-  return { rows: units.map((u) => `unit ${u}`), values, tokens, rowTitle: `${view} gate, most active units` };
+  return { rows: units.map((u) => t("recurrence.unit-n", { unit: String(u) })), values, tokens,
+    rowTitle: t("gates.most-active", { gate: t(`gates.${view}`) }) };
 }
 
 function plotGates(div, response, view, model) {
   const m = gateMatrix(response, view);
   if (!m || !m.values.length || !m.tokens.length) {
-    showEmpty(div, "No LSTM without attention is loaded, so there are no gates to show.");
+    showEmpty(div, t("gates.none"));
     return;
   }
   const tokens = m.tokens.slice(0, m.values[0].length);
-  const labels = tokens.map((t) => plotText(showToken(t)));
+  const labels = tokens.map((tok) => plotText(showToken(tok)));
   const gateRows = m.rows.map(plotText);
   const trace = {
     type: "heatmap",
@@ -203,7 +210,7 @@ function plotGates(div, response, view, model) {
     x: tokens.map((_, i) => i),
     y: gateRows.map((_, i) => i),
     customdata: gateRows.map((name) => labels.map((tok, i) => [name, tok, i + 1])),
-    hovertemplate: "<b>%{customdata[0]}</b><br>token %{customdata[2]}: <b>%{customdata[1]}</b><br>%{z:.3f}<extra></extra>",
+    hovertemplate: t("gates.hover"),
     colorscale: GATE_SCALE,
     zmin: 0,
     zmax: 1,

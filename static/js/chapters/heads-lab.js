@@ -7,7 +7,10 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fillStory, fmt, mapTable, strongest } from "../facts.js";
-import { changedIndices, drawContributions, drawRanking, headsFacts, showEffect } from "../heads-weighing.js";
+import { label, t } from "../i18n.js";
+import {
+  changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
+} from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
 import {
   MAP_SIDES, shareColumnHover, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, plotText, showEmpty, showToken, tokenAxis,
@@ -64,14 +67,14 @@ export const keys = () => (lab.catalog.withHeads.length ? [null] : []);
 export const panels = () => [lab.part("heads-contrib"), lab.part("heads-ranking")];
 /** The heads of the model the heads view shows, with the URL's heads off. */
 export const ask = (text, signal) => api.heads(text, heads.model, lab.page.off, signal);
-export const failure = (error) => couldNot(title, error);
+export const failure = (error) => couldNot(t("heads-lab.what"), error);
 
 export function draw(next) {
   answer = next;
   const facts = headsFacts(answer);
   fillStory(lab.part("heads-story"), facts);
   if (answer.alignment && answer.alignment.ranking.length) {
-    store.headline(chapter, `the cross heads that align best with ${answer.alignment.reference}: ${facts.top}.`);
+    store.headline(chapter, t("heads-lab.headline", { reference: answer.alignment.reference, top: facts.top }));
   }
   showTexts(answer);
   showEffect(lab.part("heads-effect"), answer);
@@ -94,7 +97,7 @@ function refresh() {
   const { part, page } = lab;
   const key = offKey({ kind: heads.kind, layer: heads.layer, head: heads.head });
   const isOff = page.off.some((o) => offKey(o) === key);
-  part("heads-toggle").textContent = isOff ? "Switch this head back on" : "Switch this head off";
+  label(part("heads-toggle"), isOff ? "heads-lab.switch-on" : "ch9.heads-toggle");
   part("heads-toggle").setAttribute("aria-pressed", String(isOff));
   for (const span of part("heads-source").children) span.classList.toggle("token--selected", page.sel.includes(Number(span.dataset.index)));
   drawRollout();
@@ -102,8 +105,8 @@ function refresh() {
 }
 
 function showTexts(shown) {
-  const strip = (id, tokens, marked) => lab.part(id).replaceChildren(...tokens.map((t, i) => {
-    const span = el(marked && marked.has(i) ? "mark" : "span", "token", showToken(t));
+  const strip = (id, tokens, marked) => lab.part(id).replaceChildren(...tokens.map((tok, i) => {
+    const span = el(marked && marked.has(i) ? "mark" : "span", "token", showToken(tok));
     span.dataset.index = String(i);
     span.tabIndex = 0;
     return span;
@@ -131,7 +134,7 @@ function drawRollout() {
   const div = lab.part("heads-rollout");
   const shown = lab.page.rollout;
   div.closest("figure").hidden = !shown;
-  if (!shown) showEmpty(div, "Tick “attention rollout” to show it.");
+  if (!shown) showEmpty(div, t("heads-lab.tick-rollout"));
   if (!shown || !answer) return;
   whenNear(div, () => {
     const { rollout, source_tokens: tokens, model } = answer;
@@ -141,7 +144,7 @@ function drawRollout() {
     drawPlot(div, [trace], baseLayout({ margin: { l: 60, r: 12, t: 8, b: 60 }, shapes: hoverShapes("encoder", store.get("hover")),
       xaxis: tokenAxis(tokens, { tickangle: -45 }), yaxis: tokenAxis(tokens, { autorange: "reversed" }) }),
     `${model}-rollout-L${layer + 1}`, answer);
-    lab.part("heads-rollout-title").textContent = `Encoder rollout through layer ${layer + 1}`;
+    label(lab.part("heads-rollout-title"), "heads-lab.rollout-title", { layer: String(layer + 1) });
   });
 }
 
@@ -151,18 +154,18 @@ function drawSummed() {
   const { kind, layer, head, attention, model } = heads;
   const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
   if (!map || MAP_SIDES[kind].cols[0] !== "source") {
-    showEmpty(div, "Pick cross or encoder attention: their columns are the source words you can select.");
+    showEmpty(div, t("heads-lab.pick-kind"));
     return;
   }
   const { sel, y } = summed(map);
   if (!sel.length) {
-    showEmpty(div, "Click source words above to sum the attention they receive.");
+    showEmpty(div, t("heads-lab.click-words"));
     return;
   }
   div.dataset.selected = sel.join(",");
   drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
-    customdata: map.rows.map((t) => plotText(showToken(t))), hovertemplate: "<b>%{customdata}</b>: %{y:.3f}<extra></extra>" }],
-  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: "summed weight" }, gridcolor: "#eceef3" } }),
+    customdata: map.rows.map((tok) => plotText(showToken(tok))), hovertemplate: t("heads-lab.summed-hover") }],
+  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("heads-lab.summed") }, gridcolor: "#eceef3" } }),
   `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
 }
 
@@ -191,49 +194,49 @@ export function describe(shown, key, plot) {
   if (plot?.id === "heads-ranking") {
     const ranking = shown.alignment ? shown.alignment.ranking : [];
     const last = ranking.at(-1);
-    return `${shown.model}'s cross heads ranked by overlap with ${shown.alignment?.reference ?? "no reference"}'s alignment: ` +
-      `best ${headsFacts(shown).top}${last ? `; last L${last.layer + 1} H${last.head + 1} (${fmt(last.score)})` : ""}.`;
+    const said = { model: shown.model, reference: shown.alignment?.reference ?? t("heads.no-reference"), top: headsFacts(shown).top };
+    return last ? t("heads-lab.ranking-last", { ...said, last: shortName(last), score: fmt(last.score) }) : t("heads-lab.ranking", said);
   }
   if (plot?.id === "heads-summed") {
     const s = summedShown();
     if (!s || !s.sel.length) return ""; // shown empty: its message says why
     const top = s.y.indexOf(Math.max(...s.y));
-    return `The enlarged head's weight on ${s.sel.map((j) => `“${showToken(s.map.cols[j])}”`).join(", ")}, summed per row: ` +
-      `most from “${showToken(s.map.rows[top])}” (${fmt(s.y[top])}), ${s.y.map(fmt).join(", ")} in order.`;
+    return t("heads-lab.summed-describe", { words: s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) })).join(", "),
+      top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: s.y.map(fmt).join(t("list.separator")) });
   }
   if (plot?.id === "heads-rollout") {
     const { layer, map } = rolloutShown(shown);
-    return `Encoder rollout of ${shown.model} through layer ${layer + 1}: ${strongest(map)}.`;
+    return t("heads-lab.rollout-describe", { model: shown.model, layer: String(layer + 1), looks: strongest(map) });
   }
   const f = headsFacts(shown);
-  const off = shown.heads_off.length ? ` With ${shown.heads_off.length} head${shown.heads_off.length > 1 ? "s" : ""} off, it translates as “${shown.effect?.changed.translation ?? ""}”.` : "";
-  return `On your sentence, ${shown.model}'s sharpest cross head is ${f.sharpest} (largest weight ${f["sharpest-weight"]}), adding ` +
-    `${f["sharpest-adds"]} on average; the head that adds most is ${f.strongest} (${f["strongest-adds"]}): ${f["same-head"]}. ` +
-    `The cross heads that align best with ${f.reference}: ${f.top}.${off}`;
+  const off = shown.heads_off.length
+    ? ` ${t("heads-lab.off", { count: shown.heads_off.length, translation: shown.effect?.changed.translation ?? "" })}` : "";
+  return t("heads-lab.describe", { model: shown.model, sharpest: f.sharpest, sharpestWeight: f["sharpest-weight"], sharpestAdds: f["sharpest-adds"],
+    strongest: f.strongest, strongestAdds: f["strongest-adds"], same: f["same-head"], reference: f.reference, top: f.top }) + off;
 }
 
 export function rows(shown, key, plot) {
   if (plot?.id === "heads-ranking") {
     return {
-      caption: `${shown.model}'s cross heads ranked by overlap with ${shown.alignment?.reference ?? "no reference"}'s alignment`,
-      headers: ["head", "overlap"],
-      rows: (shown.alignment ? shown.alignment.ranking : []).map((r) => [`L${r.layer + 1} H${r.head + 1}${r.off ? " (off)" : ""}`, fmt(r.score)]),
+      caption: t("heads-lab.ranking-caption", { model: shown.model, reference: shown.alignment?.reference ?? t("heads.no-reference") }),
+      headers: [t("heads-lab.head"), t("heads-lab.overlap-short")],
+      rows: (shown.alignment ? shown.alignment.ranking : []).map((r) => [r.off ? t("heads.short-off", { name: shortName(r) }) : shortName(r), fmt(r.score)]),
     };
   }
   if (plot?.id === "heads-summed") {
     const s = summedShown() || { map: { rows: [] }, y: [] };
-    return { caption: "The enlarged head's weight on the selected source words, summed per row",
-      headers: ["row", "summed weight"], rows: s.map.rows.map((t, i) => [showToken(t), fmt(s.y[i])]) };
+    return { caption: t("heads-lab.summed-caption"),
+      headers: [t("heads-lab.row"), t("heads-lab.summed")], rows: s.map.rows.map((tok, i) => [showToken(tok), fmt(s.y[i])]) };
   }
   if (plot?.id === "heads-rollout") {
     const { layer, map } = rolloutShown(shown);
-    return mapTable(map, `Encoder rollout of ${shown.model} through layer ${layer + 1}: source pieces by source pieces`, "source piece");
+    return mapTable(map, t("heads-lab.rollout-caption", { model: shown.model, layer: String(layer + 1) }), t("scores.source-piece"));
   }
   const ranks = new Map((shown.alignment ? shown.alignment.ranking : []).map((r) => [`${r.layer}.${r.head}`, r.score]));
   return {
-    caption: `What each head of ${shown.model} adds through W_o (mean norm), its largest weight, and its overlap with the reference alignment`,
-    headers: ["head", "adds (mean ‖c_h W_o‖)", "largest weight", "alignment overlap", "switched off"],
-    rows: shown.contributions.map((c) => [`${c.kind} L${c.layer + 1} H${c.head + 1}`, fmt(c.mean), fmt(c.max_weight),
-      c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", c.off ? "yes" : "no"]),
+    caption: t("heads-lab.caption", { model: shown.model }),
+    headers: [t("heads-lab.head"), t("heads-lab.adds"), t("scaling.max-weight"), t("heads-lab.overlap"), t("heads-lab.switched-off")],
+    rows: shown.contributions.map((c) => [headName(c), fmt(c.mean), fmt(c.max_weight),
+      c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", t(c.off ? "heads-lab.yes" : "heads-lab.no")]),
   };
 }

@@ -5,6 +5,7 @@
 // one owner, the URL state; this view shares it, with the shown model's answer (store `heads`), and
 // outlines the token hovered anywhere in the chapter (store `hover`).
 import { fmt, mapTable, sharpness, strongest } from "../facts.js";
+import { label, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import {
   shareColumnHover, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, onPlot, plotText, showEmpty, showToken, tokenAxis,
@@ -18,9 +19,9 @@ export const figures = ["heads-grid", "head-detail", "heads-model", "heads-note"
 export const asks = "typed";
 
 const KIND_AXES = {
-  cross: ["source", "output"],
-  encoder: ["source (keys)", "source (queries)"],
-  decoder: ["output so far (keys)", "output (queries)"],
+  cross: ["heads.axis.source", "heads.axis.output"],
+  encoder: ["heads.axis.source-keys", "heads.axis.source-queries"],
+  decoder: ["heads.axis.output-keys", "heads.axis.output-queries"],
 };
 
 let lab = null;
@@ -35,14 +36,14 @@ export function mount(context) {
   infos = new Map(catalog.withHeads.map((m) => [m.name, m]));
   model = infos.has(page.model) ? page.model : catalog.withHeads[0]?.name;
   const first = catalog.withHeads[0];
-  if (first) store.headline(chapter, `${first.name} asks ${first.layers * first.heads} questions at once per attention kind: ${first.layers} layers × ${first.heads} heads.`);
+  if (first) headline(first);
   radios = [...root.querySelectorAll('input[name="kind"]')];
   for (const input of radios) input.addEventListener("change", () => pick({ kind: input.value }));
   part("pick-layer").addEventListener("change", (e) => pick({ layer: Number(e.target.value) - 1 }));
   part("pick-head").addEventListener("change", (e) => pick({ head: Number(e.target.value) - 1 }));
   if (!model) {
-    showEmpty(part("heads-grid"), "No model with layers of attention heads is loaded.");
-    showEmpty(part("head-detail"), "The enlarged head appears here once such a model is available.");
+    showEmpty(part("heads-grid"), ["heads.none"]);
+    showEmpty(part("head-detail"), ["heads.none-detail"]);
     for (const control of [...radios, part("pick-layer"), part("pick-head")]) control.disabled = true;
     return;
   }
@@ -65,8 +66,14 @@ export function ask(text, signal, name) {
 
 export const failure = modelFailure;
 
+/** The recap's line: how many questions the first model with heads asks at once. */
+function headline(first) {
+  store.headline(chapter, t("heads.headline", { name: first.name, count: first.layers * first.heads, layers: String(first.layers), heads: String(first.heads) }));
+}
+
 export function draw(answer, name) {
   answers.set(name, answer);
+  if (name === lab.catalog.withHeads[0]?.name) headline(lab.catalog.withHeads[0]); // again, in the page's language now
   if (name !== model) return;
   redraw();
   share();
@@ -131,7 +138,7 @@ function fillPickers(answer) {
     }
     select.value = String(value + 1); // options count from 1, like the labels
   }
-  part("head-title").textContent = `Layer ${page.layer + 1}, head ${page.head + 1}`;
+  label(part("head-title"), "heads.title", { layer: String(page.layer + 1), head: String(page.head + 1) });
 }
 
 /** A Plotly hover on the enlarged head: its column's token (the map's kind says which text), for the whole chapter. */
@@ -156,32 +163,34 @@ export function describe(answer, name, plot) {
   const { kind, layer, head } = lab.page;
   const { grid, layers, heads } = mapsOfKind(answer, kind);
   const map = selectedMap(answer);
-  if (!map) return `${name} returned no ${kind} attention maps for this sentence.`;
+  const what = t(`heads.kind.${kind}`);
+  if (!map) return t("heads.no-maps-of", { name, what });
   if (plot?.id === "heads-grid") {
     const maps = grid.flat().filter(Boolean).map((m) => ({ m, top: Math.max(...m.weights.flat()) }));
     const sharp = maps.reduce((a, b) => (b.top > a.top ? b : a));
     const even = maps.reduce((a, b) => (b.top < a.top ? b : a));
-    const at = ({ m, top }) => `layer ${m.layer + 1}, head ${m.head + 1}, largest weight ${fmt(top)}`;
-    return `${name}'s ${kind} attention: ${layers} layers × ${heads} heads, each a map of ${map.rows.length} rows by ${map.cols.length} ` +
-      `columns. The sharpest: ${at(sharp)}; the most even: ${at(even)}. Picked: layer ${layer + 1}, head ${head + 1}.`;
+    const at = ({ m, top }) => t("heads.at", { layer: String(m.layer + 1), head: String(m.head + 1), top: fmt(top) });
+    return t("heads.grid-describe", { name, what, layers: String(layers), heads: String(heads), rows: String(map.rows.length),
+      cols: String(map.cols.length), sharp: at(sharp), even: at(even), layer: String(layer + 1), head: String(head + 1) });
   }
-  return `${name}'s ${kind} attention: ${layers} layers × ${heads} heads. In layer ${layer + 1}, head ${head + 1}, each of its ` +
-    `${map.rows.length} rows puts on average ${fmt(sharpness(map.weights))} of its weight on one of ${map.cols.length} columns: ${strongest(map)}.`;
+  return t("heads.describe", { name, what, layers: String(layers), heads: String(heads), layer: String(layer + 1), head: String(head + 1),
+    count: map.rows.length, share: fmt(sharpness(map.weights)), cols: String(map.cols.length), looks: strongest(map) });
 }
 
 export function rows(answer, name, plot) {
   const { kind, layer, head } = lab.page;
-  const [cols, rowsAxis] = KIND_AXES[kind] || ["columns", "rows"];
+  const [cols, rowsAxis] = (KIND_AXES[kind] || ["heads.axis.columns", "heads.axis.rows"]).map((key) => t(key));
   if (plot?.id === "heads-grid") {
     const maps = mapsOfKind(answer, kind).grid.flat().filter(Boolean);
     return {
-      caption: `${name}'s ${kind} attention, every layer and head: ${rowsAxis} by ${cols}`,
-      headers: ["layer, head, row", ...(maps[0] ? maps[0].cols.map(showToken) : [])],
-      rows: maps.flatMap((m) => m.weights.map((row, i) => [`L${m.layer + 1} H${m.head + 1}, ${showToken(m.rows[i])}`, ...row.map(fmt)])),
+      caption: t("heads.grid-caption", { name, what: t(`heads.kind.${kind}`), rows: rowsAxis, cols }),
+      headers: [t("heads.grid-corner"), ...(maps[0] ? maps[0].cols.map(showToken) : [])],
+      rows: maps.flatMap((m) => m.weights.map((row, i) => [
+        `${t("heads.short", { layer: String(m.layer + 1), head: String(m.head + 1) })}, ${showToken(m.rows[i])}`, ...row.map(fmt)])),
     };
   }
   const map = selectedMap(answer) || { rows: [], cols: [], weights: [] };
-  return mapTable(map, `${name}'s ${kind} attention, layer ${layer + 1}, head ${head + 1}: ${rowsAxis} by ${cols}`, rowsAxis);
+  return mapTable(map, t("heads.caption", { name, what: t(`heads.kind.${kind}`), layer: String(layer + 1), head: String(head + 1), rows: rowsAxis, cols }), rowsAxis);
 }
 
 /** The maps of one kind, indexed by layer then head. */
@@ -209,8 +218,8 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
   }
   const rowCount = first.rows.length;
   const colCount = first.cols.length;
-  const rowLabels = first.rows.map((t) => plotText(showToken(t)));
-  const colLabels = first.cols.map((t) => plotText(showToken(t)));
+  const rowLabels = first.rows.map((tok) => plotText(showToken(tok)));
+  const colLabels = first.cols.map((tok) => plotText(showToken(tok)));
   const height = layers * (rowCount + 1) - 1;
   const width = heads * (colCount + 1) - 1;
   // token labels on hover for every cell, unless the mosaic is huge (long inputs): then only weights
@@ -236,24 +245,23 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
     z,
     customdata: custom,
     hovertemplate: labelled
-      ? "layer %{customdata[0]}, head %{customdata[1]}<br><b>%{customdata[2]}</b> → %{customdata[3]}" +
-        "<br>weight %{z:.3f}<extra></extra>"
-      : "weight %{z:.3f}<br>click to enlarge<extra></extra>",
+      ? t("heads.grid-hover")
+      : t("heads.grid-hover-short"),
     hoverongaps: false,
     colorscale: WEIGHT_SCALE,
     zmin: 0,
     zmax: 1,
     showscale: false,
-    meta: { colorbarTitle: "weight", cellParts: ["layer", "head"] },
+    meta: { colorbarTitle: "weight", cellParts: [t("heads.layer"), t("heads-lab.head")] },
   };
   const compact = div.clientWidth < 520;
   const annotations = [];
   for (let head = 0; head < heads; head++) {
-    annotations.push({ text: compact ? `H${head + 1}` : `Head ${head + 1}`, x: head * (colCount + 1) + (colCount - 1) / 2,
+    annotations.push({ text: t(compact ? "heads.h" : "heads.head", { head: String(head + 1) }), x: head * (colCount + 1) + (colCount - 1) / 2,
       y: -0.5, yanchor: "bottom", showarrow: false, font: { size: 12, color: "#414a5c" } });
   }
   for (let layer = 0; layer < layers; layer++) {
-    annotations.push({ text: `L${layer + 1}`, x: -0.5, xanchor: "right", xshift: -4,
+    annotations.push({ text: t("heads.l", { layer: String(layer + 1) }), x: -0.5, xanchor: "right", xshift: -4,
       y: layer * (rowCount + 1) + (rowCount - 1) / 2, showarrow: false, font: { size: 12, color: "#414a5c" } });
   }
   const shapes = [];
@@ -286,10 +294,10 @@ function drawHeadDetail(div, name, response, kind, layer, head) {
   const { grid } = mapsOfKind(response, kind);
   const map = grid[layer] && grid[layer][head];
   if (!map) {
-    showEmpty(div, "Pick a layer and a head.");
+    showEmpty(div, t("heads.pick"));
     return;
   }
-  const [xTitle, yTitle] = KIND_AXES[kind];
+  const [xTitle, yTitle] = KIND_AXES[kind].map((key) => t(key));
   const layout = baseLayout({
     margin: { l: 60, r: 12, t: 8, b: 60 },
     xaxis: tokenAxis(map.cols, { title: { text: plotText(xTitle), standoff: 6 }, tickangle: map.cols.length > 8 ? -45 : 0 }),

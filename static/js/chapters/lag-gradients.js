@@ -4,6 +4,7 @@
 import * as api from "../api.js";
 import { fmt } from "../facts.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle } from "../plots.js";
+import { t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "3";
@@ -26,10 +27,10 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("lag-gradients")];
 export const ask = (text, signal) => api.lagGradients(choice.lag, choice.filler, signal);
-export const failure = (error) => `The tiny models' gradients could not be measured (${api.explain(error)}).`;
+export const failure = (error) => t("lag-gradients.failure", { why: api.explain(error) });
 export const draw = (answer) => drawLagGradients(lab.part("lag-gradients"), answer, choice.results);
 
-const label = (c) => `${c.model.toUpperCase()}, ${c.weights === "trained" ? "trained" : "before training"}`;
+const label = (c) => t(c.weights === "trained" ? "lag-gradients.trained" : "lag-gradients.untrained", { model: c.model.toUpperCase() });
 
 export function describe(answer) {
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
@@ -37,15 +38,14 @@ export function describe(answer) {
     const share = c.norm[0] > 0 && signal < c.norm.length ? c.norm[signal] / c.norm[0] : null;
     return `${label(c)} ${fmt(share)}`;
   });
-  return `At a lag of ${answer.lag} (${answer.filler} filler), the share of the last token's gradient that reaches the signal, ` +
-    `${signal} tokens before the end: ${reach.join("; ")}.`;
+  return t("lag-gradients.describe", { lag: String(answer.lag), filler: t(`filler.${answer.filler}`), count: signal, reach: reach.join(t("list.separator")) });
 }
 
 export function rows(answer) {
   const longest = Math.max(0, ...answer.curves.map((c) => c.distance.length));
   return {
-    caption: `Gradient norm of the tiny models at a lag of ${answer.lag}, ${answer.filler} filler, by tokens before the end`,
-    headers: ["tokens before the end", ...answer.curves.map(label)],
+    caption: t("lag-gradients.caption", { lag: String(answer.lag), filler: t(`filler.${answer.filler}`) }),
+    headers: [t("gradients.before-end"), ...answer.curves.map(label)],
     rows: Array.from({ length: longest }, (_, i) => [String(i), ...answer.curves.map((c) => fmt(c.norm[i]))]),
   };
 }
@@ -57,17 +57,17 @@ function drawLagGradients(div, answer, results) {
     const name = plotText(c.model.toUpperCase());
     return {
       type: "scatter", mode: "lines",
-      name: `${name}, ${c.weights === "trained" ? "trained" : "before training"}`,
+      name: plotText(label(c)),
       x: c.distance, y: c.norm.map((v) => (v > 0 ? v : null)),
       line: { color: seriesStyle(cells, c.model).colour, width: 2.2, dash: WEIGHTS_DASH[c.weights] },
-      hovertemplate: `<b>${name}, ${c.weights}</b><br>%{x} steps before the end<br>norm %{y:.3g}<extra></extra>`,
+      hovertemplate: t("gradients.hover", { name: plotText(label(c)) }),
     };
   });
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: "tokens before the end (the signal is the last)" }, gridcolor: "#eceef3", zeroline: false },
-    yaxis: { title: { text: "gradient norm" }, type: "log", exponentformat: "power", gridcolor: "#eceef3" },
+    xaxis: { title: { text: t("lag-gradients.x-axis") }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: "#eceef3" },
     legend: { x: 0, xanchor: "left", y: 0, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
     shapes: [{ type: "line", xref: "x", yref: "paper", x0: signal, x1: signal, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } }],
   });

@@ -33,8 +33,8 @@ export function mount(context) {
     lab.stop();
   });
   part("live-x").addEventListener("change", drawCurves);
-  showEmpty(part("live-loss"), "Press “Train” to train the contestants here, live.");
-  showEmpty(part("live-accuracy"), "Held-out exact-sequence accuracy appears here as they train.");
+  showEmpty(part("live-loss"), ["run.press-train"]);
+  showEmpty(part("live-accuracy"), ["run.accuracy-here"]);
   store.watch("live", (value) => {
     setup = value;
     part("live-start").disabled = running;
@@ -54,22 +54,22 @@ export async function ask(text, signal) {
 /** The run ended on its own (a Stop that came too late changes nothing). */
 export function draw(run) {
   stopped = false;
-  say(run.error ? `The run stopped early: ${run.error}` : verdict(run));
+  say(run.error ? t("run.stopped-early", { why: run.error }) : verdict(run));
 }
-export const failure = (error) => `The run could not go on (${api.explain(error)}).`;
+export const failure = (error) => t("run.failure", { why: api.explain(error) });
 
 async function start() {
   if (running || !setup) return;
   const settings = setup.settings;
-  if (!settings.contestants.length) return say("Pick at least one contestant.");
+  if (!settings.contestants.length) return say(t("run.pick-one"));
   if (runs.length) runs = [runs[runs.length - 1]]; // the last finished run stays beside
   runs.push({ settings, lines: new Map(), finals: new Map(), maps: new Map(), summary: null, error: null });
   busy(true);
-  say(`Training ${settings.contestants.join(", ")} on ${settings.task} of ${settings.length} symbols…`);
+  say(t("run.training", { contestants: settings.contestants.join(", "), task: t(`task.${settings.task}`), length: String(settings.length) }));
   prepareMaps(settings.contestants);
   stopped = false;
   await lab.ask();
-  if (stopped) say(`Stopped. ${verdict(runs[runs.length - 1], true)}`);
+  if (stopped) say(t("run.stopped", { verdict: verdict(runs[runs.length - 1], true) }));
   busy(false);
   drawCurves();
 }
@@ -97,6 +97,7 @@ function busy(on) {
 }
 
 function say(message) {
+  delete lab.part("live-status").dataset.i18n; // no longer the template's words
   lab.part("live-status").textContent = message;
 }
 
@@ -111,16 +112,16 @@ function prepareMaps(names) {
     if (!info?.attention) continue;
     const figure = el("figure", "panel");
     const caption = el("figcaption", "panel__caption");
-    caption.append(el("span", "panel__title", `Where ${name} looks, on the probe`));
+    caption.append(el("span", "panel__title", t("run.map-title", { name })));
     const div = el("div", "plot plot--small");
     div.dataset.testid = `live-map-${name}`;
     div.dataset.contestant = name;
     div.setAttribute("role", "group");
-    div.setAttribute("aria-label", `Cross-attention of ${name} on the probe sequence as it trains`);
+    div.setAttribute("aria-label", t("run.map-label", { name }));
     figure.append(caption, div);
     holder.append(figure);
     maps.set(name, div);
-    showEmpty(div, "Its attention on one probe sequence appears after its first turn.");
+    showEmpty(div, ["run.map-waiting"]);
   }
 }
 
@@ -138,17 +139,17 @@ function drawMap(run, name, line) {
   if (!div || !run.probe) return;
   run.maps.set(name, line);
   const src = run.probe.source.map(String);
-  const out = [...run.probe.target.map(String), "end"];
+  const out = [...run.probe.target.map(String), t("run.end")];
   drawPlot(div, [{
     type: "heatmap", z: line.map, x: src.map((_, i) => i), y: out.map((_, i) => i), zmin: 0, zmax: 1,
     colorscale: WEIGHT_SCALE, showscale: false, xgap: 1, ygap: 1,
     customdata: out.map((o) => src.map((s) => [o, s])),
-    hovertemplate: "writing <b>%{customdata[0]}</b> → reading %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+    hovertemplate: t("run.map-hover"),
   }], baseLayout({
     margin: { l: 44, r: 8, t: 28, b: 40 },
     title: { text: plotText(`step ${line.step}`), font: { size: 12 }, x: 0.02 },
-    xaxis: { title: { text: "source symbol" }, tickvals: src.map((_, i) => i), ticktext: src },
-    yaxis: { title: { text: "output" }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
+    xaxis: { title: { text: t("run.source-symbol") }, tickvals: src.map((_, i) => i), ticktext: src },
+    yaxis: { title: { text: t("run.output") }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
   }), `live-map-${name}`, { step: line.step, source: run.probe.source, target: run.probe.target, weights: line.map });
 }
 
@@ -159,17 +160,17 @@ function drawCurves() {
     const style = seriesStyle(contestants(), name);
     const old = r < runs.length - 1;
     return {
-      type: "scatter", mode: "lines+markers", name: plotText(old ? `${name} (previous run)` : name),
+      type: "scatter", mode: "lines+markers", name: plotText(old ? t("run.previous", { name }) : name),
       x: lines.map((l) => l[x]), y: lines.map((l) => l[key]),
       line: { color: style.colour, dash: old ? "dot" : "solid", width: old ? 1.5 : 2.5 },
       marker: { symbol: style.marker, size: 5 }, opacity: old ? 0.55 : 1,
     };
   }));
-  const axis = { title: { text: x === "step" ? "training step" : "training seconds" } };
-  drawPlot(lab.part("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: "loss (nats)" }, type: "log" },
+  const axis = { title: { text: t(x === "step" ? "curves.step" : "run.seconds-axis") } };
+  drawPlot(lab.part("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: t("run.loss") }, type: "log" },
     legend: { orientation: "h", y: 1.15 } }), "live-loss", numbers());
   drawPlot(lab.part("live-accuracy"), traces("accuracy"), baseLayout({ xaxis: axis,
-    yaxis: { title: { text: "held-out sequences exactly right" }, range: [0, 1.02], tickformat: ".0%" },
+    yaxis: { title: { text: t("live.exact") }, range: [0, 1.02], tickformat: ".0%" },
     legend: { orientation: "h", y: 1.15 } }), "live-accuracy", numbers());
 }
 
@@ -183,21 +184,22 @@ function verdict(run, partial = false) {
   const s = run.summary;
   if (partial) {
     const last = [...run.lines.values()].map((lines) => lines[lines.length - 1]);
-    if (!last.length) return "No contestant finished a turn.";
-    return `Where they stood: ${last.map((l) => `${l.contestant} ${pct(l.accuracy)} of held-out sequences exact at step ${l.step}`).join(", ")}.`;
+    if (!last.length) return t("run.no-turn");
+    return t("run.stood", { each: last.map((l) => t("run.stood-one", { contestant: l.contestant, share: pct(l.accuracy), step: String(l.step) })).join(", ") });
   }
   const finals = [...run.finals.values()];
   if (!finals.length) return "";
   const { task, length } = run.settings;
-  const each = finals.map((f) => `${f.contestant} ${pct(f.accuracy)} after ${f.step} steps`).join(", ");
-  const head = `${task === "reverse" ? "Reversing" : "Copying"} ${length} symbols, held-out sequences written back exactly: ${each}.`;
+  const each = finals.map((f) => t("run.final-one", { contestant: f.contestant, share: pct(f.accuracy), step: String(f.step) })).join(", ");
+  const head = t(task === "reverse" ? "run.head-reverse" : "run.head-copy", { length: String(length), each });
   if (!s || !s.best_attention || !s.best_bottleneck) return head;
   const a = s.best_attention;
   const b = s.best_bottleneck;
   const gap = Math.round(100 * (a.accuracy - b.accuracy));
-  if (gap >= 20) return `${head} Looking back, ${a.contestant} beat the one-vector ${b.contestant} by ${gap} points.`;
-  if (gap > 0) return `${head} ${a.contestant} is ahead of the one-vector ${b.contestant}, but only by ${gap} points: at this length and budget one vector nearly suffices.`;
-  return `${head} Here the one-vector ${b.contestant} did as well as or better than ${a.contestant} (${pct(b.accuracy)} against ${pct(a.accuracy)}): at this length and budget the bottleneck is not the limit.`;
+  const said = { head, a: a.contestant, b: b.contestant, count: gap, pa: pct(a.accuracy), pb: pct(b.accuracy) };
+  if (gap >= 20) return t("run.beat", said);
+  if (gap > 0) return t("run.ahead", said);
+  return t("run.as-well", said);
 }
 
 /**
@@ -212,10 +214,11 @@ export function describe(run, key, plot) {
   }
   if (plot?.id === "live-loss") {
     const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
-      `${name} from ${fmt(lines[0].loss)} to ${fmt(lines.at(-1).loss)} nats by step ${lines.at(-1).step}`);
-    return `Training loss, ${run.settings.task} of ${run.settings.length} symbols: ${each.join(", ") || "no turn yet"}.`;
+      t("run.loss-one", { name, first: fmt(lines[0].loss), last: fmt(lines.at(-1).loss), step: String(lines.at(-1).step) }));
+    return t("run.loss-describe", { task: t(`task.${run.settings.task}`), length: String(run.settings.length),
+      each: each.join(", ") || t("run.no-turn-yet") });
   }
-  return run.error ? `The run stopped early: ${run.error}` : verdict(run, !run.finals.size);
+  return run.error ? t("run.stopped-early", { why: run.error }) : verdict(run, !run.finals.size);
 }
 
 export function rows(run, key, plot) {
@@ -226,8 +229,8 @@ export function rows(run, key, plot) {
   const loss = plot?.id === "live-loss";
   const accuracy = plot?.id === "live-accuracy";
   return {
-    caption: `Each contestant's turns: ${run.settings.task} of ${run.settings.length} symbols`,
-    headers: ["contestant", "step", "seconds", ...(accuracy ? [] : ["loss (nats)"]), ...(loss ? [] : ["held-out sequences exactly right"])],
+    caption: t("run.caption", { task: t(`task.${run.settings.task}`), length: String(run.settings.length) }),
+    headers: [t("live.contestant"), t("header.step"), t("lag.seconds"), ...(accuracy ? [] : [t("run.loss")]), ...(loss ? [] : [t("live.exact")])],
     rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds),
       ...(accuracy ? [] : [fmt(l.loss)]), ...(loss ? [] : [pct(l.accuracy)])])),
   };

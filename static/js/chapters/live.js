@@ -5,6 +5,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { pct } from "../facts.js";
+import { label, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -25,7 +26,7 @@ export const keys = () => [null];
 /** Without the set-up there is no run either: the failure is said on the run's figures too. */
 export const panels = () => ["live-loss", "live-accuracy", "live-reference"].map(lab.part);
 export const ask = (text, signal) => api.trainInfo(signal);
-export const failure = (error) => `The live experiment is not available (${api.explain(error)}).`;
+export const failure = (error) => t("live.failure", { why: api.explain(error) });
 
 export function draw(answer) {
   info = answer;
@@ -59,7 +60,7 @@ function buildControls() {
   const { part, page } = lab;
   const { defaults, limits, tasks, contestants } = info;
   const task = part("live-task");
-  task.replaceChildren(...tasks.map((t) => new Option(t === "reverse" ? "Reverse it" : "Copy it", t)));
+  task.replaceChildren(...tasks.map((name) => label(new Option("", name), `task.${name}`)));
   task.value = tasks.includes(page.tt) ? page.tt : defaults.task;
   const length = part("live-length");
   Object.assign(length, { min: limits.min_length, max: limits.max_length });
@@ -74,9 +75,10 @@ function buildControls() {
     const box = el("input");
     Object.assign(box, { type: "checkbox", value: c.name, checked: chosen.includes(c.name) });
     box.dataset.testid = `live-pick-${c.name}`;
-    const label = el("label", "live__pick");
-    label.append(box, ` ${c.name} `, el("span", "live__kind", c.attention ? `looks back (${c.attention})` : "one vector"));
-    return label;
+    const pick = el("label", "live__pick");
+    const kind = c.attention ? label(el("span", "live__kind"), "live.looks-back", { attention: c.attention }) : label(el("span", "live__kind"), "live.one-vector");
+    pick.append(box, ` ${c.name} `, kind);
+    return pick;
   }));
   const boxes = part("live-contestants").querySelectorAll("input");
   for (const input of [task, length, steps, part("live-seed"), ...boxes]) input.addEventListener("change", changed);
@@ -90,16 +92,17 @@ export function describe(answer, key, plot) {
   if (plot && plot.id !== "live-reference") return null;
   const { task, length } = settings();
   const near = sweepOf(answer, task).filter((r) => r.length === length);
-  if (!near.length) return `No reference sweep for ${task} at ${length} symbols ships with this server.`;
-  return `The shipped sweep, ${task} of ${length} symbols: ${near.map((r) => `${r.contestant} writes back ${pct(r.accuracy)} of held-out sequences exactly`).join(", ")}.`;
+  if (!near.length) return t("live.no-sweep-at", { task: t(`task.${task}`), length: String(length) });
+  return t("live.describe", { task: t(`task.${task}`), length: String(length),
+    each: near.map((r) => t("live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) })).join(", ") });
 }
 
 export function rows(answer, key, plot) {
   if (plot && plot.id !== "live-reference") return null;
   const { task } = settings();
   return {
-    caption: `The shipped sweep: final held-out accuracy against length, ${task}`,
-    headers: ["contestant", "symbols", "held-out sequences exactly right"],
+    caption: t("live.caption", { task: t(`task.${task}`) }),
+    headers: [t("live.contestant"), t("live.symbols"), t("live.exact")],
     rows: sweepOf(answer, task).map((r) => [r.contestant, String(r.length), pct(r.accuracy)]),
   };
 }
@@ -109,7 +112,7 @@ function drawSweep(div, answer, { task, length }) {
   const sweep = answer.reference;
   const found = sweepOf(answer, task);
   if (!found.length) {
-    showEmpty(div, `No reference sweep for this task ships with this server (python -m models.live sweep --task ${task}).`);
+    showEmpty(div, t("live.no-sweep", { task }));
     return;
   }
   const names = [...new Set(found.map((r) => r.contestant))];
@@ -121,8 +124,8 @@ function drawSweep(div, answer, { task, length }) {
       y: own.map((r) => r.accuracy), line: { color: style.colour }, marker: { symbol: style.marker, size: 7 } };
   });
   drawPlot(div, traces, baseLayout({
-    xaxis: { title: { text: `symbols to ${task} (${sweep.settings.steps} steps each)` } },
-    yaxis: { title: { text: "held-out sequences exactly right" }, range: [0, 1.02], tickformat: ".0%" },
+    xaxis: { title: { text: t("live.x-axis", { task: t(`task.${task}`), steps: String(sweep.settings.steps) }) } },
+    yaxis: { title: { text: t("live.exact") }, range: [0, 1.02], tickformat: ".0%" },
     shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: "#8a93a6" } }],
     legend: { orientation: "h", y: 1.15 },
   }), "live-reference", { settings: sweep.settings, rows: found });

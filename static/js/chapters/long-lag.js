@@ -4,6 +4,7 @@
 // shared (store `lag`) with the figure of the tiny models' gradients at that lag (lag-gradients.js).
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -29,8 +30,8 @@ export const panels = () => [lab.part("lag-accuracy"), lab.part("lag-gradients")
 export const ask = (text, signal) => api.longLag(signal);
 
 export function failure(error) {
-  const why = error instanceof api.ApiError && error.status === 404 ? "this server has no long-lag results" : api.explain(error);
-  return `The long-lag experiment is not available (${why}).`;
+  const why = error instanceof api.ApiError && error.status === 404 ? t("lag.no-results") : api.explain(error);
+  return t("lag.failure", { why });
 }
 
 /** The results: the controls (the URL's filler and lag, if the results have them), the note, the chart when near. */
@@ -78,7 +79,7 @@ function lagFacts(answer) {
     const tried = answer.runs.filter((r) => r.filler === filler).map((r) => r.lag);
     const beyond = Math.max(...tried) + 1; // "never at chance" ranks past every lag tried
     for (const [cell, lag] of Object.entries(cells)) {
-      facts[`lag-${filler}-${cell}`] = lag === null ? `no lag tried (up to ${Math.max(...tried)})` : `a lag of ${lag}`;
+      facts[`lag-${filler}-${cell}`] = lag === null ? t("lag.never", { max: String(Math.max(...tried)) }) : t("lag.at", { lag: String(lag) });
     }
     facts[`lag-${filler}-holds`] = holdsOut(Object.entries(cells).map(([cell, lag]) => [cell, lag ?? beyond]));
   }
@@ -90,7 +91,7 @@ function lagFacts(answer) {
 function holdsOut(cellLags) {
   const longest = Math.max(...cellLags.map(([, lag]) => lag));
   const best = cellLags.filter(([, lag]) => lag === longest);
-  return best.length === cellLags.length ? "both hold out as long" : `the ${best.map(([c]) => c.toUpperCase()).join(" and ")} holds out longer`;
+  return best.length === cellLags.length ? t("lag.both") : t("lag.longer", { cells: best.map(([c]) => c.toUpperCase()).join(t("list.and")) });
 }
 
 /** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
@@ -98,9 +99,8 @@ export function describe(answer, key, plot) {
   if (plot && plot.id !== "lag-accuracy") return null;
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
-  const cells = (answer.cells || []).map((cell) => `the ${cell.toUpperCase()} at ${facts[`lag-${filler}-${cell}`] || "–"}`);
-  return `Recalling the first token across ${filler} filler, the tiny models fall to chance (${fmt(answer.chance)}): ` +
-    `${cells.join(", ")}; ${facts[`lag-${filler}-holds`] || "–"}.`;
+  const cells = (answer.cells || []).map((cell) => t("lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
+  return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: cells.join(", "), holds: facts[`lag-${filler}-holds`] || "–" });
 }
 
 export function rows(answer, key, plot) {
@@ -108,8 +108,8 @@ export function rows(answer, key, plot) {
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const runs = answer.runs.filter((r) => r.filler === filler).sort((a, b) => a.lag - b.lag);
   return {
-    caption: `Held-out accuracy against lag, ${filler} filler (chance ${fmt(answer.chance)})`,
-    headers: ["cell", "lag", "held-out accuracy", "training steps", "seconds"],
+    caption: t("lag.caption", { filler: t(`filler.${filler}`), chance: fmt(answer.chance) }),
+    headers: [t("lag.cell"), t("lag.lag"), t("lag.accuracy"), t("lag.steps"), t("lag.seconds")],
     rows: runs.map((r) => [r.cell.toUpperCase(), String(r.lag), fmt(r.accuracy), String(r.steps), fmt(r.seconds)]),
   };
 }
@@ -127,23 +127,23 @@ function drawAccuracy(div, answer, choice) {
       x: mine.map((r) => r.lag), y: mine.map((r) => r.accuracy),
       customdata: mine.map((r) => [r.steps, r.seconds]),
       line: { color: style.colour, width: 2.5 }, marker: { size: 7, symbol: style.marker },
-      hovertemplate: `<b>${label}</b>, lag %{x}<br>accuracy %{y:.3f}<br>%{customdata[0]} steps, %{customdata[1]} s<extra></extra>`,
+      hovertemplate: t("lag.hover", { label }),
     };
   });
   if (!data.length) {
-    showEmpty(div, "No long-lag results for this filler.");
+    showEmpty(div, t("lag.none"));
     return;
   }
   const layout = baseLayout({
     margin: { l: 56, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: "lag (filler tokens between the signal and the question)" }, gridcolor: "#eceef3", zeroline: false },
-    yaxis: { title: { text: "held-out accuracy" }, range: [0, 1.05], gridcolor: "#eceef3", zeroline: false },
+    xaxis: { title: { text: t("lag.x-axis") }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: t("lag.accuracy") }, range: [0, 1.05], gridcolor: "#eceef3", zeroline: false },
     legend: { x: 0, xanchor: "left", y: 0.02, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
     shapes: [
       { type: "line", xref: "paper", x0: 0, x1: 1, y0: answer.chance, y1: answer.chance, line: { color: "#8a93a6", dash: "dash", width: 1.5 } },
       { type: "line", xref: "x", yref: "paper", x0: choice.lag, x1: choice.lag, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } },
     ],
-    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: "chance", showarrow: false, font: { size: 11, color: "#667085" } }],
+    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: t("lag.chance"), showarrow: false, font: { size: 11, color: "#667085" } }],
   });
   div.dataset.filler = choice.filler;
   drawPlot(div, data, layout, `long-lag-accuracy-${choice.filler}`, answer);

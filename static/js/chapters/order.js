@@ -5,6 +5,7 @@
 // sinusoidal table itself and the similarity PE(i) . PE(j) of its rows.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, plotText, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -22,21 +23,21 @@ let answer = null; // the answer drawn
 const ROUNDING = 1e-5;
 
 function orderFacts(answer) {
-  const { checks, translations: t, positional_encoding: pe } = answer;
+  const { checks, translations: said, positional_encoding: pe } = answer;
   const [off, on] = [checks.pe_off.max_abs_difference, checks.pe_on.max_abs_difference];
   const sim = pe.similarity[0];
   return {
     model: answer.model, shuffled: answer.shuffled_text, permutation: answer.permutation.join(", "),
     "off-difference": fmt(off), "on-difference": fmt(on),
-    "off-verdict": off < ROUNDING ? "float rounding: the same map, its rows and columns permuted" : "more than rounding",
-    "on-verdict": on < ROUNDING ? "as small: order made no difference here" : "far above rounding: the maps really differ",
-    "on-original": t.pe_on.original, "on-shuffled": t.pe_on.shuffled,
-    "off-original": t.pe_off.original, "off-shuffled": t.pe_off.shuffled,
-    "on-change": t.pe_on.original === t.pe_on.shuffled ? "the same translation" : "a different translation",
-    "off-change": t.pe_off.original === t.pe_off.shuffled ? "the same" : "not the same",
+    "off-verdict": t(off < ROUNDING ? "order.rounding" : "order.more-than-rounding"),
+    "on-verdict": t(on < ROUNDING ? "order.as-small" : "order.far-above"),
+    "on-original": said.pe_on.original, "on-shuffled": said.pe_on.shuffled,
+    "off-original": said.pe_off.original, "off-shuffled": said.pe_off.shuffled,
+    "on-change": t(said.pe_on.original === said.pe_on.shuffled ? "order.same-translation" : "order.different-translation"),
+    "off-change": t(said.pe_off.original === said.pe_off.shuffled ? "order.same" : "order.not-same"),
     "sim-self": fmt(sim[0]), "sim-next": sim.length > 1 ? fmt(sim[1]) : "–", "sim-far": fmt(sim[sim.length - 1]),
     far: String(sim.length - 1),
-    "sim-direction": sim.length > 2 && sim[1] > sim[sim.length - 1] ? "more alike than distant ones" : "no more alike than distant ones",
+    "sim-direction": t(sim.length > 2 && sim[1] > sim[sim.length - 1] ? "order.alike" : "order.not-alike"),
   };
 }
 
@@ -58,14 +59,14 @@ export const keys = () => [null];
 export const panels = () => [lab.part("order-maps"), lab.part("order-pe")];
 /** The sentence, its words shuffled with the URL's seed. */
 export const ask = (text, signal) => api.order(text, lab.page.shuffle, signal);
-export const failure = (error) => couldNot(title, error);
+export const failure = (error) => couldNot(t("order.what"), error);
 
 export function draw(next) {
   answer = next;
   const facts = orderFacts(answer);
   fillStory(lab.part("order-story"), facts);
-  lab.part("order-seed").textContent = `seed ${lab.page.shuffle}: ${answer.permutation.join(", ")}`;
-  store.headline(chapter, `shuffled, with positional encoding off the encoder's maps differ by ${facts["off-difference"]} (rounding); on, by ${facts["on-difference"]}.`);
+  lab.part("order-seed").textContent = t("order.seed", { seed: String(lab.page.shuffle), permutation: answer.permutation.join(", ") });
+  store.headline(chapter, t("order.headline", { off: facts["off-difference"], on: facts["on-difference"] }));
   show(answer);
 }
 
@@ -91,21 +92,20 @@ export function describe(shown, key, plot) {
   if (plot?.id === "order-pe") {
     const { table, similarity } = shown.positional_encoding;
     const last = similarity.length - 1;
-    return `The sinusoidal encoding of ${table.length} positions in ${table[0]?.length ?? 0} dimensions; the dot product of ` +
-      `position 0 with itself is ${fmt(similarity[0][0])}, with position 1 ${fmt(similarity[0][Math.min(1, last)])}, with position ${last} ${fmt(similarity[0][last])}.`;
+    return t("order.pe-describe", { positions: String(table.length), dimensions: String(table[0]?.length ?? 0), self: fmt(similarity[0][0]),
+      next: fmt(similarity[0][Math.min(1, last)]), last: String(last), far: fmt(similarity[0][last]) });
   }
   const f = orderFacts(shown);
-  return `Your sentence shuffled to “${f.shuffled}”. With positional encoding off, ${f.model}'s encoder maps of the two differ, ` +
-    `rows and columns permuted back, by at most ${f["off-difference"]} (${f["off-verdict"]}); on, by ${f["on-difference"]} ` +
-    `(${f["on-verdict"]}): yours translates as “${f["on-original"]}” and the shuffled one as “${f["on-shuffled"]}”.`;
+  return t("order.describe", { shuffled: f.shuffled, model: f.model, off: f["off-difference"], offVerdict: f["off-verdict"],
+    on: f["on-difference"], onVerdict: f["on-verdict"], original: f["on-original"], shuffledTranslation: f["on-shuffled"] });
 }
 
 export function rows(shown, key, plot) {
   if (plot?.id === "order-pe") {
     const { table, similarity } = shown.positional_encoding;
     return {
-      caption: "The sinusoidal positional encoding PE(position, dimension), then PE(i) · PE(j) per pair of positions",
-      headers: ["position", ...table[0].map((_, d) => `dimension ${d}`), ...similarity.map((_, j) => `· PE(${j})`)],
+      caption: t("order.pe-caption"),
+      headers: [t("order.position"), ...table[0].map((_, d) => `${t("order.dimension")} ${d}`), ...similarity.map((_, j) => `· PE(${j})`)],
       rows: table.map((row, i) => [String(i), ...row.map(fmt), ...similarity[i].map(fmt)]),
     };
   }
@@ -113,10 +113,10 @@ export function rows(shown, key, plot) {
   const maps = [["off", "original", shown.source_tokens], ["off", "shuffled", shown.shuffled_tokens],
     ["on", "original", shown.source_tokens], ["on", "shuffled", shown.shuffled_tokens]];
   return {
-    caption: `Encoder self-attention of layer ${shown.layer + 1}, head ${head + 1}, original and shuffled, positional encoding off and on`,
-    headers: ["positional encoding", "sentence", "query piece", "key piece", "weight"],
+    caption: t("order.caption", { layer: String(shown.layer + 1), head: String(head + 1) }),
+    headers: [t("order.pe"), t("order.sentence"), t("order.query"), t("order.key"), t("scores.weight-axis")],
     rows: maps.flatMap(([pe, which, tokens]) => shown.checks[`pe_${pe}`][which][head].flatMap((row, i) =>
-      row.map((w, j) => [pe, which, showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
+      row.map((w, j) => [t(pe === "on" ? "order.on" : "order.off"), t(which === "original" ? "order.original" : "order.shuffled"), showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
   };
 }
 
@@ -131,15 +131,16 @@ function drawMaps(div, answer, head) {
   cells.forEach(([check, which, tokens], i) => {
     const n = i ? String(i + 1) : "";
     const map = { weights: answer.checks[check][which][head], rows: tokens, cols: tokens };
-    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: `positional encoding ${check.slice(3)}, ${which}` }));
+    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: t("order.trace", { pe: t(check === "pe_on" ? "order.on" : "order.off"),
+      which: t(which === "original" ? "order.original" : "order.shuffled") }) }));
     const [col, row] = [i % 2, Math.floor(i / 2)];
     axes[`xaxis${n}`] = tokenAxis(tokens, { domain: [col * 0.52, col * 0.52 + 0.46], anchor: `y${n}`, tickangle: -45 });
     axes[`yaxis${n}`] = tokenAxis(tokens, { domain: [row ? 0 : 0.56, row ? 0.4 : 0.96], anchor: `x${n}`, autorange: "reversed" });
   });
   const title = (text, x, y) => ({ text: plotText(text), xref: "paper", yref: "paper", x, y, showarrow: false, yanchor: "bottom", font: { size: 12 } });
   const layout = baseLayout({ margin: { l: 60, r: 10, t: 24, b: 60 }, ...axes, annotations: [
-    title("positional encoding off: original", 0.23, 0.97), title("off: shuffled", 0.75, 0.97),
-    title("on: original", 0.23, 0.41), title("on: shuffled", 0.75, 0.41),
+    title(t("order.title-off-original"), 0.23, 0.97), title(t("order.title-off-shuffled"), 0.75, 0.97),
+    title(t("order.title-on-original"), 0.23, 0.41), title(t("order.title-on-shuffled"), 0.75, 0.41),
   ] });
   div.dataset.head = String(head);
   div.dataset.permutation = answer.permutation.join(",");
@@ -151,10 +152,10 @@ function drawTable(div, answer) {
   const pe = answer.positional_encoding;
   const positions = pe.table.map((_, i) => i);
   const layout = baseLayout({ margin: { l: 48, r: 10, t: 24, b: 44 },
-    xaxis: { domain: [0, 0.62], title: { text: "dimension" }, showgrid: false, zeroline: false },
-    yaxis: { title: { text: "position" }, autorange: "reversed", showgrid: false, zeroline: false },
-    xaxis2: { domain: [0.7, 1], anchor: "y2", title: { text: "position j" }, showgrid: false, zeroline: false },
-    yaxis2: { anchor: "x2", autorange: "reversed", title: { text: "position i" }, showgrid: false, zeroline: false },
+    xaxis: { domain: [0, 0.62], title: { text: t("order.dimension") }, showgrid: false, zeroline: false },
+    yaxis: { title: { text: t("order.position") }, autorange: "reversed", showgrid: false, zeroline: false },
+    xaxis2: { domain: [0.7, 1], anchor: "y2", title: { text: t("order.position-j") }, showgrid: false, zeroline: false },
+    yaxis2: { anchor: "x2", autorange: "reversed", title: { text: t("order.position-i") }, showgrid: false, zeroline: false },
     annotations: [
       { text: "PE(position, dimension)", xref: "paper", yref: "paper", x: 0.31, y: 1, yanchor: "bottom", showarrow: false },
       { text: "PE(i) · PE(j)", xref: "paper", yref: "paper", x: 0.85, y: 1, yanchor: "bottom", showarrow: false },
@@ -162,7 +163,7 @@ function drawTable(div, answer) {
   const data = [
     { type: "heatmap", z: pe.table, y: positions, colorscale: GATE_SCALE, zmin: -1, zmax: 1, showscale: false,
       name: "PE(position, dimension)",
-      hovertemplate: "position %{y}, dimension %{x}: %{z:.3f}<extra></extra>", meta: { colorbarTitle: "PE" } },
+      hovertemplate: t("order.pe-hover"), meta: { colorbarTitle: "PE" } },
     { type: "heatmap", z: pe.similarity, x: positions, y: positions, xaxis: "x2", yaxis: "y2", colorscale: WEIGHT_SCALE,
       showscale: false, name: "PE(i) · PE(j)", hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
   ];

@@ -4,6 +4,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty, showToken } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -61,7 +62,7 @@ export function ask(text, signal) {
   return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, topK, b, signal)));
 }
 
-export const failure = (error) => couldNot(title, error);
+export const failure = (error) => couldNot(t("predict.what"), error);
 
 /** The story's facts of both searches. */
 function facts([greedy, wide]) {
@@ -71,8 +72,8 @@ function facts([greedy, wide]) {
     model: greedy.model, greedy: greedy.translation, "first-piece": first ? showToken(first.token) : "–",
     "first-probability": first ? fmt(first.probability) : "–", beam: String(wide.beam_size ?? lab.page.beam),
     best: best ? best.translation : greedy.translation, "best-score": best ? fmt(best.score) : "–",
-    verdict: !best ? "a beam of 1 is greedy search" : best.translation === greedy.translation ? "the same as greedy" : "not what greedy found",
-    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : "none",
+    verdict: t(!best ? "predict.beam-one" : best.translation === greedy.translation ? "predict.same" : "predict.not-greedy"),
+    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : t("predict.none"),
   };
 }
 
@@ -81,18 +82,19 @@ export function draw([greedy, wide]) {
   table(greedy);
   const said = facts([greedy, wide]);
   fillStory(lab.part("predict-story"), said);
-  store.headline(chapter, `${greedy.model}'s first piece is “${greedy.steps[0] ? said["first-piece"] : ""}” with probability ${said["first-probability"]}; greedy writes “${greedy.translation}”.`);
+  store.headline(chapter, t("predict.headline", { model: greedy.model, piece: greedy.steps[0] ? said["first-piece"] : "",
+    probability: said["first-probability"], greedy: greedy.translation }));
   lab.part("predict-candidates").replaceChildren(...(wide.candidates || []).map((c) =>
-    el("li", "", `“${c.translation}”: log-probability ${fmt(c.log_prob)}, score ${fmt(c.score)}`)));
+    el("li", "", t("predict.candidate", { translation: c.translation, logProb: fmt(c.log_prob), score: fmt(c.score) }))));
   const tree = lab.part("predict-tree");
   if (wide.tree) whenNear(tree, () => drawTree(tree, wide));
-  else showEmpty(tree, "Greedy search keeps one hypothesis: choose a beam of 2 or more to see the tree.");
+  else showEmpty(tree, t("predict.greedy-tree"));
 }
 
 function table(answer) {
   const made = answer.steps.map((step, s) => {
     const tr = el("tr", step.forced ? "predict-forced" : "");
-    tr.append(el("th", "", `${s + 1}${step.forced ? " (forced)" : ""}`));
+    tr.append(el("th", "", stepName(s, step)));
     for (const choice of step.top) {
       const button = el("button", choice.token === step.token ? "predict-choice predict-choice--chosen" : "predict-choice",
         `${showToken(choice.token)} ${fmt(choice.probability)}`);
@@ -108,19 +110,20 @@ function table(answer) {
   lab.part("predict-table").dataset.steps = String(made.length);
 }
 
+const stepName = (s, step) => (step.forced ? t("predict.forced-step", { step: String(s + 1) }) : String(s + 1));
+
 export function describe(answer) {
   const said = facts(answer);
-  return `${said.model}'s first piece is “${said["first-piece"]}”, with probability ${said["first-probability"]}; greedy search ` +
-    `writes “${said.greedy}” (forced prefix: ${said.prefix}). A beam of ${said.beam} finds “${said.best}” ` +
-    `(score ${said["best-score"]}): ${said.verdict}.`;
+  return t("predict.describe", { model: said.model, piece: said["first-piece"], probability: said["first-probability"], greedy: said.greedy,
+    prefix: said.prefix, beam: said.beam, best: said.best, score: said["best-score"], verdict: said.verdict });
 }
 
 export function rows([greedy]) {
   const k = Math.max(0, ...greedy.steps.map((s) => s.top.length));
   return {
-    caption: `${greedy.model}'s likeliest next pieces at each step of greedy search (forced steps marked)`,
-    headers: ["step", "chosen piece", "probability", ...Array.from({ length: k }, (_, i) => `choice ${i + 1}`)],
-    rows: greedy.steps.map((step, s) => [`${s + 1}${step.forced ? " (forced)" : ""}`, showToken(step.token), fmt(step.probability),
+    caption: t("predict.caption", { model: greedy.model }),
+    headers: [t("header.step"), t("predict.chosen"), t("predict.probability"), ...Array.from({ length: k }, (_, i) => t("predict.choice", { n: String(i + 1) }))],
+    rows: greedy.steps.map((step, s) => [stepName(s, step), showToken(step.token), fmt(step.probability),
       ...Array.from({ length: k }, (_, i) => (step.top[i] ? `${showToken(step.top[i].token)} ${fmt(step.top[i].probability)}` : "–"))]),
   };
 }
@@ -135,7 +138,7 @@ function drawTree(div, answer) {
     x.push(s);
     y.push(i);
     colors.push(STATUS[n.status] || "#667085");
-    labels.push(`${plotText(showToken(n.token))}<br>${n.status}, log p ${fmt(n.log_prob)}, score ${fmt(n.score)}`);
+    labels.push(t("predict.node", { token: plotText(showToken(n.token)), status: t(`beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
     if (n.parent !== null && n.parent !== undefined) edges.x.push(s - 1, s, null), edges.y.push(n.parent, i, null);
   }));
   const data = [
@@ -145,6 +148,6 @@ function drawTree(div, answer) {
       hovertemplate: "%{customdata}<extra></extra>", showlegend: false },
   ];
   div.dataset.nodes = String(x.length);
-  drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: "step" }, dtick: 1, gridcolor: "#eceef3" },
-    yaxis: { autorange: "reversed", title: { text: "rank in the step" }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
+  drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: t("header.step") }, dtick: 1, gridcolor: "#eceef3" },
+    yaxis: { autorange: "reversed", title: { text: t("predict.rank") }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
 }

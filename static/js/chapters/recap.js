@@ -3,6 +3,7 @@
 // come in one request (POST /api/recap) when the recap comes near the screen. A chapter's own
 // headline for the current text wins over the recap's row.
 import * as api from "../api.js";
+import { language, t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "11";
@@ -23,6 +24,7 @@ export function mount(context) {
       written.add(n);
       if (forAnyText) lasting.add(n);
       node.textContent = text;
+      node.removeAttribute("lang");
     });
   }
   store.watch("text", () => {
@@ -40,18 +42,21 @@ export const failure = () => null;
 export function draw(answer) {
   for (const row of answer.rows) {
     const node = lab.part("recap").querySelector(`[data-recap="${row.chapter}"]`);
-    if (node && !written.has(String(row.chapter))) node.textContent = row.text;
+    if (!node || written.has(String(row.chapter))) continue;
+    node.textContent = row.text;
+    // the server's own sentence (the API speaks English) until the chapter's view writes the row
+    if (language() !== "en") node.lang = "en";
   }
 }
 
 export function describe(answer) {
-  return `Measured on your sentence: ${answer.rows.map((row) => `chapter ${row.chapter}, ${row.text}`).join("; ")}.`;
+  return t("recap.describe", { rows: answer.rows.map((row) => t("recap.row", { chapter: String(row.chapter), text: row.text })).join(t("list.separator")) });
 }
 
 export function rows(answer) {
   return {
-    caption: "What the recap measured on your sentence, chapter by chapter",
-    headers: ["chapter", "measured"],
+    caption: t("recap.caption"),
+    headers: [t("recap.chapter"), t("recap.measured")],
     rows: answer.rows.map((row) => [String(row.chapter), row.text]),
   };
 }

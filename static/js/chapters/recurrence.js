@@ -2,7 +2,8 @@
 // its state after each piece as a piece x unit heatmap, a step slider that follows the reading
 // with the recurrence written out for that step, and how much each piece moves the state.
 import * as api from "../api.js";
-import { fillStory, fmt } from "../facts.js";
+import { fillStory, fmt, unitsRule } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -34,14 +35,14 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("recurrence-plot"), lab.part("recurrence-change")];
 export const ask = (text, signal) => api.recurrence(text, signal);
-export const failure = (error) => couldNot("recurrence", error, "no plain recurrent model is loaded");
+export const failure = (error) => couldNot(t("recurrence.what"), error, t("recurrence.missing"));
 
 export function draw(next) {
   answer = next;
   const slider = lab.part("recurrence-step");
   slider.max = String(Math.max(answer.tokens.length - 1, 0));
   slider.value = String(Math.min(lab.page.step, answer.tokens.length - 1));
-  lab.part("recurrence-rule").textContent = `Units shown: ${answer.rule}; hidden size ${answer.hidden_size}.`;
+  lab.part("recurrence-rule").textContent = t("recurrence.rule", { rule: unitsRule(answer, "recurrence.units-rule"), hidden: String(answer.hidden_size) });
   showStep();
   redraw();
   tell();
@@ -59,22 +60,22 @@ function redraw() {
 /** The slider's label and the recurrence written out for the step, with its numbers. */
 function showStep() {
   const { tokens, change, norm, equation } = answer;
-  const t = step();
-  const token = showToken(tokens[t]);
-  const label = `piece ${t + 1} of ${tokens.length}: “${token}”`;
+  const at = step();
+  const token = showToken(tokens[at]);
+  const label = t("recurrence.piece", { n: String(at + 1), count: tokens.length, token });
   lab.part("recurrence-step-value").textContent = label;
   lab.part("recurrence-step").setAttribute("aria-valuetext", label);
-  const rule = equation.split(",")[0].replace(/\(t-1\)/g, t === 0 ? "(-1)" : String(t - 1)).replace(/_t\b/g, `_${t}`);
-  const before = t === 0 ? "h_(-1)" : `h_${t - 1}`;
-  lab.part("recurrence-equation").textContent =
-    `Reading “${token}”: ${rule}   ‖h_${t} − ${before}‖ = ${fmt(change[t])}   ‖h_${t}‖ = ${fmt(norm[t])}`;
+  const rule = equation.split(",")[0].replace(/\(t-1\)/g, at === 0 ? "(-1)" : String(at - 1)).replace(/_t\b/g, `_${at}`);
+  const before = at === 0 ? "h_(-1)" : `h_${at - 1}`;
+  lab.part("recurrence-equation").textContent = t("recurrence.equation", { token, rule }) +
+    `   ‖h_${at} − ${before}‖ = ${fmt(change[at])}   ‖h_${at}‖ = ${fmt(norm[at])}`;
 }
 
 /** The prose's facts: where the state moves most and least, and its final length. */
 function facts({ tokens, change, norm, hidden_size: hidden, model }) {
   const most = change.indexOf(Math.max(...change));
   const least = change.indexOf(Math.min(...change));
-  const quote = (i) => `“${showToken(tokens[i])}”`;
+  const quote = (i) => t("quote", { text: showToken(tokens[i]) });
   return {
     pieces: String(tokens.length), model, "biggest-token": quote(most), "biggest-change": fmt(change[most]),
     "smallest-token": quote(least), "smallest-change": fmt(change[least]), "final-norm": fmt(norm[norm.length - 1]),
@@ -85,66 +86,67 @@ function facts({ tokens, change, norm, hidden_size: hidden, model }) {
 function tell() {
   const said = facts(answer);
   fillStory(lab.part("recurrence-story"), said);
-  store.headline(chapter, `the ${said.model}'s state moves most at ${said["biggest-token"]} (‖h_t − h_(t−1)‖ = ${said["biggest-change"]}).`);
+  store.headline(chapter, t("recurrence.headline", { model: said.model, token: said["biggest-token"], change: said["biggest-change"] }));
 }
 
 /** The state heatmap: its extremes; the change plot: where the state moves most and least. */
 export function describe(shown, key, plot) {
   if (plot?.id === "recurrence-plot") return describeStates(shown);
   const said = facts(shown);
-  return `The ${said.model} encoder reads your sentence's ${said.pieces} pieces: its state moves most at ${said["biggest-token"]} ` +
-    `(‖h_t − h_(t−1)‖ = ${said["biggest-change"]}) and least at ${said["smallest-token"]} (${said["smallest-change"]}); ` +
-    `after the last piece its length is ${said["final-norm"]}, of at most ${said["max-norm"]}.`;
+  return t("recurrence.describe", {
+    model: said.model, count: shown.tokens.length, most: said["biggest-token"], biggest: said["biggest-change"],
+    least: said["smallest-token"], smallest: said["smallest-change"], norm: said["final-norm"], max: said["max-norm"],
+  });
 }
 
 function describeStates({ tokens, states, units, model }) {
   const cells = states.flatMap((row, i) => row.map((v, u) => [v, i, u]));
-  if (!cells.length) return "Nothing to read.";
+  if (!cells.length) return t("recurrence.nothing");
   const [high, low] = [cells.reduce((a, c) => (c[0] > a[0] ? c : a)), cells.reduce((a, c) => (c[0] < a[0] ? c : a))];
-  const at = ([v, i, u]) => `${fmt(v)}, unit ${units[u]} after “${showToken(tokens[i])}”`;
-  return `The ${model} encoder's state after each of ${tokens.length} pieces, on ${units.length} units: highest ${at(high)}; lowest ${at(low)}.`;
+  const at = ([v, i, u]) => t("recurrence.at", { value: fmt(v), unit: String(units[u]), token: showToken(tokens[i]) });
+  return t("recurrence.states-describe", { model, count: tokens.length, units: String(units.length), high: at(high), low: at(low) });
 }
 
 export function rows(shown, key, plot) {
   const { tokens, change, norm, states, units } = shown;
   if (plot?.id === "recurrence-change") {
     return {
-      caption: `How much each piece moves the ${shown.model} encoder's state, and its length after it`,
-      headers: ["piece", "token", "‖h_t − h_(t−1)‖", "‖h_t‖"],
-      rows: tokens.map((t, i) => [String(i + 1), showToken(t), fmt(change[i]), fmt(norm[i])]),
+      caption: t("recurrence.change-caption", { model: shown.model }),
+      headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖"],
+      rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), fmt(change[i]), fmt(norm[i])]),
     };
   }
   if (plot?.id === "recurrence-plot") {
     return {
-      caption: `The ${shown.model} encoder's state after each piece, on the ${units.length} units shown`,
-      headers: ["piece", "token", ...units.map((u) => `unit ${u}`)],
-      rows: tokens.map((t, i) => [String(i + 1), showToken(t), ...states[i].map(fmt)]),
+      caption: t("recurrence.states-caption", { model: shown.model, count: units.length }),
+      headers: [t("header.piece"), t("header.token"), ...units.map((u) => t("recurrence.unit-n", { unit: String(u) }))],
+      rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), ...states[i].map(fmt)]),
     };
   }
   return {
-    caption: `The ${shown.model} encoder's state after each piece, on the ${units.length} units shown, and how much each piece moves it`,
-    headers: ["piece", "token", "‖h_t − h_(t−1)‖", "‖h_t‖", ...units.map((u) => `unit ${u}`)],
-    rows: tokens.map((t, i) => [String(i + 1), showToken(t), fmt(change[i]), fmt(norm[i]), ...states[i].map(fmt)]),
+    caption: t("recurrence.caption", { model: shown.model, count: units.length }),
+    headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖", ...units.map((u) => t("recurrence.unit-n", { unit: String(u) }))],
+    rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), fmt(change[i]), fmt(norm[i]), ...states[i].map(fmt)]),
   };
 }
 
 function drawStates(div, shown, at) {
   const { tokens, states, units } = shown;
   if (!tokens.length) {
-    showEmpty(div, "Nothing to read.");
+    showEmpty(div, t("recurrence.nothing"));
     return;
   }
   const labels = tokens.map((tok) => plotText(showToken(tok)));
   const trace = {
     type: "heatmap", z: states, x: units.map((_, i) => i), y: tokens.map((_, i) => i),
     customdata: labels.map((tok) => units.map((u) => [tok, u])),
-    hovertemplate: "after <b>%{customdata[0]}</b><br>unit %{customdata[1]}: %{z:.3f}<extra></extra>",
+    hovertemplate: t("recurrence.hover"),
     colorscale: GATE_SCALE, zmin: -1, zmax: 1, showscale: false, xgap: 1, ygap: 1, meta: { colorbarTitle: "h" },
   };
   const shown16 = units.map((_, i) => i).filter((i) => i % Math.ceil(units.length / 16) === 0);
   const layout = baseLayout({
     margin: { l: 70, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: "unit" }, tickmode: "array", tickvals: shown16, ticktext: shown16.map((i) => String(units[i])), showgrid: false, zeroline: false },
+    xaxis: { title: { text: t("recurrence.unit") }, tickmode: "array", tickvals: shown16, ticktext: shown16.map((i) => String(units[i])), showgrid: false, zeroline: false },
     yaxis: tokenAxis(tokens, { autorange: "reversed" }),
     shapes: [{ type: "rect", xref: "paper", x0: 0, x1: 1, y0: at - 0.5, y1: at + 0.5, line: { color: READING, width: 3 } }],
   });
@@ -171,7 +173,7 @@ function drawChange(div, shown, at) {
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 10, b: 60 },
     xaxis: tokenAxis(tokens, { tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: { title: { text: "length of the vector" }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: t("recurrence.length") }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   });
   div.dataset.step = String(at);

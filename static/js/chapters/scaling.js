@@ -4,6 +4,7 @@
 // filled from the answer: every number and every "larger" or "smaller" is computed here.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -16,10 +17,10 @@ export const asks = "text";
 
 const RAW = "#D55E00";
 const SCALED = "#0072B2";
-const QUANTITIES = [["max_weight", "largest weight"], ["entropy", "entropy (nats)"], ["gradient", "softmax gradient ‖J‖"]];
+const QUANTITIES = [["max_weight", "scaling.max-weight"], ["entropy", "scaling.entropy"], ["gradient", "scaling.gradient"]];
 const QUANTITY = Object.fromEntries(QUANTITIES);
 
-const than = (a, b) => (a > b ? "larger" : a < b ? "smaller" : "the same");
+const than = (a, b) => t(a > b ? "scaling.larger" : a < b ? "scaling.smaller" : "scaling.same");
 
 let lab = null;
 
@@ -31,7 +32,7 @@ function scalingFacts(answer) {
   const cross = summary.cross || summary.encoder;
   return {
     model: answer.model, "d-k": String(dk), keys: String(sampled.keys), draws: String(sampled.draws),
-    distribution: sampled.distribution,
+    distribution: t("scaling.distribution"), // the server draws them so (API `sampled.distribution`)
     "std-small-dk": String(first.d_k), "std-small": fmt(first.score_std),
     "std-large-dk": String(last.d_k), "std-large": fmt(last.score_std),
     "raw-max": fmt(raw.max_weight), "scaled-max": fmt(scaled.max_weight),
@@ -40,7 +41,7 @@ function scalingFacts(answer) {
     "gradient-direction": than(scaled.gradient, raw.gradient),
     "heads-raw-std": fmt(cross.raw_std), "heads-scaled-std": fmt(cross.scaled_std),
     "heads-raw-max": fmt(cross.unscaled_max_weight), "heads-scaled-max": fmt(cross.max_weight),
-    "heads-kind": summary.cross ? "cross-attention" : "encoder self-attention",
+    "heads-kind": t(summary.cross ? "scaling.cross" : "scaling.encoder"),
   };
 }
 
@@ -51,12 +52,12 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("scaling-curves"), lab.part("scaling-heads")];
 export const ask = (text, signal) => api.scaling(text, signal);
-export const failure = (error) => couldNot(title, error);
+export const failure = (error) => couldNot(t("scaling.what"), error);
 
 export function draw(answer) {
   const facts = scalingFacts(answer);
   fillStory(lab.part("scaling-story"), facts);
-  store.headline(chapter, `at ${answer.model}'s d_k = ${answer.d_k}, random scores' largest softmax weight is ${facts["raw-max"]} unscaled, ${facts["scaled-max"]} divided by √d_k.`);
+  store.headline(chapter, t("scaling.headline", { model: answer.model, dk: String(answer.d_k), raw: facts["raw-max"], scaled: facts["scaled-max"] }));
   const [curves, heads] = panels();
   whenNear(curves, () => drawCurves(curves, answer));
   whenNear(heads, () => drawHeads(heads, answer));
@@ -64,33 +65,32 @@ export function draw(answer) {
 
 export function describe(answer, key, plot) {
   const f = scalingFacts(answer);
-  if (plot?.id === "scaling-curves") {
-    return `Random keys, ${f.keys} of them: at ${f.model}'s d_k = ${f["d-k"]} the largest softmax weight averages ${f["raw-max"]} unscaled and ` +
-      `${f["scaled-max"]} divided by √d_k; the softmax's gradient is ${f["raw-gradient"]} unscaled and ${f["scaled-gradient"]} scaled.`;
-  }
+  const said = {
+    keys: f.keys, small: f["std-small"], smallDk: f["std-small-dk"], large: f["std-large"], largeDk: f["std-large-dk"], model: f.model,
+    dk: f["d-k"], rawMax: f["raw-max"], scaledMax: f["scaled-max"], rawGradient: f["raw-gradient"], scaledGradient: f["scaled-gradient"],
+  };
+  if (plot?.id === "scaling-curves") return t("scaling.curves-describe", said);
   if (plot?.id === "scaling-heads") {
-    const range = (k) => `${fmt(Math.min(...answer.heads.map((h) => h[k])))} to ${fmt(Math.max(...answer.heads.map((h) => h[k])))}`;
-    return `The spread of the scores of ${f.model}'s ${answer.heads.length} heads on your sentence: ${range("raw_std")} without the scale, ` +
-      `${range("scaled_std")} with it.`;
+    const range = (k) => t("scaling.range", { low: fmt(Math.min(...answer.heads.map((h) => h[k]))), high: fmt(Math.max(...answer.heads.map((h) => h[k]))) });
+    return t("scaling.heads-describe", { model: f.model, count: answer.heads.length, raw: range("raw_std"), scaled: range("scaled_std") });
   }
-  return `With ${f.keys} random keys, the spread of q · k grows from ${f["std-small"]} at d_k = ${f["std-small-dk"]} to ${f["std-large"]} ` +
-    `at d_k = ${f["std-large-dk"]}. At ${f.model}'s d_k = ${f["d-k"]} the largest softmax weight averages ${f["raw-max"]} unscaled and ` +
-    `${f["scaled-max"]} divided by √d_k; the softmax's gradient is ${f["raw-gradient"]} unscaled and ${f["scaled-gradient"]} scaled.`;
+  return t("scaling.describe", said);
 }
 
 export function rows(answer, key, plot) {
   if (plot?.id === "scaling-heads") {
     return {
-      caption: `The spread (std) of each head's scores on your sentence, ${answer.model}`,
-      headers: ["head", "without the scale", "with the scale"],
-      rows: answer.heads.map((h) => [`${h.kind} L${h.layer + 1} H${h.head + 1}`, fmt(h.raw_std), fmt(h.scaled_std)]),
+      caption: t("scaling.heads-caption", { model: answer.model }),
+      headers: [t("heads-lab.head"), t("scaling.without"), t("scaling.with")],
+      rows: answer.heads.map((h) => [t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }),
+        fmt(h.raw_std), fmt(h.scaled_std)]),
     };
   }
   const { unscaled, scaled } = answer.sampled;
-  const pair = (key) => [`${QUANTITY[key]}, q · k`, `${QUANTITY[key]}, q · k / √d_k`];
+  const pair = (key) => [`${t(QUANTITY[key])}, q · k`, `${t(QUANTITY[key])}, q · k / √d_k`];
   return {
-    caption: `Softmax saturation against d_k, ${answer.sampled.keys} keys, ${answer.sampled.draws} draws per width (the model's d_k: ${answer.d_k})`,
-    headers: ["d_k", "spread of q · k", ...QUANTITIES.flatMap(([key]) => pair(key))],
+    caption: t("scaling.caption", { keys: String(answer.sampled.keys), draws: String(answer.sampled.draws), dk: String(answer.d_k) }),
+    headers: ["d_k", t("scaling.spread"), ...QUANTITIES.flatMap(([key]) => pair(key))],
     rows: unscaled.map((r, i) => [String(r.d_k), fmt(r.score_std), ...QUANTITIES.flatMap(([key]) => [fmt(r[key]), fmt(scaled[i][key])])]),
   };
 }
@@ -98,7 +98,8 @@ export function rows(answer, key, plot) {
 function drawCurves(div, answer) {
   const { sampled, d_k: dk } = answer;
   const data = [];
-  QUANTITIES.forEach(([key, label], i) => {
+  QUANTITIES.forEach(([key, said], i) => {
+    const label = t(said);
     const axis = i ? String(i + 1) : "";
     for (const [rows, name, color] of [[sampled.unscaled, "q · k", RAW], [sampled.scaled, "q · k / √d_k", SCALED]]) {
       data.push({ type: "scatter", mode: "lines+markers", name, legendgroup: name, showlegend: i === 0, x: rows.map((r) => r.d_k),
@@ -108,7 +109,8 @@ function drawCurves(div, answer) {
   });
   const axes = {};
   const shapes = [];
-  QUANTITIES.forEach(([, label], i) => {
+  QUANTITIES.forEach(([, said], i) => {
+    const label = t(said);
     const axis = i ? String(i + 1) : "";
     const domain = [i / 3 + 0.02, (i + 1) / 3 - 0.05];
     axes[`xaxis${axis}`] = { type: "log", domain, anchor: `y${axis}`, title: { text: "d_k" }, gridcolor: "#eceef3" };
@@ -118,7 +120,7 @@ function drawCurves(div, answer) {
   });
   const layout = baseLayout({ margin: { l: 48, r: 10, t: 30, b: 44 }, ...axes, shapes,
     legend: { orientation: "h", x: 0, y: 1.12 },
-    annotations: [{ text: `the model's d_k = ${dk}`, xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
+    annotations: [{ text: t("scaling.model-dk", { dk: String(dk) }), xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
   div.dataset.dk = String(dk);
   drawPlot(div, data, layout, `${answer.model}-scaling-sampled`, answer);
 }
@@ -126,13 +128,13 @@ function drawCurves(div, answer) {
 function drawHeads(div, answer) {
   const heads = answer.heads;
   const x = heads.map((_, i) => i);
-  const labels = heads.map((h) => `${h.kind} L${h.layer + 1} H${h.head + 1}`);
+  const labels = heads.map((h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }));
   const bar = (name, key, color) => ({ type: "bar", name, x, y: heads.map((h) => h[key]), customdata: labels,
     marker: { color }, hovertemplate: `%{customdata}<br>${name}: %{y:.4g}<extra></extra>` });
   const layout = baseLayout({ margin: { l: 56, r: 10, t: 30, b: 90 }, barmode: "group",
     legend: { orientation: "h", x: 0, y: 1.12 },
     xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },
-    yaxis: { type: "log", title: { text: "std of the scores" }, gridcolor: "#eceef3" } });
-  drawPlot(div, [bar("without the scale", "raw_std", RAW), bar("with the scale", "scaled_std", SCALED)], layout,
+    yaxis: { type: "log", title: { text: t("scaling.std") }, gridcolor: "#eceef3" } });
+  drawPlot(div, [bar(t("scaling.without"), "raw_std", RAW), bar(t("scaling.with"), "scaled_std", SCALED)], layout,
     `${answer.model}-scaling-heads`, answer);
 }

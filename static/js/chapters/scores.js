@@ -6,7 +6,8 @@
 // alignment grid picks the word (store `row`).
 import * as api from "../api.js";
 import { el } from "../dom.js";
-import { fillStory, fmt } from "../facts.js";
+import { decimal, label, t } from "../i18n.js";
+import { fillStory, fmt, unitsRule } from "../facts.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
 import { modelFailure } from "../requests.js";
@@ -40,7 +41,7 @@ export function mount(context) {
   for (const name of models) panelsOf.set(name, panel(catalog.info(name)));
   const container = part("scores-panels");
   container.replaceChildren(...[...panelsOf.values()].map((p) => p.figure));
-  if (!models.length) container.append(el("p", "panel panel--note", "No recurrent model with attention is loaded."));
+  if (!models.length) container.append(label(el("p", "panel panel--note"), "scores.none"));
   const select = part("scores-row");
   select.addEventListener("change", () => pick(Number(select.value)));
   const slider = part("scores-temperature");
@@ -71,13 +72,13 @@ export async function ask(text, signal, name) {
 }
 
 export function failure(error, name) {
-  return error.model ? modelFailure(error, name) : `The scores could not be computed (${api.explain(error)}).`;
+  return error.model ? modelFailure(error, name) : t("scores.failure", { why: api.explain(error) });
 }
 
 export function draw(answer, name) {
   const { plot, blend } = panelsOf.get(name);
   if (!answer) {
-    for (const div of [plot, blend]) showEmpty(div, `${name} wrote no word for this sentence, so there is none to score.`);
+    for (const div of [plot, blend]) showEmpty(div, t("scores.no-word", { name }));
     return;
   }
   drawScores(plot, answer);
@@ -105,8 +106,8 @@ function fillRows() {
 }
 
 function showTemperature() {
-  lab.part("scores-temperature-value").textContent = `T = ${temperature}`;
-  lab.part("scores-temperature").setAttribute("aria-valuetext", `temperature ${temperature}`);
+  lab.part("scores-temperature-value").textContent = `T = ${decimal(String(temperature))}`;
+  lab.part("scores-temperature").setAttribute("aria-valuetext", t("scores.temperature", { temperature: decimal(String(temperature)) }));
 }
 
 /** The prose's facts of one model's answer. */
@@ -115,48 +116,48 @@ function facts(name, answer) {
   const top = weights.indexOf(Math.max(...weights));
   const change = answer.reweighted_entropy - answer.entropy;
   return {
-    word: `“${showToken(query)}”`, model: name, "max-weight": fmt(answer.max_weight), "top-source": `“${showToken(source[top])}”`,
-    temperature: String(answer.temperature), "max-reweighted": fmt(answer.reweighted_max_weight),
+    word: t("quote", { text: showToken(query) }), model: name, "max-weight": fmt(answer.max_weight),
+    "top-source": t("quote", { text: showToken(source[top]) }), temperature: decimal(String(answer.temperature)), "max-reweighted": fmt(answer.reweighted_max_weight),
     "entropy-t": fmt(answer.reweighted_entropy), entropy: fmt(answer.entropy), "max-entropy": fmt(answer.max_entropy),
-    direction: change > 0 ? "more spread out, towards the fog" : change < 0 ? "sharper, towards a spotlight" : "the model's own",
+    direction: t(change > 0 ? "scores.spread" : change < 0 ? "scores.sharper" : "scores.own"),
   };
 }
 
 function tell(name, answer) {
   const said = facts(name, answer);
   panelsOf.get(name).readout.textContent =
-    `${said.word} → ${said["top-source"]}: weight ${said["max-weight"]}; entropy ${said.entropy} nats at T = 1, ${said["entropy-t"]} at T = ${answer.temperature} (uniform: ${said["max-entropy"]}).`;
+    t("scores.readout", { word: said.word, top: said["top-source"], weight: said["max-weight"], entropy: said.entropy,
+      entropyT: said["entropy-t"], temperature: said.temperature, max: said["max-entropy"] });
   if (name !== models[0]) return;
   fillStory(lab.part("scores-story"), said);
-  store.headline(chapter, `${name}: ${said.word} puts ${said["max-weight"]} of its weight on ${said["top-source"]}.`);
+  store.headline(chapter, t("scores.headline", { name, word: said.word, weight: said["max-weight"], top: said["top-source"] }));
 }
 
 /** The scores plot: the scores' range and the weight they give; the blend: the weights at T. */
 export function describe(answer, name, plot) {
-  if (!answer) return `${name} wrote no word for this sentence, so there is none to score.`;
+  if (!answer) return t("scores.no-word", { name });
   const said = facts(name, answer);
   if (plot && plot === panelsOf.get(name).plot) {
-    return `For ${said.word}, ${name}'s scores e_j run from ${fmt(Math.min(...answer.scores))} to ${fmt(Math.max(...answer.scores))}; ` +
-      `softmax turns them into weights, ${said["max-weight"]} of it on ${said["top-source"]}.`;
+    return t("scores.plot-describe", { word: said.word, name, low: fmt(Math.min(...answer.scores)), high: fmt(Math.max(...answer.scores)),
+      weight: said["max-weight"], top: said["top-source"] });
   }
-  return `For ${said.word}, ${name} puts ${said["max-weight"]} of its weight on ${said["top-source"]}. At T = ${said.temperature} ` +
-    `the largest weight is ${said["max-reweighted"]} and the entropy ${said["entropy-t"]} nats, against ${said.entropy} at T = 1 ` +
-    `(uniform: ${said["max-entropy"]}): the weights are ${said.direction}.`;
+  return t("scores.describe", { word: said.word, name, weight: said["max-weight"], top: said["top-source"], temperature: said.temperature,
+    reweighted: said["max-reweighted"], entropyT: said["entropy-t"], entropy: said.entropy, max: said["max-entropy"], direction: said.direction });
 }
 
 export function rows(answer, name, plot) {
-  if (!answer) return { caption: `${name} wrote no word to score`, headers: ["source piece"], rows: [] };
+  if (!answer) return { caption: t("scores.no-word-caption", { name }), headers: [t("scores.source-piece")], rows: [] };
   if (plot && plot === panelsOf.get(name).plot) {
     return {
-      caption: `${name}, output word ${answer.row + 1} (“${showToken(answer.query_token)}”): score and weight per source piece`,
-      headers: ["source piece", "score e_j", "weight α_j"],
-      rows: answer.source_tokens.map((t, j) => [showToken(t), fmt(answer.scores[j]), fmt(answer.weights[j])]),
+      caption: t("scores.plot-caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token) }),
+      headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight-plain")],
+      rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j])]),
     };
   }
   return {
-    caption: `${name}, output word ${answer.row + 1} (“${showToken(answer.query_token)}”): score, weight and softmax at T = ${answer.temperature} per source piece`,
-    headers: ["source piece", "score e_j", "weight α_j (T = 1)", `softmax(e_j / ${answer.temperature})`],
-    rows: answer.source_tokens.map((t, j) => [showToken(t), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
+    caption: t("scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: decimal(String(answer.temperature)) }),
+    headers: [t("scores.source-piece"), t("scores.score"), t("scores.weight"), `softmax(e_j / ${decimal(String(answer.temperature))})`],
+    rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
   };
 }
 
@@ -165,19 +166,19 @@ function panel(info) {
   const figure = el("figure", "panel");
   const caption = el("figcaption", "panel__caption");
   const readout = el("span", "scores-panel__readout");
-  caption.append(el("span", "panel__title", info.summary), " ", el("code", "", info.name),
+  caption.append(lab.catalog.summarize(el("span", "panel__title"), info), " ", el("code", "", info.name),
     el("code", "scores-panel__formula", ""), readout, el("span", "panel__note", ""));
-  const plot = plotDiv(`scores-${info.name}`, "plot--scores", `Scores and softmax weights of ${info.name} for the picked output word`);
-  const blend = plotDiv(`blend-${info.name}`, "plot--blend", `Encoder states of ${info.name} and their weighted blend, the context`);
+  const plot = plotDiv(`scores-${info.name}`, "plot--scores", "scores.plot-label", info.name);
+  const blend = plotDiv(`blend-${info.name}`, "plot--blend", "scores.blend-label", info.name);
   figure.append(caption, plot, blend);
   return { figure, plot, blend, readout };
 }
 
-function plotDiv(testid, size, label) {
+function plotDiv(testid, size, key, name) {
   const div = el("div", `plot ${size}`);
   div.dataset.testid = testid;
   div.setAttribute("role", "group");
-  div.setAttribute("aria-label", label);
+  label(div, key, { name }, "aria-label");
   return div;
 }
 
@@ -186,22 +187,22 @@ function drawScores(div, answer) {
   figure.querySelector(".scores-panel__formula").textContent = answer.formula;
   const tokens = answer.source_tokens;
   const x = tokens.map((_, i) => i);
-  const labels = tokens.map((t) => plotText(showToken(t)));
+  const labels = tokens.map((tok) => plotText(showToken(tok)));
   const bar = (name, y, color, axis, extra = {}) => ({
     type: "bar", name, x, y, customdata: labels, marker: { color }, xaxis: "x", yaxis: axis,
     hovertemplate: `<b>%{customdata}</b><br>${name}: %{y:.4g}<extra></extra>`, ...extra,
   });
   const data = [
-    bar("score e_j", answer.scores, SCORE, "y", { showlegend: false }),
-    bar("weight α_j (T = 1)", answer.weights, OWN, "y2"),
-    bar(`softmax(e_j / ${answer.temperature})`, answer.reweighted, AT_T, "y2"),
+    bar(t("scores.score"), answer.scores, SCORE, "y", { showlegend: false }),
+    bar(t("scores.weight"), answer.weights, OWN, "y2"),
+    bar(`softmax(e_j / ${decimal(String(answer.temperature))})`, answer.reweighted, AT_T, "y2"),
   ];
   const layout = baseLayout({
     margin: { l: 52, r: 12, t: 28, b: 60 },
     barmode: "group",
     xaxis: tokenAxis(tokens, { anchor: "y2", tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: { domain: [0.6, 1], title: { text: "score" }, gridcolor: "#eceef3", zeroline: true },
-    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: "weight" }, gridcolor: "#eceef3" },
+    yaxis: { domain: [0.6, 1], title: { text: t("scores.score-axis") }, gridcolor: "#eceef3", zeroline: true },
+    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: t("scores.weight-axis") }, gridcolor: "#eceef3" },
     legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
   });
   div.dataset.row = String(answer.row);
@@ -213,19 +214,19 @@ function drawScores(div, answer) {
 function drawBlend(div, answer) {
   const { blend, source_tokens: tokens, weights } = answer;
   div.closest("figure").querySelector(".panel__note").textContent =
-    `Below the scores: each source piece's encoder state h_j and, under the line, the context the weights blend from them. Units: ${blend.rule}.`;
-  const labels = [...tokens.map((t, j) => `${showToken(t)} (α ${fmt(weights[j])})`), "context Σ α_j h_j"];
+    t("scores.blend-note", { rule: unitsRule(blend, "scores.units-rule") });
+  const labels = [...tokens.map((tok, j) => `${showToken(tok)} (α ${fmt(weights[j])})`), t("scores.context")];
   const z = [...blend.states, blend.context];
   const reach = Math.max(...z.flat().map(Math.abs), 1e-9);
   const trace = {
     type: "heatmap", z, x: blend.units.map((_, i) => i), y: labels.map((_, i) => i),
     customdata: labels.map((r) => blend.units.map((u) => [plotText(r), u])),
-    hovertemplate: "<b>%{customdata[0]}</b><br>unit %{customdata[1]}: %{z:.3f}<extra></extra>",
+    hovertemplate: t("scores.blend-hover"),
     colorscale: GATE_SCALE, zmin: -reach, zmax: reach, showscale: false, xgap: 1, ygap: 1, meta: { colorbarTitle: "value" },
   };
   const layout = baseLayout({
     margin: { l: 110, r: 12, t: 8, b: 40 },
-    xaxis: { title: { text: `unit (${blend.units.length} of ${blend.hidden_size})` }, showticklabels: false, showgrid: false, zeroline: false },
+    xaxis: { title: { text: t("scores.units", { shown: String(blend.units.length), hidden: String(blend.hidden_size) }) }, showticklabels: false, showgrid: false, zeroline: false },
     yaxis: tokenAxis(labels, { autorange: "reversed" }),
     shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: labels.length - 1.5, y1: labels.length - 1.5, line: { color: "#161b26", width: 2 } }],
   });

@@ -5,6 +5,7 @@
 // busy with someone else's measurement (429) says when it will be done: the lifecycle asks again then.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { label, language, number, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -22,7 +23,7 @@ let answer = null; // the answer drawn
 
 export function mount(context) {
   lab = context;
-  showEmpty(lab.part("timing-plot"), "Press “Measure on this server” to time both encoders here.");
+  showEmpty(lab.part("timing-plot"), ["timing.press"]);
   lab.part("timing-measure").addEventListener("click", measure);
 }
 
@@ -40,14 +41,14 @@ export async function ask(text, signal) {
 }
 
 export function failure(error) {
-  if (error instanceof api.ApiError && error.status === 429) return `Someone else is measuring on this server right now (${api.explain(error)}).`;
-  return `The measurement failed (${api.explain(error)}).`;
+  if (error instanceof api.ApiError && error.status === 429) return t("timing.someone-else", { why: api.explain(error) });
+  return t("timing.failure", { why: api.explain(error) });
 }
 
 export function draw(next) {
   answer = next;
-  say(`Measured ${new Date(answer.measured_at).toLocaleString()} on ${answer.device_name}.`);
-  lab.part("timing-measure").textContent = "Measure again";
+  say(t("timing.measured", { when: when(answer.measured_at), device: answer.device_name }));
+  label(lab.part("timing-measure"), "timing.again");
   tell();
   const div = lab.part("timing-plot");
   whenNear(div, () => drawTiming(div, answer, lab.catalog));
@@ -61,15 +62,18 @@ async function measure() {
   const progress = lab.part("timing-progress");
   progress.hidden = false;
   progress.value = 0;
-  say("Measuring…");
+  say(t("timing.measuring"));
   await lab.ask();
   progress.hidden = true;
   button.disabled = false;
 }
 
 function say(message) {
+  delete lab.part("timing-status").dataset.i18n; // no longer the template's words
   lab.part("timing-status").textContent = message;
 }
+
+const when = (at) => new Date(at).toLocaleString(language());
 
 /** Show the server's progress until the returned function is called. */
 function poll() {
@@ -82,7 +86,7 @@ function poll() {
         if (status.running && polling.on) {
           progress.max = Math.max(status.total, 1);
           progress.value = status.done;
-          progress.setAttribute("aria-valuetext", `${status.done} of at most ${status.total} calls timed`);
+          progress.setAttribute("aria-valuetext", t("timing.progress", { done: String(status.done), total: String(status.total) }));
         }
       } catch {
         // progress is a nicety: the measurement's own answer says what happened
@@ -99,60 +103,61 @@ function facts(a) {
   const [shortest, longest] = [Math.min(...a.lengths), Math.max(...a.lengths)];
   const ratio = a.parallel_longest_over_recurrent_shortest;
   const faster = a.recurrent_over_parallel_longest;
-  const verdict = ratio <= ROUGHLY
-    ? `the seed's claim holds here: ${longest} pieces through the Transformer took no more than ${ROUGHLY}× the LSTM's ${shortest}`
-    : `the seed's claim does not hold on this machine, where ${longest} pieces through the Transformer took ${fmt(ratio)}× the LSTM's ${shortest}`;
-  const side = faster > 1 ? "at that length the Transformer was the faster encoder" : "the LSTM was the faster encoder even there";
+  const lengths = { longest: String(longest), shortest: String(shortest), roughly: number(ROUGHLY), ratio: fmt(ratio) };
+  const verdict = t(ratio <= ROUGHLY ? "timing.holds" : "timing.fails", lengths);
+  const side = t(faster > 1 ? "timing.transformer-faster" : "timing.lstm-faster");
   return {
     "device-name": a.device_name, device: a.device, threads: String(a.torch_threads),
-    "measured-at": `measured ${new Date(a.measured_at).toLocaleString()}`, shortest: String(shortest), longest: String(longest),
+    "measured-at": t("timing.measured-at", { when: when(a.measured_at) }), shortest: String(shortest), longest: String(longest),
     "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),
-    "transformer-over-lstm": fmt(ratio), "lstm-over-transformer": fmt(faster), verdict: `${verdict}; ${side}`,
+    "transformer-over-lstm": fmt(ratio), "lstm-over-transformer": fmt(faster), verdict: `${verdict}${t("list.separator")}${side}`,
     "encoder-recurrent": a.encoders[recurrent], "encoder-parallel": a.encoders[parallel],
-    complete: a.complete ? `Every length was timed up to ${a.max_repeats} times within the ${a.limit_s} s limit.`
-      : `The ${a.limit_s} s limit cut some lengths short of ${a.max_repeats} repeats.`,
+    complete: t(a.complete ? "timing.complete" : "timing.incomplete", { repeats: String(a.max_repeats), limit: number(a.limit_s) }),
   };
 }
 
 function tell() {
   const said = facts(answer);
   fillStory(lab.part("timing-story"), said);
+  for (const fact of ["encoder-recurrent", "encoder-parallel"]) { // the server's own description (API data, in English)
+    for (const node of lab.part("timing-story").querySelectorAll(`[data-fact="${fact}"]`)) node.lang = language() === "en" ? "" : "en";
+  }
   for (const p of lab.part("timing-story").querySelectorAll(".timing-result")) p.hidden = false;
-  store.headline(chapter, `at ${said.longest} pieces the LSTM encoder took ${said["lstm-over-transformer"]}× the Transformer's time (${answer.device}).`, true);
+  store.headline(chapter, t("timing.headline", { longest: said.longest, times: said["lstm-over-transformer"], device: answer.device }), true);
 }
 
 export function describe(shown) {
   const said = facts(shown);
-  return `Measured on ${said["device-name"]} (${said.device}): from ${said.shortest} to ${said.longest} pieces the LSTM encoder's time ` +
-    `grew ${said["growth-recurrent"]}×, the Transformer encoder's ${said["growth-parallel"]}×; ${said.verdict}.`;
+  return t("timing.describe", { name: said["device-name"], device: said.device, shortest: said.shortest, longest: said.longest,
+    recurrent: said["growth-recurrent"], parallel: said["growth-parallel"], verdict: said.verdict });
 }
 
 export function rows(shown) {
   return {
-    caption: `Median wall time of one encoder call against input length, on ${shown.device_name} (${shown.device})`,
-    headers: ["encoder", "input length (pieces)", "median wall time (ms)", "repeats"],
+    caption: t("timing.caption", { name: shown.device_name, device: shown.device }),
+    headers: [t("timing.encoder"), t("timing.x-axis"), t("timing.y-axis"), t("timing.repeats")],
     rows: Object.entries(shown.timings).flatMap(([model, timed]) =>
-      timed.map((t) => [model, String(t.length), fmt(t.median_ms), String(t.repeats)])),
+      timed.map((row) => [model, String(row.length), fmt(row.median_ms), String(row.repeats)])),
   };
 }
 
 function drawTiming(div, shown, catalog) {
   const models = Object.keys(shown.timings);
   if (!models.length) {
-    showEmpty(div, "Nothing was timed.");
+    showEmpty(div, t("timing.nothing"));
     return;
   }
   const data = models.map((model) => ({
     type: "scatter", mode: "lines+markers", name: plotText(model),
-    x: shown.timings[model].map((t) => t.length), y: shown.timings[model].map((t) => t.median_ms),
-    customdata: shown.timings[model].map((t) => t.repeats),
+    x: shown.timings[model].map((row) => row.length), y: shown.timings[model].map((row) => row.median_ms),
+    customdata: shown.timings[model].map((row) => row.repeats),
     line: { color: catalog.colour(model), width: 2.5 }, marker: { size: 7, symbol: catalog.marker(model) },
-    hovertemplate: `<b>${plotText(model)}</b><br>%{x} pieces: %{y:.3g} ms<br>median of %{customdata}<extra></extra>`,
+    hovertemplate: t("timing.hover", { model: plotText(model) }),
   }));
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: "input length (pieces)" }, type: "log", gridcolor: "#eceef3" },
-    yaxis: { title: { text: "median wall time (ms)" }, type: "log", gridcolor: "#eceef3" },
+    xaxis: { title: { text: t("timing.x-axis") }, type: "log", gridcolor: "#eceef3" },
+    yaxis: { title: { text: t("timing.y-axis") }, type: "log", gridcolor: "#eceef3" },
     legend: { x: 0, y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `encoder-timing-${shown.device}`, shown);

@@ -3,6 +3,7 @@
 // checkpoint kept starred (GET /api/models `kept`); the prose's numbers from the same answers.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -12,7 +13,7 @@ export const title = "training logs";
 export const figures = ["curves-plot", "curve-metric", "curve-x", "curve-models", "training-story"];
 export const asks = "start";
 
-const X = { step: { title: "training step", of: (p) => p.step }, minutes: { title: "training minutes", of: (p) => p.seconds / 60 } };
+const X = { step: { title: "curves.step", of: (p) => p.step }, minutes: { title: "curves.minutes", of: (p) => p.seconds / 60 } };
 let lab = null; // what mount was given
 let curves = null; // the answer drawn
 
@@ -44,7 +45,7 @@ export function draw(answer) {
   redraw();
 }
 
-export const failure = (error) => `The training logs could not be read (${api.explain(error)}).`;
+export const failure = (error) => t("curves.failure", { why: api.explain(error) });
 
 function redraw() {
   if (curves) whenNear(lab.part("curves-plot"), plotCurves);
@@ -53,8 +54,8 @@ function redraw() {
 function plotCurves() {
   const div = lab.part("curves-plot");
   const { catalog, page: { curve, x, show } } = lab;
-  const series = curve === "bleu" ? [["valid_bleu", "validation BLEU", "solid"]]
-    : [["train_loss", "training loss", "solid"], ["valid_loss", "validation loss", "dash"]];
+  const series = curve === "bleu" ? [["valid_bleu", t("curves.valid-bleu"), "solid"]]
+    : [["train_loss", t("curves.train-loss"), "solid"], ["valid_loss", t("curves.valid-loss"), "dash"]];
   const data = [];
   for (const { model, points } of curves) {
     if (!points.length) continue;
@@ -64,26 +65,27 @@ function plotCurves() {
       ...common, type: "scatter", mode: "lines+markers", name: plotText(model), showlegend: i === 0,
       x: points.map(X[x].of), y: points.map((p) => p[key]), line: { ...common.line, dash },
       marker: { size: 5, symbol: catalog.marker(model) },
-      hovertemplate: `<b>${plotText(model)}</b> ${label}<br>${X[x].title} %{x:.0f}<br>%{y:.3f}<extra></extra>`,
+      hovertemplate: `<b>${plotText(model)}</b> ${label}<br>${t(X[x].title)} %{x:.0f}<br>%{y:.3f}<extra></extra>`,
     }));
     const kept = catalog.info(model)?.kept;
     if (kept) {
       data.push({
-        ...common, type: "scatter", mode: "markers", name: `${plotText(model)} kept`, showlegend: false,
+        ...common, type: "scatter", mode: "markers", name: t("curves.kept-name", { model: plotText(model) }), showlegend: false,
         x: [X[x].of(kept)], y: [curve === "bleu" ? kept.valid_bleu : kept.valid_loss],
         marker: { symbol: "star", size: 16, color: catalog.colour(model), line: { color: "#161b26", width: 1 } },
-        hovertemplate: `<b>${plotText(model)}</b> kept here<br>step ${kept.step}, epoch ${kept.epoch}<br>validation BLEU ${kept.valid_bleu}, loss ${kept.valid_loss}<extra></extra>`,
+        hovertemplate: t("curves.kept-hover", { model: plotText(model), step: String(kept.step), epoch: String(kept.epoch),
+          bleu: fmt(kept.valid_bleu), loss: fmt(kept.valid_loss) }),
       });
     }
   }
   if (!data.length) {
-    showEmpty(div, "No model carries a training log.");
+    showEmpty(div, t("curves.none"));
     return;
   }
   const layout = baseLayout({
     margin: { l: 56, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: X[x].title }, gridcolor: "#eceef3", zeroline: false },
-    yaxis: { title: { text: curve === "bleu" ? "validation BLEU" : "loss (cross-entropy per piece)" }, gridcolor: "#eceef3", zeroline: false, rangemode: "tozero" },
+    xaxis: { title: { text: t(X[x].title) }, gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: t(curve === "bleu" ? "curves.valid-bleu" : "curves.loss-axis") }, gridcolor: "#eceef3", zeroline: false, rangemode: "tozero" },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   });
   Object.assign(div.dataset, { curve, x, show });
@@ -94,7 +96,7 @@ function plotCurves() {
 function kept(answer) {
   const runs = answer.map((c) => ({ ...c, kept: lab.catalog.info(c.model)?.kept }))
     .filter((c) => c.kept && Number.isFinite(c.kept.valid_bleu));
-  const facts = { count: `${runs.length} models` };
+  const facts = { count: t("curves.count", { count: runs.length }) };
   if (!runs.length) return facts;
   const best = runs.reduce((a, b) => (b.kept.valid_bleu > a.kept.valid_bleu ? b : a));
   const worst = runs.reduce((a, b) => (b.kept.valid_bleu < a.kept.valid_bleu ? b : a));
@@ -103,7 +105,7 @@ function kept(answer) {
   return Object.assign(facts, {
     best: best.model, "best-bleu": fmt(best.kept.valid_bleu), "best-steps": String(best.kept.step),
     "best-minutes": fmt(best.kept.seconds / 60), "best-first-loss": fmt(first), "best-kept-loss": fmt(last),
-    "best-loss-direction": first === null ? "–" : last < first ? "fell" : last > first ? "rose" : "stayed level",
+    "best-loss-direction": first === null ? "–" : t(last < first ? "curves.fell" : last > first ? "curves.rose" : "curves.level"),
     worst: worst.model, "worst-bleu": fmt(worst.kept.valid_bleu), "worst-minutes": fmt(worst.kept.seconds / 60),
   });
 }
@@ -112,23 +114,25 @@ function kept(answer) {
 function tell() {
   const facts = kept(curves);
   store.headline(chapter, facts.best
-    ? `${facts.best} reached ${facts["best-bleu"]} validation BLEU in ${facts["best-minutes"]} minutes of training; ${facts.worst}, ${facts["worst-bleu"]}.`
-    : "no checkpoint records the point it kept.");
+    ? t("curves.headline", { best: facts.best, bleu: facts["best-bleu"], minutes: facts["best-minutes"], worst: facts.worst, worstBleu: facts["worst-bleu"] })
+    : t("curves.headline-none"));
   fillStory(lab.part("training-story"), facts);
 }
 
 export function describe(answer) {
   const facts = kept(answer);
-  if (!facts.best) return `Training logs of ${answer.length} models; no checkpoint records the point it kept.`;
-  return `Training logs of ${answer.length} models. ${facts.best} kept the best validation BLEU, ${facts["best-bleu"]}, ` +
-    `after ${facts["best-steps"]} steps (${facts["best-minutes"]} minutes); its validation loss ${facts["best-loss-direction"]} ` +
-    `from ${facts["best-first-loss"]} to ${facts["best-kept-loss"]}. The lowest, ${facts.worst}, kept ${facts["worst-bleu"]}.`;
+  if (!facts.best) return t("curves.describe-none", { count: answer.length });
+  return t("curves.describe", {
+    count: answer.length, best: facts.best, bleu: facts["best-bleu"], steps: facts["best-steps"], minutes: facts["best-minutes"],
+    direction: facts["best-loss-direction"], first: facts["best-first-loss"], kept: facts["best-kept-loss"],
+    worst: facts.worst, worstBleu: facts["worst-bleu"],
+  });
 }
 
 export function rows(answer) {
   return {
-    caption: "Each model's training log: loss and validation BLEU at each evaluation",
-    headers: ["model", "step", "minutes", "training loss", "validation loss", "validation BLEU"],
+    caption: t("curves.caption"),
+    headers: [t("header.model"), t("header.step"), t("header.minutes"), t("curves.train-loss"), t("curves.valid-loss"), t("curves.valid-bleu")],
     rows: answer.flatMap(({ model, points }) => points.map((p) =>
       [model, String(p.step), fmt(p.seconds / 60), fmt(p.train_loss), fmt(p.valid_loss), fmt(p.valid_bleu)])),
   };

@@ -5,7 +5,8 @@
 import { explain } from "../api.js";
 import { BUCKETS, bucketOf } from "../catalog.js";
 import { el } from "../dom.js";
-import { UNAVAILABLE } from "../requests.js";
+import { tenths } from "../facts.js";
+import { label, t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "4";
@@ -14,12 +15,12 @@ export const figures = ["cards"];
 export const asks = "typed";
 
 const GROUPS = [
-  { title: "One vector for the whole sentence", has: (m) => !m.cross_attention },
-  { title: "Free to look back at the source", has: (m) => m.cross_attention },
+  { title: "cards.one-vector", has: (m) => !m.cross_attention },
+  { title: "cards.look-back", has: (m) => m.cross_attention },
 ];
 
-const bleu = (value) => (typeof value === "number" && Number.isFinite(value) ? value.toFixed(1) : "–");
-const bucketLabel = (bucket) => `BLEU, ${bucket.replace("-", "–")} words`;
+const bleu = (value) => (typeof value === "number" && Number.isFinite(value) ? tenths(value) : "–");
+const words = (bucket) => bucket.replace("-", "–");
 let lab = null;
 const cards = new Map(); // model -> {card, text, bucket}
 let bucket = null; // the length group of the latest text
@@ -29,11 +30,11 @@ export function mount(context) {
   lab = context;
   const container = lab.part("cards");
   for (const group of GROUPS) {
-    const made = lab.catalog.models.filter(group.has).map((m) => card(m.name, m.summary));
+    const made = lab.catalog.models.filter(group.has).map((m) => card(m.name, m));
     if (made.length) container.append(groupOf(group.title, made));
   }
   const unavailable = Object.entries(lab.catalog.unavailable);
-  if (unavailable.length) container.append(groupOf("Not available", unavailable.map(([name, reason]) => unavailableCard(name, reason))));
+  if (unavailable.length) container.append(groupOf("cards.unavailable", unavailable.map(([name, reason]) => unavailableCard(name, reason))));
   store.watch("model", select);
   store.watch("text", (text) => setBucket(bucketOf(text)));
   store.set("model", lab.page.model);
@@ -47,38 +48,40 @@ export const ask = (text, signal, name) => lab.compared(name, signal);
 export function draw(answer, name) {
   const { text } = cards.get(name);
   text.className = "card__text";
-  text.textContent = answer.translation || "(empty translation)";
+  text.textContent = answer.translation || t("cards.empty");
 }
 
 export function failure(error) {
-  return error.status === 404 ? UNAVAILABLE : `No answer this time (${explain(error)}).`;
+  return error.status === 404 ? t("failure.unavailable") : t("cards.no-answer", { why: explain(error) });
 }
 
 const scoreOf = (name, group) => (lab.catalog.info(name)?.metrics?.bleu_by_length || []).find((r) => r.bucket === group);
 
 export function describe(answer, name) {
   const row = scoreOf(name, bucket);
-  return `${name} translates your sentence as “${answer.translation || ""}”; its test BLEU is ` +
-    `${bleu(lab.catalog.info(name)?.metrics?.bleu)} overall and ${bleu(row && row.bleu)} on sentences of ${(bucket || BUCKETS[0]).replace("-", "–")} words.`;
+  return t("cards.describe", {
+    name, translation: answer.translation || "", overall: bleu(lab.catalog.info(name)?.metrics?.bleu),
+    bucket: bleu(row && row.bleu), words: words(bucket || BUCKETS[0]),
+  });
 }
 
 export function rows(answer, name) {
   const row = scoreOf(name, bucket);
   return {
-    caption: `${name}'s translation of your sentence and its test BLEU`,
-    headers: ["model", "translation", "test BLEU", bucketLabel(bucket || BUCKETS[0])],
-    rows: [[name, answer.translation || "(empty translation)", bleu(lab.catalog.info(name)?.metrics?.bleu), bleu(row && row.bleu)]],
+    caption: t("cards.caption", { name }),
+    headers: [t("header.model"), t("header.translation"), t("cards.test-bleu"), t("cards.bucket", { words: words(bucket || BUCKETS[0]) })],
+    rows: [[name, answer.translation || t("cards.empty"), bleu(lab.catalog.info(name)?.metrics?.bleu), bleu(row && row.bleu)]],
   };
 }
 
-function score(label) {
+function score(key, values) {
   const box = el("span", "score");
   const value = el("span", "score__value", "–");
-  box.append(value, el("span", "score__label", label));
+  box.append(value, label(el("span", "score__label"), key, values));
   return { box, value, label: box.lastChild };
 }
 
-function card(name, summary) {
+function card(name, model) {
   const button = el("button", "card");
   button.type = "button";
   button.dataset.model = name;
@@ -89,11 +92,14 @@ function card(name, summary) {
   text.setAttribute("data-testid", `translation-${name}`);
   text.setAttribute("lang", "en");
   const scores = el("span", "card__scores");
-  const overall = score("test BLEU");
-  const byLength = score("BLEU, 1-5 words");
+  const overall = score("cards.test-bleu");
+  const byLength = score("cards.bucket", { words: words(BUCKETS[0]) });
   overall.value.textContent = bleu(lab.catalog.info(name)?.metrics?.bleu);
   scores.append(overall.box, byLength.box);
-  button.append(title, el("span", "card__what", summary), text, scores);
+  const what = el("span", "card__what");
+  if (model) lab.catalog.summarize(what, model);
+  else label(what, "cards.not-loaded");
+  button.append(title, what, text, scores);
   button.addEventListener("click", () => {
     if (button.classList.contains("is-unavailable")) return;
     lab.page.set({ model: name });
@@ -104,12 +110,13 @@ function card(name, summary) {
 }
 
 function unavailableCard(name, reason) {
-  const made = card(name, "Not loaded");
+  const made = card(name, null);
   made.classList.add("is-unavailable");
   made.setAttribute("aria-disabled", "true");
   const { text } = cards.get(name);
   text.className = "card__text is-missing";
-  text.textContent = `Not available: ${reason}`;
+  text.lang = "en"; // the server's reason
+  label(text, "cards.not-available", { reason });
   return made;
 }
 
@@ -118,7 +125,7 @@ function setBucket(group) {
   if (group === bucket) return; // typing within a bucket: nothing to rewrite (~3.5 ms a round)
   bucket = group;
   for (const [name, parts] of cards) {
-    parts.bucket.label.textContent = bucketLabel(group);
+    label(parts.bucket.label, "cards.bucket", { words: words(group) });
     const row = scoreOf(name, group);
     parts.bucket.value.textContent = bleu(row && row.bleu);
   }
@@ -133,6 +140,6 @@ function groupOf(heading, made) {
   box.style.setProperty("--size", String(made.length));
   const list = el("div", "card-group__cards");
   list.append(...made);
-  box.append(el("p", "card-group__title", heading), list);
+  box.append(label(el("p", "card-group__title"), heading), list);
   return box;
 }
