@@ -246,8 +246,17 @@ export class Questions {
     }
   }
 
-  /** The two choices, in the composer: ask me first / just show me. */
+  /** The two choices, in the composer: ask me first / just show me. The template writes them, so
+   * that the first paint keeps their room (nothing below moves); made here only where it did not. */
   buildToggle() {
+    const written = document.querySelector("fieldset.question-mode");
+    if (written) {
+      for (const input of written.querySelectorAll("input[name=question-mode]")) {
+        input.checked = (input.value === "ask") === this.asking;
+        input.addEventListener("change", () => this.choose(input.value === "ask"));
+      }
+      return written;
+    }
     const box = el("fieldset", "segmented question-mode");
     box.dataset.testid = "question-mode";
     box.append(label(el("legend", "toolbar__label"), "q.mode"));
