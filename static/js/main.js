@@ -91,7 +91,7 @@ async function start() {
     loadCatalog((error) => say(() => t("status.no-models", { why: api.explain(error) }), "error")),
     useLanguage(pageLanguage()).catch(() => "en"), // a missing catalogue leaves the words as the server wrote them
   ]);
-  contrastSwitch(document.querySelector(".site-header__inner"));
+  contrastSwitch(document.querySelector(".header-tools") || document.querySelector(".site-header__inner"));
   sayAgain(); // a failure said while the catalogue was still on its way, now in words
   if (!catalog) {
     lab.begin().announce($("source").value);
