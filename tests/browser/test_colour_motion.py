@@ -33,7 +33,7 @@ def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
     page.evaluate("localStorage.removeItem('attentionLab.contrast')")
     try:
         plot = show(page, f"attention-{first_aligning(catalog)}")
-        switch = page.get_by_role("button", name="High contrast")
+        switch = page.get_by_test_id("contrast-switch")
         assert switch.get_attribute("aria-pressed") == "false"
         assert plot.evaluate(FIRST_STOP) == VIRIDIS_START
         page.wait_for_load_state("networkidle")

@@ -18,6 +18,13 @@ PLACEHOLDER = re.compile(r"\{\w+\}|%\{[^}]*\}|<[^>]+>")
 DECIMAL = re.compile(r"^[−-]?\d+[.,]\d+$")
 
 
+@pytest.fixture(autouse=True)
+def forget_the_language(browser_page):
+    """The switch remembers French in a cookie: the pages of the tests after these open in English."""
+    yield
+    browser_page[0].context.clear_cookies()
+
+
 def messages(lang: str) -> list[str]:
     catalogue = json.loads((CATALOGUES / f"{lang}.json").read_text(encoding="utf-8"))
     forms = (message.values() if isinstance(message, dict) else [message] for message in catalogue.values())
