@@ -77,6 +77,11 @@ class Catalog {
     return [...new Set(this.models.flatMap((m) => m.attention_kinds))];
   }
 
+  /** The plain recurrent net: recurrent, without gates or attention (the chapter 3 question's subject). */
+  get plainRecurrent() {
+    return this.models.find((m) => m.recurrent && !m.gates && !m.cross_attention);
+  }
+
   /** Models with self-attention in layers of heads. */
   get withHeads() {
     return this.models.filter((m) => m.attention_kinds.includes("encoder"));

@@ -94,7 +94,7 @@ const gradients = {
   chapter: 3,
   measure: (text, ctx, signal) => api.gradients(text, ctx.page.length, signal),
   pose(answer, { catalog }) {
-    const plain = catalog.models.find((m) => m.architecture === "rnn" && !m.attention);
+    const plain = catalog.plainRecurrent;
     const curve = (weights) => answer.curves.find((c) => c.model === plain?.name && c.weights === weights);
     const [start, trained] = [curve("initialized"), curve("trained")];
     if (!start || start.norm.length < 2 || !(start.norm[0] > 0)) return null;
