@@ -25,6 +25,19 @@ def forget_the_language(browser_page):
     browser_page[0].context.clear_cookies()
 
 
+def switch_to_french(page) -> list[str]:
+    """Press the page's "Français" and wait for every view to redraw; the API requests made meanwhile."""
+    asked = []
+    listen = lambda request: "/api/" in request.url and asked.append(request.url)  # noqa: E731
+    page.on("request", listen)
+    try:
+        page.get_by_test_id("lang-fr").click()
+        page.wait_for_selector("html[data-switched=fr]", state="attached")
+    finally:
+        page.remove_listener("request", listen)
+    return asked
+
+
 def messages(lang: str) -> list[str]:
     catalogue = json.loads((CATALOGUES / f"{lang}.json").read_text(encoding="utf-8"))
     forms = (message.values() if isinstance(message, dict) else [message] for message in catalogue.values())
@@ -79,22 +92,15 @@ def test_switching_keeps_everything_and_asks_nothing(open_page):
     page.wait_for_function("new URLSearchParams(location.search).get('ch') === '9'")  # the chapter in view
     page.wait_for_timeout(300)
     before = {"controls": page.evaluate(CONTROLS), "query": page.evaluate("location.search")}
-    asked = []
-    listen = lambda request: "/api/" in request.url and asked.append(request.url)  # noqa: E731
-    page.on("request", listen)
-    try:
-        page.get_by_test_id("lang-fr").click()
-        page.wait_for_selector("html[data-switched=fr]", state="attached")
-        assert page.evaluate("document.documentElement.lang") == "fr"
-        assert page.evaluate(CONTROLS) == before["controls"]
-        assert page.evaluate("location.search") == before["query"].replace("lang=en", "lang=fr")
-        assert "Pourquoi ne poser qu'une question à la fois" in page.get_by_test_id("heads-story").evaluate(
-            "el => el.closest('section').innerText")
-        assert re.search(r"\d,\d", page.get_by_test_id("predict-story").inner_text())
-        assert page.title().startswith("Attention Lab : ")
-        assert asked == [], asked  # every view redrew its last answer
-    finally:
-        page.remove_listener("request", listen)
+    asked = switch_to_french(page)
+    assert page.evaluate("document.documentElement.lang") == "fr"
+    assert page.evaluate(CONTROLS) == before["controls"]
+    assert page.evaluate("location.search") == before["query"].replace("lang=en", "lang=fr")
+    assert "Pourquoi ne poser qu'une question à la fois" in page.get_by_test_id("heads-story").evaluate(
+        "el => el.closest('section').innerText")
+    assert re.search(r"\d,\d", page.get_by_test_id("predict-story").inner_text())
+    assert page.title().startswith("Attention Lab : ")
+    assert asked == [], asked  # every view redrew its last answer
     assert "lang=fr" in page.evaluate("document.cookie")  # remembered: the next visit opens in French
     assert not problems.errors
 
@@ -110,15 +116,8 @@ def test_switching_keeps_an_answered_question(open_page):
     result = card.locator(".question__result[data-verdict]")
     result.wait_for()
     verdict, measured = result.get_attribute("data-verdict"), result.get_attribute("data-measured")
-    asked = []
-    listen = lambda request: "/api/" in request.url and asked.append(request.url)  # noqa: E731
-    page.on("request", listen)
-    try:
-        page.get_by_test_id("lang-fr").click()
-        page.wait_for_selector("html[data-switched=fr]", state="attached")
-        assert asked == [], asked
-    finally:
-        page.remove_listener("request", listen)
+    asked = switch_to_french(page)
+    assert asked == [], asked
     assert (result.get_attribute("data-verdict"), result.get_attribute("data-measured")) == (verdict, measured)
     said = {"right": "Exact.", "close": "Presque.", "wrong": "Pas cette fois."}[verdict]
     assert result.inner_text().startswith(said)
