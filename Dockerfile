@@ -86,7 +86,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
 # (UVICORN_WORKERS, UVICORN_LOG_LEVEL, ...). Host and port are fixed so the image, probes and manifests
 # agree. The limits for an open network are those of `make serve`: request heads within
 # ATTENTION_LAB_HEADER_TIMEOUT seconds (app/serving.py), idle keep-alive connections closed after 5 s,
-# at most 128 connections and tasks (more: 503), 256 waiting to be accepted.
+# at most 1024 connections and tasks (more: 503, docs/SERVER.md), 256 waiting to be accepted.
 CMD ["python", "-m", "uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8000", \
-     "--http", "app.serving:H11", "--timeout-keep-alive", "5", "--limit-concurrency", "128", "--backlog", "256", \
+     "--http", "app.serving:H11", "--timeout-keep-alive", "5", "--limit-concurrency", "1024", "--backlog", "256", \
      "--no-access-log"]

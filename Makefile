@@ -29,9 +29,9 @@ install: $(STAMP) $(NODE_STAMP)
 
 # uvicorn's limits for an open network (docs/SERVER.md): request heads within
 # ATTENTION_LAB_HEADER_TIMEOUT seconds (app/serving.py), idle keep-alive connections closed after 5 s,
-# at most 128 connections and tasks (more: 503), 256 waiting to be accepted. The app logs each request
-# itself, with its duration and id (app/request_log.py), so uvicorn's access log is off.
-UVICORN_LIMITS := --http app.serving:H11 --timeout-keep-alive 5 --limit-concurrency 128 --backlog 256 --no-access-log
+# at most 1024 connections and tasks (more: 503, docs/SERVER.md), 256 waiting to be accepted. The app
+# logs each request itself, with its duration and id (app/request_log.py), so uvicorn's access log is off.
+UVICORN_LIMITS := --http app.serving:H11 --timeout-keep-alive 5 --limit-concurrency 1024 --backlog 256 --no-access-log
 
 serve: $(STAMP)
 	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 $(UVICORN_LIMITS)

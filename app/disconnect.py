@@ -23,6 +23,7 @@ import threading
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.runtime.gone import Gone
 from app.runtime.metrics import Traffic
 
 STATE_KEY = "client_gone"
@@ -40,7 +41,7 @@ class CancelOnDisconnect:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        gone = threading.Event()  # read from the model thread, so not an asyncio.Event
+        gone = Gone()  # read from the model thread, so not an asyncio.Event
         scope.setdefault("state", {})[STATE_KEY] = gone
         key = supersede_key(scope)
         if key is not None:  # the event loop's thread only: no lock

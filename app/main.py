@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -68,6 +69,16 @@ ECHO_CHARS = 64  # a 422 shows at most this much of the value it refuses
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no character, no UTF-8
 
 
+def freeze_start_up_heap() -> None:
+    """Leave what start-up built (the models' modules, the tokenizer's vocabulary, the catalogues,
+    the app's schemas: objects that live as long as the process) out of every later garbage
+    collection. CPython's full collections walk every tracked object while holding the GIL, and
+    under load they stopped the event loop for up to tenths of a second at a time: every answer
+    waited, health's included (bench/README.md, readers.py)."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_level)
@@ -82,7 +93,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         # the default sentence's answers, computed while nobody waits
         work = app.state.ahead = ahead.start(app.state.registry)
+        freeze_start_up_heap()
         yield
+        gc.unfreeze()  # collectable again once the app is gone (tests start many in one process)
         if work is not None:
             work.stop()
         app.state.registry.close()

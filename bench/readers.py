@@ -7,19 +7,22 @@
 Each simulated reader does what the page does (static/js/speculate.js, main.js, the chapters):
 types a French sentence one key every 120-260 ms; at every key, one POST /api/compare for every
 model with the page's X-Supersede-Key (one per reader), the previous one dropped (its connection
-closed, as the browser's abort does), unless the last answer's X-Queue-Depth said the server was
-busy: then the compare in flight is kept and the newest text waits for it (--every-key: never);
-after the last key and the page's pause (70 ms), the requests
+closed, as the browser's abort does), except while a 503 or 429's Retry-After runs (then nothing
+is sent); after the last key and the page's pause (70 ms), the requests
 of the chapter in view (drawn per sentence: the recurrence, the gradients at the page's length, the
 scores for each attention LSTM, the scaling, the order, the heads, the two predictions, the recap,
 or nothing for the chapters that ask nothing more); then it reads for 2-5 s before the next
 sentence. The latency of a sentence is from its last keystroke to its last answer (the last
 compare line and every chapter answer). A sentence fails when any of its last answers is not a 200
-(a 503 or 429 included) or a compare line is an error.
+(a 503 or 429 included; the page would ask again after its Retry-After) or a compare line is an
+error. Meanwhile a prober asks GET /api/health twice a second, as an orchestrator's probe does,
+and reads GET /metrics.
 
-Printed per number of readers: sentences, p50/p95/p99 latency, failures by cause, requests per
-second, the load generator's own CPU (its share of the machine), and then the most readers held at
-p95 <= 250 ms with none failed. The readers start staggered over their first 2 s; each level runs
+Printed per number of readers: sentences, p50/p95/p99 latency, failures by cause (a refusal
+without a Retry-After is counted apart), requests per second, the slowest health answer, the
+model requests in flight on average (GET /metrics, the autoscaler's signal), the load generator's
+own CPU (its share of the machine), and then the most readers held at p95 <= 250 ms with none
+failed. The readers start staggered over their first 2 s; each level runs
 on the same server, after the previous one's readers have stopped.
 """
 
@@ -39,7 +42,7 @@ from serving import serve, write_report  # bench/serving.py: this script's folde
 
 # `make serve`'s uvicorn limits (Makefile UVICORN_LIMITS), as uvicorn's own environment variables
 UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE": "5",
-                  "UVICORN_LIMIT_CONCURRENCY": "128", "UVICORN_BACKLOG": "256", "MALLOC_ARENA_MAX": "2"}
+                  "UVICORN_LIMIT_CONCURRENCY": "1024", "UVICORN_BACKLOG": "256", "MALLOC_ARENA_MAX": "2"}
 SUBJECTS = ["Je", "Tu", "Il", "Elle", "Nous", "Vous", "Ils", "Mon frère", "La voisine", "Le professeur"]
 VERBS = ["mange", "regarde", "cherche", "aime", "prépare", "oublie", "achète", "lit"]
 OBJECTS = ["du pain", "une pomme", "le journal", "la lettre", "un livre", "les clés", "ce film", "la soupe"]
@@ -49,8 +52,7 @@ KEY_MS = (120, 260)  # a key every 120-260 ms
 READ_S = (2.0, 5.0)  # reading between sentences
 PAUSE_S = 0.070  # the page's pause in typing (static/js/main.js PAUSE_MS)
 HELD_P95_MS = 250
-BUSY_DEPTH = 2  # static/js/speculate.js BUSY_DEPTH
-ADAPTIVE = True  # the page's speculation adapts to X-Queue-Depth (--every-key: it does not)
+HEALTH_EVERY_S = 0.5
 # the chapter in view when the reader stops typing: (chapter, weight); 1, 4 and 6 ask nothing more
 CHAPTERS = [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
 
@@ -85,30 +87,34 @@ class Reader:
         self.latencies: list[float] = []
         self.failures: Counter = Counter()
         self.requests = 0
-        self.depth = 0  # the latest compare's X-Queue-Depth
-        self.running: asyncio.Task | None = None  # the compare in flight
+        self.quiet_until = 0.0  # perf_counter() before which nothing is sent (a Retry-After)
 
     async def compare(self, text: str) -> str | None:
         """The compare stream for `text`, read to its end: None, or why it failed."""
         self.requests += 1
         async with self.client.stream("POST", "/api/compare", json={"text": text, "models": self.page["names"]},
                                       headers={"X-Supersede-Key": self.key}) as response:
-            self.depth = int(response.headers.get("X-Queue-Depth", 0))
             if response.status_code != 200:
-                return f"compare {response.status_code}"
+                return self.refused("compare", response)
             lines = [line async for line in response.aiter_lines() if line.strip()]
         return "compare line error" if any('"error"' in line for line in lines) else None
 
-    async def after(self, running: asyncio.Task, text: str) -> str | None:
-        """The page's speculation while the server is busy: `text` asked once the compare in flight ends."""
-        await asyncio.wait([running])
-        self.running = asyncio.current_task()
-        return await self.compare(text)
+    def refused(self, what: str, response: httpx.Response) -> str:
+        """Why `response` failed; a 429 or 503's Retry-After starts the page's quiet time."""
+        retry = response.headers.get("Retry-After")
+        if response.status_code in (429, 503):
+            if retry is None:
+                return f"{what} {response.status_code} without Retry-After"
+            self.quiet_until = max(self.quiet_until, time.perf_counter() + float(retry))
+        return f"{what} {response.status_code}"
 
     async def ask(self, path: str, body: dict) -> str | None:
         self.requests += 1
         response = await self.client.post(path, json=body)
-        return None if response.status_code == 200 else f"{path} {response.status_code}"
+        return None if response.status_code == 200 else self.refused(path, response)
+
+    async def still_quiet(self) -> str:
+        return "compare not sent (Retry-After)"
 
     async def sentence(self, until: float) -> None:
         words = sentence(self.rng)
@@ -117,15 +123,10 @@ class Reader:
             text = words[:end].strip()
             if text and text != asked:
                 asked, last_key = text, time.perf_counter()
-                running = self.running is not None and not self.running.done()
-                if ADAPTIVE and running and self.depth >= BUSY_DEPTH:
-                    if pending is not None and pending is not self.running:
-                        pending.cancel()  # a text still waiting: replaced by the newest
-                    pending = asyncio.create_task(self.after(self.running, text))
-                else:
-                    if pending is not None:
-                        pending.cancel()  # superseded: its connection is closed, as the browser's abort does
-                    pending = self.running = asyncio.create_task(self.compare(text))
+                if pending is not None:
+                    pending.cancel()  # superseded: its connection is closed, as the browser's abort does
+                quiet = last_key < self.quiet_until
+                pending = asyncio.create_task(self.still_quiet() if quiet else self.compare(text))
             if end == len(words):
                 break  # the last key: no wait for a next one (the latency runs from here)
             await asyncio.sleep(self.rng.uniform(*KEY_MS) / 1000)
@@ -162,11 +163,28 @@ def percentile(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+async def probe(url: str, until: float) -> tuple[list[float | None], list[float]]:
+    """Every HEALTH_EVERY_S until `until`: GET /api/health, each answer's seconds (None: not a 200),
+    and GET /metrics's model requests in flight (what the autoscaler reads, deploy/README.md)."""
+    health: list[float | None] = []
+    in_flight: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        while time.perf_counter() < until:
+            began = time.perf_counter()
+            response = await client.get("/api/health")
+            health.append(time.perf_counter() - began if response.status_code == 200 else None)
+            metrics = (await client.get("/metrics")).text
+            in_flight += [float(line.split()[-1]) for line in metrics.splitlines()
+                          if line.startswith("attention_lab_requests_in_flight ")]
+            await asyncio.sleep(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - began)))
+    return health, in_flight
+
+
 async def level(url: str, page: dict, readers: int, seconds: float, seed: int) -> dict:
     until = time.perf_counter() + seconds
     crowd = [Reader(i, url, page, seed) for i in range(readers)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(r.run(until) for r in crowd))
+    (health, in_flight), *_ = await asyncio.gather(probe(url, until), *(r.run(until) for r in crowd))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     latencies = [x for r in crowd for x in r.latencies]
     failures = sum((r.failures for r in crowd), Counter())
@@ -174,6 +192,9 @@ async def level(url: str, page: dict, readers: int, seconds: float, seed: int) -
             "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
             "p99_ms": percentile(latencies, 99), "failed": sum(failures.values()), "failures": dict(failures),
             "requests_per_s": sum(r.requests for r in crowd) / wall,
+            "health_max_s": None if None in health or not health else max(health),
+            "health_failed": health.count(None),
+            "in_flight_mean": statistics.fmean(in_flight) if in_flight else None,
             "generator_cpu_share": cpu / wall / (os.cpu_count() or 1)}
 
 
@@ -188,9 +209,14 @@ def read_page(url: str) -> dict:
 
 def show(row: dict) -> None:
     fmt = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
+    fmt1 = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+    health = "-" if row["health_max_s"] is None else f"{1000 * row['health_max_s']:.0f} ms"
+    if row["health_failed"]:
+        health += f" ({row['health_failed']} not 200)"
     print(f"{row['readers']:>4} readers: {row['sentences']:>4} sentences, p50 {fmt(row['p50_ms']):>5} ms, "
           f"p95 {fmt(row['p95_ms']):>5} ms, p99 {fmt(row['p99_ms']):>5} ms, failed {row['failed']:>3} "
-          f"{row['failures'] or ''}, {row['requests_per_s']:.0f} requests/s, "
+          f"{row['failures'] or ''}, {row['requests_per_s']:.0f} requests/s, health at most {health}, "
+          f"{fmt1(row['in_flight_mean'])} in flight on average, "
           f"load generator {100 * row['generator_cpu_share']:.0f}% of the machine", flush=True)
 
 
@@ -206,16 +232,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--typing-only", action="store_true",
                         help="only the compares of typing, no chapter's requests after the pause")
-    parser.add_argument("--every-key", action="store_true",
-                        help="a compare at every key, whatever X-Queue-Depth says")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     counts = [int(n) for n in args.readers.split(",")]
     if args.typing_only:
-        CHAPTERS[:] = [(4, 1)]
-    global ADAPTIVE
-    ADAPTIVE = not args.every_key  # chapter 4 asks nothing beyond the compare
+        CHAPTERS[:] = [(4, 1)]  # chapter 4 asks nothing beyond the compare
 
     def measure(url: str) -> list[dict]:
         page = read_page(url)
@@ -233,7 +255,7 @@ def main() -> None:
             rows = measure(url)
     print(f"held at p95 <= {HELD_P95_MS} ms with none failed: {held(rows)} typing readers")
     write_report(args.json, {"levels": rows, "held_readers": held(rows), "p95_target_ms": HELD_P95_MS,
-                             "typing_only": args.typing_only, "adaptive": ADAPTIVE,
+                             "typing_only": args.typing_only,
                              "seconds_per_level": args.seconds, "cpus": os.cpu_count()})
 
 

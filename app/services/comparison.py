@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import Future
 from functools import partial
 
+from app.runtime.gone import Gone
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.text import Source
 from app.runtime.worker import Abandoned, Batchable
@@ -94,9 +95,12 @@ def _blocking(stream: AsyncIterator[Attention | ModelFailure]) -> Iterator[Atten
         loop.close()
 
 
-async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[Attention | ModelFailure]:
+async def as_ready(pending: list[tuple[str, Future]],
+                   gone: threading.Event | None = None) -> AsyncIterator[Attention | ModelFailure]:
     """`comparison`'s answers for an event loop, which waits for them without holding a thread:
-    the first finished first (the page draws each as it arrives)."""
+    the first finished first (the page draws each as it arrives). A `gone` flag (app/runtime/gone.py)
+    that is set ends the stream at once, its work dropped (a newer text superseded it)."""
+    ended = gone.ended() if isinstance(gone, Gone) else None
     waiting = {}
     for i, (name, future) in enumerate(pending):
         waiter = asyncio.wrap_future(future)
@@ -104,7 +108,10 @@ async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[Attention
         waiting[waiter] = (i, name, future)
     try:
         while waiting:
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            watched = [*waiting, ended] if ended else list(waiting)
+            done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+            if ended in done:
+                return
             for future in sorted(done, key=lambda f: waiting[f][0]):
                 answer = _settled(waiting.pop(future)[1], future)
                 if answer is None:
@@ -113,6 +120,8 @@ async def as_ready(pending: list[tuple[str, Future]]) -> AsyncIterator[Attention
     finally:  # the client has gone: what has not started is not run
         for waiter in waiting:
             _drop(waiter)
+        if ended is not None:
+            ended.cancel()
 
 
 def _seen_if_dropped(job: Future, waiter: asyncio.Future) -> None:

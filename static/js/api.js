@@ -77,9 +77,8 @@ async function request(method, path, body, signal) {
  * page only ever wants the newest text), without waiting for the aborted connection to close. The server sends one JSON line
  * per model as soon as that model is done; returns a Map model -> Promise of its answer (what
  * /api/attention answers), each settled as its line arrives. An abort rejects those still waiting.
- * onDepth(n): the answer's X-Queue-Depth (turns queued for the model thread before it).
  */
-export function compare(text, models, signal, onDepth = () => {}) {
+export function compare(text, models, signal) {
   const waiting = new Map(models.map((name) => [name, settler()]));
   const promises = new Map([...waiting].map(([name, one]) => [name, one.promise])); // before any line settles one
   const settle = (answer) => {
@@ -89,8 +88,7 @@ export function compare(text, models, signal, onDepth = () => {}) {
     if (answer.error) one.reject(new ApiError(500, answer.error));
     else one.resolve(answer);
   };
-  const depth = (response) => onDepth(Number(response.headers.get("X-Queue-Depth")) || 0);
-  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)), { "X-Supersede-Key": VISIT }, depth)
+  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)), { "X-Supersede-Key": VISIT })
     .then(() => new ApiError(502, "the server's answer ended early"), (error) => error)
     .then((error) => {
       for (const one of waiting.values()) one.reject(error);
@@ -106,12 +104,11 @@ function settler() {
 }
 
 /** POST `body` and hand each line of the streamed answer to `onLine` as it arrives. */
-async function readLines(path, body, signal, onLine, headers = {}, onResponse = () => {}) {
+async function readLines(path, body, signal, onLine, headers = {}) {
   const response = await reach(path, {
     method: "POST", signal, body: JSON.stringify(body),
     headers: { Accept: "application/x-ndjson", "Content-Type": "application/json", ...headers },
   });
-  onResponse(response);
   if (!response.ok) {
     const data = await response.json().catch(() => null);
     throw new ApiError(response.status, reason(data, response.status), data, retryAfter(response));

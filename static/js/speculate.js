@@ -10,33 +10,29 @@
 // A newer text makes the older one's request worthless: it is aborted, and the server drops
 // work whose client has gone (app/disconnect.py), so the newest text never queues behind it.
 //
-// That holds while the server has room. Each compare's answer says how many turns were queued
-// for the model thread before it (X-Queue-Depth); from BUSY_DEPTH on, the server is busy and a
-// request per keystroke only adds to its queue: then a reader keeps one request in flight, not
-// aborted, and the newest text waits for it, replacing any text that was waiting, and goes when it
-// ends. So under load a reader asks once per answer instead of once per key (bench/readers.py).
+// Under load too: the page asks at every key and aborts the older request, and the server stops
+// the older text's work as the newer request arrives (its X-Supersede-Key). Keeping one request in
+// flight and holding the newest text until it ended was measured worse: the last text then waited
+// for an older answer nobody would see, and for its own turn after it (bench/readers.py; the figures
+// are in bench/README.md). What
+// makes a reader ask less often is the server's own refusal: after a 429 or 503 that names a
+// Retry-After, no request is sent until that time has passed (the round asks the newest text again
+// then, requests.js), so a full server is not asked once per key by every reader it turned away.
 
 const KEEP = 40; // answers remembered (about eight texts of five models)
-export const BUSY_DEPTH = 2; // X-Queue-Depth from which a reader stops asking at every key
 
 export class Speculation {
   /**
-   * `fetchRound(text, names, signal, onDepth)` asks about one text for several models in one
-   * request and returns a Map name -> Promise of that model's answer; it calls onDepth(n) with the
-   * answer's X-Queue-Depth.
+   * `fetchRound(text, names, signal)` asks about one text for several models in one request and
+   * returns a Map name -> Promise of that model's answer (api.compare).
    */
   constructor(fetchRound) {
     this.fetchRound = fetchRound;
     this.answers = new Map(); // "name\ntext" -> {promise, text, controller (null once settled)}, oldest first
     this.text = null; // the newest text asked about
-    this.depth = 0; // the server's X-Queue-Depth at the latest answer
-    this.running = new Set(); // controllers of the requests in flight
-    this.held = null; // busy: the newest text's request, {controller, start}, waiting for the one in flight
+    this.quietUntil = 0; // Date.now() before which nothing is sent: the server said it was full
+    this.refusal = null; // the 429 or 503 that said so
     this.sent = 0; // requests sent (for tests and the benchmark)
-  }
-
-  get busy() {
-    return this.depth >= BUSY_DEPTH;
   }
 
   /** Map name -> Promise of its answer about `text`: those already asked for, the others in one new request. */
@@ -48,8 +44,7 @@ export class Speculation {
     const missing = names.filter((name) => !asked.has(name));
     if (missing.length) {
       const controller = new AbortController();
-      const promises = this.busy && this.running.size ? this.hold(text, missing, controller)
-        : this.send(text, missing, controller);
+      const promises = Date.now() < this.quietUntil ? this.refused(missing) : this.send(text, missing, controller);
       for (const name of missing) {
         asked.set(name, promises.get(name));
         this.remember(key(name), promises.get(name), text, controller);
@@ -59,40 +54,30 @@ export class Speculation {
   }
 
   send(text, names, controller) {
-    this.running.add(controller);
     this.sent += 1;
-    const promises = this.fetchRound(text, names, controller.signal, (depth) => { this.depth = depth; });
-    Promise.allSettled(promises.values()).then(() => {
-      this.running.delete(controller);
-      this.release();
-    });
+    const promises = this.fetchRound(text, names, controller.signal);
+    promises.values().next().value?.catch((error) => this.quiet(error));
     return promises;
   }
 
-  /** Promises for a request that starts when the one in flight ends (or rejects if a newer text replaces it). */
-  hold(text, names, controller) {
-    if (this.held) this.held.controller.abort(); // the newest text replaces the one waiting
-    const waiting = new Map(names.map((name) => [name, deferred()]));
-    const held = {
-      controller,
-      start: () => {
-        const promises = this.send(text, names, controller);
-        for (const [name, one] of waiting) promises.get(name).then(one.resolve, one.reject);
-      },
-    };
-    controller.signal.addEventListener("abort", () => {
-      if (this.held === held) this.held = null;
-      for (const one of waiting.values()) one.reject(new DOMException("replaced", "AbortError"));
-    }, { once: true });
-    this.held = held;
-    return new Map([...waiting].map(([name, one]) => [name, one.promise]));
+  /** A 429 or 503 with a Retry-After: nothing is sent before it has passed. */
+  quiet(error) {
+    const busy = error && (error.status === 429 || error.status === 503) && error.retryAfter != null;
+    if (!busy) return;
+    this.quietUntil = Math.max(this.quietUntil, Date.now() + 1000 * error.retryAfter);
+    this.refusal = error;
   }
 
-  release() {
-    if (this.running.size || !this.held) return;
-    const { start } = this.held;
-    this.held = null;
-    start();
+  /** While quiet: each name's promise rejects at once with the refusal, its Retry-After what is left of it. */
+  refused(names) {
+    const left = Math.max(1, Math.ceil((this.quietUntil - Date.now()) / 1000));
+    const { status, message, body } = this.refusal;
+    const error = new this.refusal.constructor(status, message, body, left);
+    return new Map(names.map((name) => {
+      const promise = Promise.reject(error);
+      promise.catch(() => {}); // a rejection nobody awaits (a text typed over) is not an error
+      return [name, promise];
+    }));
   }
 
   remember(key, promise, text, controller) {
@@ -113,10 +98,8 @@ export class Speculation {
   ahead(text, names) {
     if (text !== this.text) {
       this.text = text;
-      // busy: the request in flight is kept (the next one waits for it); one waiting is replaced
-      const keep = (controller) => this.busy && this.running.has(controller);
       for (const [key, entry] of this.answers) {
-        if (entry.controller && entry.text !== text && !keep(entry.controller)) {
+        if (entry.controller && entry.text !== text) {
           entry.controller.abort();
           this.answers.delete(key);
         }
@@ -124,13 +107,6 @@ export class Speculation {
     }
     return text === null ? null : this.ask(text, names);
   }
-}
-
-function deferred() {
-  const one = {};
-  one.promise = new Promise((resolve, reject) => Object.assign(one, { resolve, reject }));
-  one.promise.catch(() => {}); // a replaced text's rejection nobody awaits is not an error
-  return one;
 }
 
 /** `promise`, or an AbortError as soon as `signal` aborts (the request itself goes on). */

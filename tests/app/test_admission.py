@@ -54,3 +54,33 @@ def test_health_answers_at_once_while_the_queue_is_full_and_more_model_work_is_5
         assert [w.result(timeout=30).status_code for w in waiting] == [200] * LIMIT
         assert admission.in_flight == 0
         assert client.post("/api/translate", json={"text": "Encore.", "model": "rnn"}).status_code == 200
+
+
+def test_a_compare_superseded_while_it_waits_gives_its_place_back_at_once(tiny_checkpoints):
+    """A reader's newer text (same X-Supersede-Key) ends the older compare as it arrives, though the
+    older one's work is still queued behind a busy model thread: its admission slot is free again."""
+    app = create_app(tiny_settings(tiny_checkpoints, queue_limit=LIMIT))
+    key = {"X-Supersede-Key": "reader-1"}
+    with TestClient(app) as client, ThreadPoolExecutor(2) as pool:
+        release = threading.Event()
+        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)
+        admission = _admission(app)
+        try:
+            older = pool.submit(client.post, "/api/compare", json={"text": "Je mange."}, headers=key)
+            _until(lambda: admission.in_flight == 1)
+            newer = pool.submit(client.post, "/api/compare", json={"text": "Je mange du pain."}, headers=key)
+            assert older.result(timeout=5).text == ""  # ended before any model's turn came
+            _until(lambda: admission.in_flight == 1)  # only the newer one is left
+        finally:
+            release.set()
+        blocker.result(timeout=10)
+        lines = newer.result(timeout=30).text.splitlines()
+        assert len(lines) == len(app.state.registry.names)
+        assert admission.in_flight == 0
+
+
+def _until(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

@@ -265,55 +265,61 @@ def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(fre
 
 
 SPECULATION_UNDER_LOAD = """async () => {
-  const { Speculation, BUSY_DEPTH } = await import("/static/js/speculate.js");
-  const sent = [], pending = [];
-  // a server that answers only when told, with the X-Queue-Depth the test sets
-  let depth = 0;
-  const fetchRound = (text, names, signal, onDepth) => {
+  const { Speculation } = await import("/static/js/speculate.js");
+  const { ApiError } = await import("/static/js/api.js");
+  const sent = [], aborted = [], pending = [];
+  // a server that answers only when told: `ok` or a 503 with the Retry-After given
+  const fetchRound = (text, names, signal) => {
     sent.push(text);
     const one = {};
     const promise = new Promise((resolve, reject) => Object.assign(one, { resolve, reject }));
     promise.catch(() => {});
-    signal.addEventListener("abort", () => one.reject(new DOMException("stale", "AbortError")));
-    pending.push(() => { onDepth(depth); one.resolve({ text }); });
+    signal.addEventListener("abort", () => {
+      aborted.push(text);
+      one.reject(new DOMException("stale", "AbortError"));
+    });
+    pending.push((retryAfter) => (retryAfter === undefined ? one.resolve({ text })
+      : one.reject(new ApiError(503, "busy", null, retryAfter))));
     return new Map(names.map((name) => [name, promise]));
   };
-  const answer = async () => { pending.shift()(); await new Promise((r) => setTimeout(r, 0)); };
+  const answer = async (retryAfter) => {
+    pending.pop()(retryAfter);
+    await new Promise((r) => setTimeout(r, 0));
+  };
   const s = new Speculation(fetchRound);
   const keys = (word) => [...word].map((_, i) => word.slice(0, i + 1));
 
-  for (const text of keys("Je")) s.ahead(text, ["m"]);  // room: one request per key
-  const withRoom = sent.length;
-  depth = BUSY_DEPTH;
-  await answer(); await answer();  // the server now says it is busy
+  for (const text of keys("Je m")) s.ahead(text, ["m"]);  // every key asks, the older aborted
+  const everyKey = [...sent], abortedThen = [...aborted];
+  await answer(1);  // "Je m" refused: the server is full, come back in 1 s
   sent.length = 0;
-  const first = s.ahead("Je m", ["m"]).get("m");  // one in flight ...
-  let replaced = null;
-  s.ahead("Je ma", ["m"]).get("m").catch((e) => { replaced = e.name; });
-  const last = s.ahead("Je man", ["m"]).get("m");  // ... the newest waits, replacing "Je ma"
-  const whileBusy = [...sent];
+  let refusal = null;
+  await s.ahead("Je ma", ["m"]).get("m").catch((e) => {
+    refusal = { status: e.status, retryAfter: e.retryAfter };
+  });
+  s.ahead("Je man", ["m"]);
+  const whileQuiet = [...sent];
+  await new Promise((r) => setTimeout(r, 1100));
+  s.ahead("Je mang", ["m"]);
+  const after = [...sent];
   await answer();
-  const afterFirst = [...sent];
-  depth = 0;
-  await answer();
-  const got = [(await first).text, (await last).text];
-  sent.length = 0;
-  for (const text of keys("Je mange").slice(6)) s.ahead(text, ["m"]);  // room again: every key
-  return { withRoom, whileBusy, afterFirst, replaced, got, roomAgain: [...sent] };
+  const got = (await s.ahead("Je mang", ["m"]).get("m")).text;
+  return { everyKey, abortedThen, refusal, whileQuiet, after, got };
 }"""
 
 
-def test_speculation_asks_less_while_the_server_says_it_is_busy(fresh_page):
-    """At X-Queue-Depth >= BUSY_DEPTH a reader keeps one compare in flight and the newest text
-    waits for it (a text waiting is replaced, not sent); with room, every key asks at once."""
+def test_speculation_asks_at_every_key_and_goes_quiet_when_refused(fresh_page):
+    """Every key asks about its text at once and aborts the older text's request; after a 503 with
+    a Retry-After nothing is sent until it has passed (each ask rejects with the refusal, which the
+    views retry after it), then the newest text is asked again."""
     page, _ = fresh_page
     seen = page.evaluate(SPECULATION_UNDER_LOAD)
-    assert seen["withRoom"] == 2
-    assert seen["whileBusy"] == ["Je m"]  # "Je ma" and "Je man" held back
-    assert seen["afterFirst"] == ["Je m", "Je man"]  # "Je ma" never sent
-    assert seen["replaced"] == "AbortError"
-    assert seen["got"] == ["Je m", "Je man"]
-    assert seen["roomAgain"] == ["Je mang", "Je mange"]
+    assert seen["everyKey"] == ["J", "Je", "Je ", "Je m"]
+    assert seen["abortedThen"] == ["J", "Je", "Je "]
+    assert seen["refusal"] == {"status": 503, "retryAfter": 1}
+    assert seen["whileQuiet"] == []
+    assert seen["after"] == ["Je mang"]
+    assert seen["got"] == "Je mang"
 
 
 def test_changing_the_kind_redraws_the_heads(fresh_page, catalog):

@@ -8,6 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+from app.runtime.gone import Gone
 from app.runtime.loading import load_registry
 from app.runtime.worker import INTERACTIVE, Abandoned, ModelThread
 from app.schemas import Attention, AttentionMap, ModelFailure, Translation
@@ -155,6 +156,34 @@ def test_the_event_loop_s_stream_ends_when_the_client_has_gone_and_drops_what_ha
     later = Future()
     assert _lines_of([("b", stopped), ("c", later)]) == []
     assert later.cancelled()
+
+
+def test_the_event_loop_s_stream_ends_as_soon_as_a_newer_text_supersedes_it():
+    """Its work still waits for the model thread: the stream ends at once all the same (so the
+    request gives back its admission slot), and the waiting work is cancelled, not left to its turn."""
+    gone, done, waiting = Gone(), Future(), Future()
+    done.set_result(_attended("a"))
+
+    async def read():
+        lines = []
+        async for line in as_ready([("a", done), ("b", waiting)], gone):
+            lines.append(line)
+            threading.Timer(0.05, gone.set).start()  # set from another thread, as a newer request may
+        return lines
+
+    assert asyncio.run(asyncio.wait_for(read(), timeout=2)) == [_attended("a")]
+    assert waiting.cancelled()
+
+
+def test_a_flag_already_set_ends_the_stream_before_any_answer():
+    gone, waiting = Gone(), Future()
+    gone.set()
+    assert asyncio.run(asyncio.wait_for(_collect(as_ready([("b", waiting)], gone)), timeout=2)) == []
+    assert waiting.cancelled()
+
+
+async def _collect(stream):
+    return [line async for line in stream]
 
 
 def test_the_event_loop_s_answers_are_comparison_s(cached_registry):
