@@ -23,13 +23,20 @@ the lanes kept than with the batch sent to one lane.
 
 Interactive work first. Jobs queue by priority (INTERACTIVE: typing's compares; ORDINARY; then
 EXPERIMENT: chapter experiments that take seconds, such as chapter 3's gradients), first come first
-served within one. A job that has started is not interrupted by the operating system (a second
-thread running models beside it is what the paragraphs above rule out); instead a long job calls
+served within one, but with patience: a less urgent job lets more urgent ones go first only if they
+were queued less than its priority's PATIENCE_S after it, so steady typing delays it, never starves
+it. A job that has started is not interrupted by the operating system (a second thread running
+models beside it is what the paragraphs above rule out); instead a long job calls
 `pause()` between its steps, and every queued job more urgent than it runs there, on this same
 thread, before the long job goes on. So a compare queued behind a 5-second experiment waits for one
 step (a power iteration, a model's curve: tens of milliseconds), not for the experiment. The paused
 job's state stays on its stack untouched, and the jobs run in between only read the loaded models,
-so every answer is the one it would be without pausing (tests/app/runtime/test_worker.py).
+so every answer is the one it would be without pausing (tests/app/runtime/test_worker.py). Urgent work
+does not take it all, though: a pause runs queued jobs for about as long as the step before it took
+(at least one job), then the long job takes its next step. Under steady typing the queue never
+empties, and a pause that waited for it to empty starved the reader of chapter 3 for the whole
+time others typed (bench/README.md, readers.py); shared this way, an experiment takes about twice
+its time while others type, and a compare waits at most about one step more.
 
 Batching across readers (off unless `batching`): a `run_together` job may come with a `Batchable`,
 which says which jobs of other batches it may run with (its `group`: one model's greedy search)
@@ -67,6 +74,10 @@ T = TypeVar("T")
 
 # Queue priorities of the model thread, most urgent first (see the module's docstring).
 INTERACTIVE, ORDINARY, EXPERIMENT = 0, 1, 2
+# How long a queued turn of each priority lets later, more urgent turns go first: it runs before any
+# turn queued more than this after it. Without a bound, steady typing (a compare always queued)
+# kept a chapter's request, or chapter 3's experiment, from ever starting.
+PATIENCE_S = {INTERACTIVE: 0.0, ORDINARY: 0.25, EXPERIMENT: 1.0}
 
 
 def yield_cpu(nice: int) -> None:
@@ -204,13 +215,15 @@ class ModelThread:
         self.batching = batching
         self.dropped = Dropped()
         self.load = Load()
-        # heap of (priority, order, turn, the turn's futures: cancelled if it never runs, the _Batch
-        # another turn may take it into when batching, else None)
-        self._queue: list[tuple[int, int, Callable[[], None], list[Future], _Batch | None]] = []
+        # heap of (due: when it was queued plus its priority's patience, order, priority, turn, the
+        # turn's futures: cancelled if it never runs, the _Batch another turn may take it into when
+        # batching, else None); the earliest due runs first
+        self._queue: list[tuple[float, int, int, Callable[[], None], list[Future], _Batch | None]] = []
         self._order = itertools.count()
         self._ready = threading.Condition()
         self._closed = False
         self._running: list[int] = []  # priorities of the turns open on the model thread, innermost last
+        self._resumed: list[float] = []  # per open turn, when it last started or came back from a pause
         self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane",
                                         initializer=yield_cpu, initargs=(nice,)) if self.lanes > 1 else None
         self._thread = threading.Thread(target=self._serve, name="models", daemon=True)
@@ -231,15 +244,17 @@ class ModelThread:
                     self._ready.wait()
                 if not self._queue:
                     return
-                priority, _, turn, *_ = heapq.heappop(self._queue)
+                _, _, priority, turn, *_ = heapq.heappop(self._queue)
             self._run_turn(priority, turn)
 
     def _run_turn(self, priority: int, turn: Callable[[], None]) -> None:
         self._running.append(priority)
+        self._resumed.append(time.perf_counter())
         try:
             turn()
         finally:
             self._running.pop()
+            self._resumed.pop()
 
     def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future],
                     batch: _Batch | None = None) -> None:
@@ -247,37 +262,50 @@ class ModelThread:
             if self._closed:
                 raise RuntimeError("the model thread is closed")
             self.load.queued()
-            heapq.heappush(self._queue, (priority, next(self._order), turn, futures, batch))
+            due = time.perf_counter() + PATIENCE_S.get(priority, 0.0)
+            heapq.heappush(self._queue, (due, next(self._order), priority, turn, futures, batch))
             self._ready.notify()
 
     def _take_batches(self, priority: int) -> list[_Batch]:
         """Every queued batch at `priority` that another may take in (see the module's docstring),
         out of the queue: their turns will not run."""
         with self._ready:
-            taken = [entry[4] for entry in self._queue if entry[4] is not None and entry[0] == priority]
+            taken = [entry[5] for entry in self._queue if entry[5] is not None and entry[2] == priority]
             if taken:
-                self._queue = [entry for entry in self._queue if entry[4] is None or entry[0] != priority]
+                self._queue = [entry for entry in self._queue if entry[5] is None or entry[2] != priority]
                 heapq.heapify(self._queue)
         for _ in taken:
             self.load.unqueued()
         return taken
 
     def pause(self) -> None:
-        """Called by a long job between two of its steps, on the model thread: first run every
-        queued job more urgent than it (see the module's docstring), each from the torch state a
-        turn starts from (grad mode, inference mode, intra-op threads), then give the long job its
-        own back. Anywhere else (another thread, no turn running): nothing."""
+        """Called by a long job between two of its steps, on the model thread: first run the queued
+        jobs more urgent than it, most urgent first, until they have had about as long as its last
+        step (at least one; see the module's docstring), each from the torch state a turn starts
+        from (grad mode, inference mode, intra-op threads), then give the long job its own back.
+        Anywhere else (another thread, no turn running): nothing."""
         if threading.current_thread() is not self._thread or not self._running:
             return
         current = self._running[-1]
-        while True:
-            with self._ready:
-                if not self._queue or self._queue[0][0] >= current:
+        began = time.perf_counter()
+        until = began + (began - self._resumed[-1])  # as long as the step before took
+        try:
+            while True:
+                with self._ready:
+                    urgent = [entry for entry in self._queue if entry[2] < current]
+                    if not urgent:
+                        return
+                    first = min(urgent)  # the earliest due of the more urgent ones
+                    self._queue.remove(first)
+                    heapq.heapify(self._queue)
+                    _, _, priority, turn, *_ = first
+                with intra_op(torch.get_num_threads()), torch.inference_mode(self._inference), \
+                        torch.set_grad_enabled(self._grad):
+                    self._run_turn(priority, turn)
+                if time.perf_counter() >= until:
                     return
-                priority, _, turn, *_ = heapq.heappop(self._queue)
-            with intra_op(torch.get_num_threads()), torch.inference_mode(self._inference), \
-                    torch.set_grad_enabled(self._grad):
-                self._run_turn(priority, turn)
+        finally:
+            self._resumed[-1] = time.perf_counter()
 
     def _share_cores(self) -> None:
         if self.cores is not None:
@@ -419,7 +447,7 @@ class ModelThread:
             self._closed = True
             dropped, self._queue = self._queue, []
             self._ready.notify()
-        for _, _, _, futures, _ in dropped:
+        for *_, futures, _ in dropped:
             self.load.unqueued()
             for future in futures:
                 future.cancel()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -247,6 +248,38 @@ def test_interactive_work_queued_behind_an_experiment_runs_before_it_ends():
         assert worker.load.paused == 2 and worker.load.waiting == 0
     finally:
         release.set()
+        worker.close()
+
+
+def test_an_experiment_goes_on_while_interactive_work_never_stops_coming():
+    """Readers typing keep compares queued all the time: each pause runs them for about as long as
+    the experiment's last step, then the experiment takes its next one, so it ends all the same."""
+    worker = ModelThread(1, lanes=1)
+    stop, ran = threading.Event(), []
+
+    def typist() -> None:  # one reader: always a compare queued or running
+        while not stop.is_set():
+            worker.submit(lambda: ran.append(time.sleep(0.01)), priority=INTERACTIVE).result(timeout=10)
+
+    def experiment() -> int:
+        for _ in range(20):
+            time.sleep(0.01)  # one step
+            worker.pause()
+        return len(ran)
+
+    typists = [threading.Thread(target=typist) for _ in range(4)]
+    try:
+        for thread in typists:
+            thread.start()
+        while len(ran) < 4:
+            time.sleep(0.01)
+        during = worker.submit(experiment, priority=EXPERIMENT).result(timeout=5)  # starved: never
+        assert during >= 4 + 20  # each pause ran at least one compare
+        assert not stop.is_set()  # the typists were still going
+    finally:
+        stop.set()
+        for thread in typists:
+            thread.join(timeout=10)
         worker.close()
 
 
