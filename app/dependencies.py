@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
 from app.disconnect import MAX_KEY_BYTES, STATE_KEY
+from app.runtime.gone import Gone
 from app.runtime.registry import ModelRegistry
 
 
@@ -17,13 +17,13 @@ async def get_registry(request: Request) -> ModelRegistry:
     return request.app.state.registry  # loaded once, in the lifespan
 
 
-async def client_gone(request: Request) -> threading.Event:
+async def client_gone(request: Request) -> Gone:
     """Set once the client hangs up (app/disconnect.py); never set without that middleware."""
-    return request.scope.get("state", {}).get(STATE_KEY) or threading.Event()
+    return request.scope.get("state", {}).get(STATE_KEY) or Gone()
 
 
 Registry = Annotated[ModelRegistry, Depends(get_registry)]
-ClientGone = Annotated[threading.Event, Depends(client_gone)]
+ClientGone = Annotated[Gone, Depends(client_gone)]
 
 # Read by app/disconnect.py before the route runs; declared here so the schema documents it and a
 # key too long to be honoured is refused (422) instead of silently ignored.

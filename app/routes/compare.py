@@ -28,7 +28,7 @@ async def compare(body: CompareRequest, registry: Registry, gone: ClientGone,
     answers = as_ready(queue_comparison(registry, body.text, tuple(body.models), gone), gone)
     # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding
     # the answer until the last model is done. X-Queue-Depth: how busy the model thread was when
-    # this arrived, so a client can ask less often while it is busy.
+    # this arrived, for monitoring (a typing client asks at every key all the same, docs/API.md).
     return StreamingResponse(_lines(answers), media_type=NDJSON,
                              headers={"X-Accel-Buffering": "no", QUEUE_DEPTH: str(waiting)})
 

@@ -96,11 +96,11 @@ def _blocking(stream: AsyncIterator[Attention | ModelFailure]) -> Iterator[Atten
 
 
 async def as_ready(pending: list[tuple[str, Future]],
-                   gone: threading.Event | None = None) -> AsyncIterator[Attention | ModelFailure]:
+                   gone: Gone | None = None) -> AsyncIterator[Attention | ModelFailure]:
     """`comparison`'s answers for an event loop, which waits for them without holding a thread:
     the first finished first (the page draws each as it arrives). A `gone` flag (app/runtime/gone.py)
     that is set ends the stream at once, its work dropped (a newer text superseded it)."""
-    ended = gone.ended() if isinstance(gone, Gone) else None
+    ended = None if gone is None else gone.ended()
     waiting = {}
     for i, (name, future) in enumerate(pending):
         waiter = asyncio.wrap_future(future)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from models.attention import mask_if_needed, padding_mask
 from models.decoding import Decoded, Stop, Stopped, collected, greedy_piece
 from models.outputs import select_batch
 from models.seq2seq import Seq2SeqMemory
@@ -142,6 +143,4 @@ def _pad(t: torch.Tensor, width: int, dim: int) -> torch.Tensor:
 
 def _mask(lengths: list[int], width: int, device) -> torch.Tensor | None:
     """(B, width), True on real source pieces; None when no sentence is padded."""
-    if all(n == width for n in lengths):
-        return None
-    return torch.arange(width, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]
+    return mask_if_needed(padding_mask(torch.tensor(lengths, device=device), width))

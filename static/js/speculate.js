@@ -14,10 +14,10 @@
 // the older text's work as the newer request arrives (its X-Supersede-Key). Keeping one request in
 // flight and holding the newest text until it ended was measured worse: the last text then waited
 // for an older answer nobody would see, and for its own turn after it (bench/readers.py; the figures
-// are in bench/README.md). What
-// makes a reader ask less often is the server's own refusal: after a 429 or 503 that names a
-// Retry-After, no request is sent until that time has passed (the round asks the newest text again
-// then, requests.js), so a full server is not asked once per key by every reader it turned away.
+// are in bench/README.md). What makes a reader ask less often is the server's own refusal: after a
+// 429 or 503 that names a Retry-After, no request is sent until that time has passed (the round
+// asks the newest text again then, requests.js), so a full server is not asked once per key by
+// every reader it turned away.
 
 const KEEP = 40; // answers remembered (about eight texts of five models)
 
