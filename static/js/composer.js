@@ -29,7 +29,7 @@ export class Composer {
   }
 
   /**
-   * The composer sticks to the top on wide screens, and sheds its hints while stuck. The height it
+   * The composer sticks to the top, and sheds its hints while stuck. The height it
    * sheds is kept below it as margin, so the page under it does not move: were it to move up, the
    * browser's scroll anchoring would scroll back by as much, which can unstick the composer, which
    * grows back and scrolls the page down again, forever (a reader near that point saw the page shake).

@@ -6,15 +6,18 @@
 //   title     its name (the status line names a failed view by it, in the page's language: the
 //             catalogue's message "view.<title, each run of other characters than a-z 0-9 a dash>")
 //   figures   the ids of the elements it owns, in that section
-//   asks      when it asks the server: "typed" (each new text, at once: the per-model views fed by
-//             the one compare stream), "text" (each new text, once its first panel comes near the
-//             screen), "start" (once, as the page starts), "self" (only when it asks: a button, a
-//             control, a shared value it watches)
+//   asks      when it asks the server: "typed" (each new text, once its first panel is on or near
+//             the screen: the per-model views fed by the compare stream, whose models the request at
+//             each key carries while they are near), "text" (each new text, once its first panel
+//             comes near the screen), "start" (once, as the page starts), "self" (only when it asks:
+//             a button, a control, a shared value it watches)
 //   mount(lab)                 builds its controls; `lab`: {root, part(id), catalog, page, ask(options),
 //                              stop(), compared(model, signal), shown(answer, key)}, ask({key, lazy, pause})
 //                              asking again, shown: its figures' sentences and tables said again for
 //                              what it drew while an ask runs (a streamed run)
 //   keys()                     what it asks about: [null], or the models it follows (keyed views)
+//   models(key)                optional, "typed" views: the models key's ask takes from the compare
+//                              stream (default: [key] for a keyed view, none for null)
 //   panels(key)                the elements that show key's answer and say its failure; the first's
 //                              nearness starts a "text" ask
 //   ask(text, signal, key)     the request -> Promise of the answer
@@ -48,8 +51,10 @@ import * as scores from "./chapters/scores.js";
 import * as timing from "./chapters/timing.js";
 import * as training from "./chapters/training.js";
 import * as translations from "./chapters/translations.js";
+import * as glance from "./glance.js";
 
+// The first screen's translation (glance.js) comes first: it answers the first key.
 export const VIEWS = [
-  training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
+  glance, training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
   alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, predict, recap,
 ];

@@ -43,7 +43,8 @@ addEventListener("scroll", function first() {
   for (const element of [...near]) run(element);
 }, { passive: true });
 
-function isNear(element) {
+/** Whether `element` is on or within NEAR_PX of the screen (until the first scroll: on the screen itself). */
+export function isNear(element) {
   if (scrolled && reported.has(element)) return near.has(element);
   observer.observe(element);
   const box = element.getBoundingClientRect(); // not reported yet, or not scrolled yet: measure

@@ -14,6 +14,7 @@ import { contrastSwitch, startContrast } from "./contrast.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
 import { Embed, offerEmbeds, relabelEmbeds } from "./embed.js";
+import { Keeper } from "./keep.js";
 import { Nav } from "./nav.js";
 import { loadPlotly } from "./plots.js";
 import { Questions } from "./questions.js";
@@ -113,7 +114,10 @@ async function start() {
     offerEmbeds();
   }
   lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });
-  if (!embed) new Nav(page);
+  if (!embed) {
+    new Nav(page);
+    new Keeper();
+  }
   update(state);
 }
 

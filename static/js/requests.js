@@ -1,7 +1,9 @@
 // The request lifecycle, one for every chapter view (static/js/chapters/*.js, each of one shape:
-// contents.js). Each edit asks the server at once about every model, in one request (speculate.js);
-// after a pause in typing a round begins: every view is asked about the new text (the per-model
-// views from that one request, the others when their first panel comes near the screen, lazy.js),
+// contents.js). Each edit asks the server at once, in one request (speculate.js), about the models
+// whose views are on or near the screen (the first screen's translation among them); after a pause
+// in typing a round begins: every view is asked about the new text once its first panel is on or
+// near the screen (lazy.js; the per-model views from that one request, or one new request for the
+// models of the views that came near later),
 // and the round before is over: its requests are aborted and an answer that still arrives for it is
 // never shown, so the latest text always wins. Within a view, a newer ask (a control moved, a button
 // pressed) aborts the older one. While an ask runs, its panels are marked `is-busy` (a figure keeps
@@ -11,7 +13,7 @@
 import { ApiError, explain, isAbort } from "./api.js";
 import { chapterRoot, partsOf } from "./dom.js";
 import { t } from "./i18n.js";
-import { whenNear } from "./lazy.js";
+import { isNear, whenNear } from "./lazy.js";
 import { showEmpty } from "./plots.js";
 import { Speculation, unlessAborted } from "./speculate.js";
 import * as store from "./store.js";
@@ -96,10 +98,21 @@ class Line {
     return this.view.panels(this.key)[0];
   }
 
-  /** A new round: ask now ("typed") or once the first panel is near ("text"); the first outcome, or null when put off. */
+  /**
+   * A new round: ask once the first panel is on or near the screen, now or when it comes near; the
+   * first outcome, or null when put off. A view with no panel for this key (a model it does not
+   * show) asks nothing.
+   */
   due(report) {
-    if (this.view.asks === "typed") return this.ask(report).first;
+    if (!this.anchor) return Promise.resolve(null);
     return whenNear(this.anchor, () => this.ask(report).first, () => this.ask()) ?? Promise.resolve(null);
+  }
+
+  /** The models this line's ask takes from the compare stream, were it asked now; none when its panel is far. */
+  get models() {
+    if (this.view.asks !== "typed" || !this.anchor || !isNear(this.anchor)) return [];
+    if (this.view.models) return this.view.models(this.key);
+    return this.key === null ? [] : [this.key];
   }
 
   /** Ask again with the latest text, now or (`lazy`) once near; resolves to the last outcome (retries included). */
@@ -212,6 +225,7 @@ export class Lab {
     this.controller = new AbortController(); // aborts the latest round's requests
     this.lines = [];
     this.models = []; // every model, heaviest first
+    this.batch = null; // the models asked for in this task, sent together at its end: {text, names, asked}
     this.text = null; // the text the views were last asked about
   }
 
@@ -224,7 +238,7 @@ export class Lab {
     // story's models from the lightest), so the quick ones are those left when the page redraws.
     this.models = [...context.catalog.names].reverse();
     for (const view of views) {
-      const root = chapterRoot(view.chapter);
+      const root = view.root ? view.root() : chapterRoot(view.chapter); // the first screen's lives in the composer
       view.mount({
         ...context, root, part: partsOf(root),
         ask: (options) => this.again(view, options),
@@ -256,16 +270,37 @@ export class Lab {
     return Promise.all(lines.map((line) => line.again(lazy))).then((outcomes) => outcomes.find((o) => o && o.why) || null);
   }
 
-  /** Ask about `text` (null: about nothing) now, before the pause: every model's answer, in one request. */
+  /**
+   * Ask about `text` (null: about nothing) now, before the pause, in one request: the answers of the
+   * models the views on or near the screen show (the first screen's among them). A view far away
+   * asks when it comes near.
+   */
   ahead(text) {
-    return this.speculation.ahead(text, this.models);
+    return this.speculation.ahead(text, this.onScreen());
   }
 
-  /** Model `name`'s answer about the latest text, from the request that left at the keystroke. */
+  /** The models the views on or near the screen take from the compare stream, heaviest first. */
+  onScreen() {
+    const wanted = new Set(this.lines.flatMap((line) => line.models));
+    return this.models.filter((name) => wanted.has(name));
+  }
+
+  /**
+   * Model `name`'s answer about the latest text: kept from the request that left at the keystroke,
+   * or asked now; the models asked within one task (the panels of a chapter come near together)
+   * go in one request.
+   */
   compared(name, signal) {
     // a text no longer asked about (typing went on) is not asked again: its round is ending
     if (signal.aborted || this.text !== this.speculation.text) return Promise.reject(new DOMException("stale", "AbortError"));
-    const promise = this.speculation.ask(this.text, [name]).get(name);
+    if (this.batch?.text !== this.text) this.batch = { text: this.text, names: new Set(), asked: null };
+    const batch = this.batch;
+    batch.asked ??= Promise.resolve().then(() => {
+      if (this.batch === batch) this.batch = null;
+      return this.speculation.ask(batch.text, this.models.filter((m) => batch.names.has(m)));
+    });
+    batch.names.add(name);
+    const promise = batch.asked.then((answers) => answers.get(name));
     return unlessAborted(promise, signal).catch((error) => {
       throw isAbort(error) ? error : ofModel(name, error);
     });
@@ -322,7 +357,7 @@ class Round {
       if (!outcome || !this.current) return;
       if (outcome.why) failures.set(outcome.label, outcome.why);
       else failures.delete(outcome.label);
-      if (!outcome.why && line.view.asks === "typed" && line.key !== null) this.drawn[line.key] = performance.now();
+      if (!outcome.why && line.view.asks === "typed") this.drawn[line.key ?? line.view.title] = performance.now();
       if (done) tell();
     };
     await Promise.all(lab.lines.filter((line) => line.perText).map((line) => line.due(report)));

@@ -1,6 +1,6 @@
 // What a reader can share: the page's state in the query string. Keys: lang (the page's language,
-// en or fr: a shared link opens in the language it was copied in), text, model (the selected
-// card), kind (of attention in the heads view), head ("L.H", counted from 1), len (the gradient
+// en or fr: a shared link opens in the language it was copied in), text, glance (the model whose
+// translation the first screen shows), model (the selected card), kind (of attention in the heads view), head ("L.H", counted from 1), len (the gradient
 // experiment's input length), factor (its per-step view), filler and lag (the long-lag
 // experiment); ch (the chapter in view, its number in the story), curve and x (chapter 1's
 // quantity and axis), show (chapter 1's one model, empty: all), step (chapter 2's piece, from 0),
@@ -39,6 +39,7 @@ export class UrlState {
     const opening = catalog.defaults; // the server's (app/defaults.py): its answers are computed ahead
     this.text = q.has("text") ? q.get("text") : opening.text;
     this.model = catalog.info(q.get("model")) ? q.get("model") : defaultModel(catalog);
+    this.glance = catalog.info(q.get("glance")) ? q.get("glance") : defaultModel(catalog);
     this.kind = catalog.kinds.includes(q.get("kind")) ? q.get("kind") : "cross";
     [this.layer, this.head] = [0, 0];
     const head = /^(\d+)\.(\d+)$/.exec(q.get("head") || "");
@@ -107,7 +108,7 @@ export class UrlState {
     if (this.pending !== undefined) cancelIdleCallback(this.pending);
     this.pending = undefined;
     const q = new URLSearchParams({
-      lang: this.lang, text: this.text, model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
+      lang: this.lang, text: this.text, glance: this.glance || "", model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
       len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
       ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
       row: String(this.row), temp: String(this.temp), shuffle: String(this.shuffle), ohead: String(this.ohead),

@@ -1,0 +1,96 @@
+// The page never moves under the reader. Answers arrive, panels are drawn, questions are posed and
+// answered, the language changes: heights change above what the reader is looking at, and the
+// page would carry it away. The browser's own scroll anchoring is off (app.css): it anchors on the
+// first element at the top of the screen, which is hidden behind the stuck text box and often the
+// very thing that changed. Here the anchor is what the reader sees: the text box while it is in the
+// page's flow; else the heading of the chapter in view when it is on the screen; else the first
+// block of that chapter below the box. After every change of size it is put back where it was.
+// A scroll the reader makes (wheel, keys, scrollbar, a link) picks the anchor again.
+import { $ } from "./dom.js";
+
+const BLOCKS = "h2, h3, p, figure, .plot, .panel, .question, .toolbar, table, .card, li";
+const MOVED_PX = 0.5; // less is rounding, not a move
+
+const shown = (node) => node && node.getClientRects().length > 0;
+
+export class Keeper {
+  constructor() {
+    this.composer = $("composer");
+    this.sections = [...document.querySelectorAll("main section[data-chapter]")];
+    this.anchor = null; // {node, top, heading, headingTop}: what is held, and where on the screen
+    this.placed = null; // the scrollY this keeper put the page at, while no one else scrolled
+    this.picking = 0;
+    addEventListener("scroll", () => this.scrolled(), { passive: true });
+    const sizes = new ResizeObserver(() => this.restore());
+    sizes.observe($("main"));
+    for (const section of this.sections) sizes.observe(section);
+    this.pick();
+  }
+
+  /** The line under the stuck text box (0 when it is in the flow); null: the box itself is the anchor. */
+  line() {
+    if (!this.composer.classList.contains("is-stuck")) return null;
+    return this.composer.getBoundingClientRect().bottom;
+  }
+
+  /** What the reader is looking at now. */
+  pick() {
+    const line = this.line();
+    if (line === null) {
+      this.hold($("source"), null);
+      return;
+    }
+    const section = this.sections.find((s) => shown(s) && s.getBoundingClientRect().bottom > line);
+    if (!section) {
+      this.anchor = null;
+      return;
+    }
+    const heading = section.querySelector("h2");
+    const top = heading.getBoundingClientRect().top;
+    if (top >= line - 1 && top < innerHeight) {
+      this.hold(heading, heading);
+      return;
+    }
+    for (const node of section.querySelectorAll(BLOCKS)) {
+      if (!shown(node)) continue;
+      const box = node.getBoundingClientRect();
+      if (box.top >= line && box.top < innerHeight) {
+        this.hold(node, heading);
+        return;
+      }
+    }
+    this.hold(section, heading);
+  }
+
+  hold(node, heading) {
+    const top = node.getBoundingClientRect().top;
+    this.anchor = { node, top, heading, headingTop: heading ? heading.getBoundingClientRect().top : top };
+  }
+
+  /** A scroll: the keeper's own is let be; anyone else's picks the anchor again (once a frame). */
+  scrolled() {
+    if (this.placed !== null && Math.abs(scrollY - this.placed) <= MOVED_PX) return;
+    this.placed = null;
+    if (this.picking) return;
+    this.picking = requestAnimationFrame(() => {
+      this.picking = 0;
+      this.pick();
+    });
+  }
+
+  /** Sizes changed: scroll by as much as the anchor moved, so that it is where it was. */
+  restore() {
+    const anchor = this.anchor;
+    if (!anchor) return;
+    if (!shown(anchor.node)) { // hidden by the change (a panel taken away): its chapter's heading holds instead
+      if (!anchor.heading || !shown(anchor.heading)) return;
+      Object.assign(anchor, { node: anchor.heading, top: anchor.headingTop });
+    }
+    const moved = anchor.node.getBoundingClientRect().top - anchor.top;
+    if (Math.abs(moved) <= MOVED_PX) return;
+    const before = scrollY;
+    scrollBy({ top: moved, behavior: "instant" });
+    this.placed = scrollY;
+    if (scrollY === before) this.placed = null;
+  }
+}
