@@ -20,6 +20,8 @@
 //                              stream (default: [key] for a keyed view, none for null)
 //   panels(key)                the elements that show key's answer and say its failure; the first's
 //                              nearness starts a "text" ask
+//   wants(key)                 optional: false when a new text needs no ask (an answered question)
+//   name(key)                  optional: its name in the status line (default: its title's message)
 //   ask(text, signal, key)     the request -> Promise of the answer
 //   draw(answer, key)          shows the answer
 //   failure(error, key)        the failure in its words (null: its panels keep what they show)

@@ -29,7 +29,7 @@ export class Keeper {
 
   /** The line under the stuck text box (0 when it is in the flow); null: the box itself is the anchor. */
   line() {
-    if (!this.composer.classList.contains("is-stuck")) return null;
+    if (!this.stuck) return null;
     return this.composer.getBoundingClientRect().bottom;
   }
 
@@ -64,7 +64,11 @@ export class Keeper {
 
   hold(node, heading) {
     const top = node.getBoundingClientRect().top;
-    this.anchor = { node, top, heading, headingTop: heading ? heading.getBoundingClientRect().top : top };
+    this.anchor = { node, top, heading, headingTop: heading ? heading.getBoundingClientRect().top : top, stuck: this.stuck };
+  }
+
+  get stuck() {
+    return this.composer.classList.contains("is-stuck");
   }
 
   /** A scroll: the keeper's own is let be; anyone else's picks the anchor again (once a frame). */
@@ -82,6 +86,10 @@ export class Keeper {
   restore() {
     const anchor = this.anchor;
     if (!anchor) return;
+    if (anchor.stuck !== this.stuck) { // the box stuck or came loose since: what the reader sees is another thing
+      this.pick();
+      return;
+    }
     if (!shown(anchor.node)) { // hidden by the change (a panel taken away): its chapter's heading holds instead
       if (!anchor.heading || !shown(anchor.heading)) return;
       Object.assign(anchor, { node: anchor.heading, top: anchor.headingTop });

@@ -113,7 +113,7 @@ async function start() {
     state.questions = new Questions({ catalog, page });
     offerEmbeds();
   }
-  lab.mount(embed ? embed.views(VIEWS) : VIEWS, { catalog, page });
+  lab.mount(embed ? embed.views(VIEWS) : [...VIEWS, ...state.questions.views], { catalog, page });
   if (!embed) {
     new Nav(page);
     new Keeper();

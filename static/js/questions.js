@@ -5,10 +5,9 @@
 // stays in this browser (localStorage) and answers never leave it: nothing here sends a guess.
 // A teacher's link (`?tour=3,5,8&ask=1`, url-state.js) keeps only those chapters, in that order,
 // with the questions on; the navigation follows it.
-import { explain, isAbort } from "./api.js";
+import { explain } from "./api.js";
 import { chapterRoot, el } from "./dom.js";
 import { label, t } from "./i18n.js";
-import { whenNear } from "./lazy.js";
 import { QUESTIONS } from "./questions/bank.js";
 import * as store from "./store.js";
 
@@ -58,7 +57,11 @@ function wrapReveal(root) {
   return reveal;
 }
 
-/** One chapter's question: its card, what it hides, its answer for the latest sentence. */
+/**
+ * One chapter's question: its card, what it hides, its answer for the sentence it was posed on. It
+ * is a view of the page's one request lifecycle (requests.js): its measurement is asked, retried,
+ * aborted and superseded like any figure's, once its card is near the screen.
+ */
 class Question {
   constructor(spec, context, questions) {
     Object.assign(this, { spec, context, questions });
@@ -81,80 +84,137 @@ class Question {
     this.result.tabIndex = -1; // the keyboard lands on the comparison once the guess is made
     this.skip = label(el("button", "question__skip"), "q.skip");
     this.skip.type = "button";
-    this.skip.addEventListener("click", () => this.open());
-    this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip);
+    this.skip.addEventListener("click", () => this.pass());
+    this.again = label(el("button", "question__skip question__again"), "q.again");
+    this.again.type = "button";
+    this.again.dataset.testid = `question-${spec.chapter}-again`;
+    this.again.hidden = true;
+    this.again.addEventListener("click", () => this.askAgain());
+    this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip, this.again);
     this.reveal.before(this.card);
-    this.link = document.querySelector(`.site-nav a[data-chapter="${spec.chapter}"]`);
-    this.controller = null;
+    this.lab = null; // the request lifecycle's hands, once mounted
     this.text = null; // the sentence the question was posed for
+    this.seen = false; // answered or skipped: the chapter stays shown through new sentences
+    this.pending = undefined; // a guess waiting for its measurement (a question asked before it)
+    this.clear();
   }
 
-  /** A new sentence: a new question, the chapter hidden until it is answered (when asking). */
-  renew(text) {
-    this.controller?.abort();
-    this.text = text;
+  /** The question as a view of the request lifecycle (contents.js's shape). */
+  get view() {
+    const q = this;
+    return {
+      chapter: String(q.spec.chapter),
+      title: "question",
+      figures: [],
+      // a question of the sentence follows each new text; one asked before its measurement, on the guess
+      asks: q.spec.later ? "self" : "text",
+      mount: (lab) => { q.lab = lab; },
+      keys: () => [null],
+      panels: () => [q.prompt],
+      wants: () => q.questions.asking && !q.seen && !(q.spec.fixed && q.posed),
+      ask: (text, signal) => q.measure(text, signal),
+      draw: (answer) => q.measured(answer),
+      failure: (error) => q.failed(error),
+      describe: () => null,
+      rows: () => null,
+      name: () => t("q.label", { chapter: q.spec.chapter }),
+    };
+  }
+
+  /** A fresh card: no measurement, no choices, no result. */
+  clear() {
     this.posed = null;
-    this.measured = undefined;
+    this.answer = undefined;
     this.guess = undefined;
     this.choices.replaceChildren();
     this.result.hidden = true;
     this.result.textContent = "";
     delete this.result.dataset.verdict;
     delete this.result.dataset.measured;
-    if (!this.questions.asking) return;
-    this.reveal.hidden = true;
-    this.skip.hidden = false;
-    this.prompt.textContent = t("q.measuring");
-    this.card.classList.add("is-busy");
-    whenNear(this.card, () => this.pose(text));
+    this.again.hidden = true;
   }
 
-  async pose(text) {
+  /** The sentence is now `text`: an unanswered question follows it; an answered one stays, and offers to ask again. */
+  follow(text) {
+    if (this.seen) {
+      this.again.hidden = this.spec.fixed || this.spec.later || text === this.text;
+      return;
+    }
+    if (this.spec.fixed && this.posed) return;
+    this.text = text;
+    this.clear();
+    this.reveal.hidden = true;
+    this.skip.hidden = false;
     if (this.spec.later) {
-      this.card.classList.remove("is-busy");
       this.offer(this.spec.ask(this.context));
       return;
     }
-    const controller = this.controller = new AbortController();
-    try {
-      const answer = await this.spec.measure(text, this.context, controller.signal);
-      if (controller.signal.aborted || text !== this.text) return;
-      this.measured = answer; // kept: the question is written again in another language from it
-      this.posed = this.spec.pose(answer, this.context);
-    } catch (error) {
-      if (isAbort(error) || controller.signal.aborted) return;
-      this.card.classList.remove("is-busy");
-      this.prompt.textContent = t("q.failed", { why: explain(error) });
-      this.open(); // a question that cannot be asked never hides the chapter
+    label(this.prompt, "q.measuring");
+  }
+
+  /** The request: the chapter's own measurement of `text` (a question asked before it: of none). */
+  measure(text, signal) {
+    if (!this.spec.later) this.text = text;
+    return this.spec.measure(this.text, this.context, signal);
+  }
+
+  /** The measurement came: the question posed from it, or the guess waiting for it compared. */
+  measured(answer) {
+    this.answer = answer; // kept: the question is written again in another language from it
+    this.posed = this.spec.pose(answer, this.context);
+    if (this.pending !== undefined) {
+      const guess = this.pending;
+      this.pending = undefined;
+      if (this.posed) this.compare(guess);
       return;
     }
-    this.card.classList.remove("is-busy");
+    this.choices.replaceChildren();
     if (!this.posed) {
-      this.prompt.textContent = t("q.nothing");
+      label(this.prompt, "q.nothing");
       this.open();
       return;
     }
     this.offer(this.posed);
   }
 
+  /** A question that cannot be asked never hides the chapter; said in its prompt (the lifecycle writes it there). */
+  failed(error) {
+    this.pending = undefined;
+    this.open();
+    return t("q.failed", { why: explain(error) });
+  }
+
   /** The question and its choices, as buttons. */
   offer({ prompt, choices }) {
+    delete this.prompt.dataset.i18n;
+    this.prompt.classList.remove("is-missing");
     this.prompt.textContent = prompt;
     for (const choice of choices) {
       const button = el("button", "question__choice", choice.label);
       button.type = "button";
       button.dataset.choice = choice.id;
       if (choice.lang) button.lang = choice.lang;
-      button.addEventListener("click", () => this.answer(choice.id));
+      button.addEventListener("click", () => this.choose(choice.id));
       this.choices.append(button);
     }
   }
 
-  /** The reader's guess, against the measurement; the chapter shown. Nothing is sent anywhere. */
-  async answer(id) {
-    if (this.spec.later && !this.posed && !(await this.measureLater())) return;
+  /** The reader's guess. Nothing is sent anywhere; a question asked before its measurement measures now. */
+  choose(id) {
+    if (!this.posed && this.spec.later) {
+      this.pending = id;
+      for (const button of this.choices.querySelectorAll("button")) button.disabled = true;
+      label(this.result, "q.measuring.later");
+      this.result.hidden = false;
+      this.lab.ask();
+      return;
+    }
+    if (this.posed) this.compare(id);
+  }
+
+  /** The guess against the measurement; the chapter shown, and kept shown. */
+  compare(id) {
     const posed = this.posed;
-    if (!posed) return;
     const verdict = id === posed.right ? "right" : posed.close.has(id) ? "close" : "wrong";
     this.guess = id;
     for (const button of this.choices.querySelectorAll("button")) {
@@ -164,29 +224,30 @@ class Question {
     }
     this.result.dataset.verdict = verdict;
     this.result.dataset.measured = String(posed.measured);
+    delete this.result.dataset.i18n;
     this.result.textContent = `${t(`q.verdict.${verdict}`)} ${posed.says(id)}`;
     this.result.hidden = false;
     this.questions.progress(this.spec.chapter, verdict);
     this.open();
+    this.seen = true;
+    this.questions.told();
     this.result.focus({ preventScroll: true });
   }
 
-  /** A question asked before its measurement: measure now (the guess is made). False when it did not come. */
-  async measureLater() {
-    const controller = this.controller = new AbortController();
-    for (const button of this.choices.querySelectorAll("button")) button.disabled = true;
-    this.result.textContent = t("q.measuring.later");
-    this.result.hidden = false;
-    try {
-      this.measured = await this.spec.measure(this.text, this.context, controller.signal);
-      this.posed = this.spec.pose(this.measured, this.context);
-      return true;
-    } catch (error) {
-      if (isAbort(error) || controller.signal.aborted) return false;
-      this.result.textContent = t("q.failed", { why: explain(error) });
-      this.open();
-      return false;
-    }
+  /** "Show me without guessing": shown, and kept shown like an answered chapter. */
+  pass() {
+    this.lab?.stop();
+    this.open();
+    this.seen = true;
+    this.questions.told();
+  }
+
+  /** "Ask me again with this sentence": the question of the sentence in the box now, the chapter hidden until answered. */
+  askAgain() {
+    this.seen = false;
+    this.follow(this.questions.latest);
+    this.questions.told();
+    this.lab.ask({ lazy: true });
   }
 
   /**
@@ -194,8 +255,8 @@ class Question {
    * answered, the comparison, written again from the same measurement; the guess and what is shown stay.
    */
   relabel() {
-    if (this.measured !== undefined) this.posed = this.spec.pose(this.measured, this.context);
-    const shown = this.spec.later ? this.spec.ask(this.context) : this.posed;
+    if (this.answer !== undefined) this.posed = this.spec.pose(this.answer, this.context);
+    const shown = this.spec.later && !this.posed ? this.spec.ask(this.context) : this.posed;
     if (shown && this.choices.children.length) {
       this.prompt.textContent = shown.prompt;
       for (const choice of shown.choices) {
@@ -215,7 +276,7 @@ class Question {
 
   /** "Just show me": the card steps aside and the chapter shows. */
   showAll() {
-    this.controller?.abort();
+    this.lab?.stop();
     this.card.hidden = true;
     this.open();
   }
@@ -227,23 +288,36 @@ export class Questions {
     const { page } = context;
     followTour(page.tour);
     this.asking = page.ask || storedChoice();
+    this.latest = null;
     this.list = QUESTIONS.filter((spec) => chapterRoot(spec.chapter)).map((spec) => new Question(spec, context, this));
     this.toggle = this.buildToggle();
-    store.watch("text", (text) => this.renewAll(text));
+    store.watch("text", (text) => this.follow(text));
     if (!this.asking) for (const q of this.list) q.showAll();
+    this.told();
   }
 
-  renewAll(text) {
-    this.latest = text;
-    if (!this.asking) return;
+  /** The questions as views of the request lifecycle, for Lab.mount. */
+  get views() {
+    return this.list.map((q) => q.view);
+  }
+
+  /** A new sentence: each question follows it (an answered one stays answered). */
+  follow(text) {
     const trimmed = (text || "").trim();
+    this.latest = trimmed;
+    if (!this.asking) return;
     for (const q of this.list) {
       q.card.hidden = false;
-      if (trimmed && trimmed === q.text) continue; // the same sentence asked again: the same question
-      if (q.spec.later && q.posed) continue; // answered, and no sentence changes it
-      if (trimmed) q.renew(trimmed);
+      if (trimmed) q.follow(trimmed);
       else q.showAll();
     }
+    this.told();
+  }
+
+  /** Which chapters the reader may see the measurements of (store `revealed`: the recap reads it). */
+  told() {
+    const hidden = this.asking ? this.list.filter((q) => !q.seen).map((q) => String(q.spec.chapter)) : [];
+    store.set("revealed", { hidden: new Set(hidden) });
   }
 
   /** The two choices, in the composer: ask me first / just show me. The template writes them, so
@@ -288,14 +362,17 @@ export class Questions {
     this.asking = asking;
     if (!asking) {
       for (const q of this.list) q.showAll();
+      this.told();
       return;
     }
-    // asked from now on, for the chapters not answered yet on this sentence
-    const trimmed = (this.latest || "").trim();
+    // asked from now on, for the chapters not answered yet
     for (const q of this.list) {
       q.card.hidden = false;
-      if (q.result.hidden && trimmed) q.renew(trimmed);
+      if (q.seen || !this.latest) continue;
+      q.follow(this.latest);
+      if (!q.spec.later && !(q.spec.fixed && q.posed)) q.lab?.ask({ lazy: true });
     }
+    this.told();
   }
 
   /** The chapter's link in the navigation says how the reader's guess went. */

@@ -104,7 +104,7 @@ class Line {
    * show) asks nothing.
    */
   due(report) {
-    if (!this.anchor) return Promise.resolve(null);
+    if (!this.anchor || (this.view.wants && !this.view.wants(this.key))) return Promise.resolve(null);
     return whenNear(this.anchor, () => this.ask(report).first, () => this.ask()) ?? Promise.resolve(null);
   }
 
@@ -211,6 +211,7 @@ class Line {
   /** Its name in the status line: the model whose answer did not come, else the view's (and its key). */
   label(error = null) {
     if (error && error.model) return error.model;
+    if (this.view.name) return this.view.name(this.key);
     // the view's title in the page's words: its message "view.<title, dashed>" (contents.js)
     const title = t(`view.${this.view.title.replace(/[^a-z0-9]+/gi, "-")}`);
     return this.key === null ? title : `${title}, ${this.key}`;

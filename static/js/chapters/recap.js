@@ -1,9 +1,11 @@
 // Chapter 11's recap: one number per chapter. Each chapter says its own headline (store
 // `headline:N`) as it measures; the numbers measured on the sentence that no chapter has said yet
 // come in one request (POST /api/recap) when the recap comes near the screen. A chapter's own
-// headline for the current text wins over the recap's row.
+// headline for the current text wins over the recap's row. While the questions are asked, the row of
+// a chapter whose question is not answered yet says so instead of its answer (store `revealed`).
 import * as api from "../api.js";
-import { language, t } from "../i18n.js";
+import { el } from "../dom.js";
+import { label, language, t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "11";
@@ -31,6 +33,22 @@ export function mount(context) {
     written.clear();
     for (const n of lasting) written.add(n);
   });
+  store.watch("revealed", seal);
+}
+
+/** A chapter whose question the reader has not answered keeps its answer out of the recap too. */
+function seal({ hidden }) {
+  for (const item of lab.part("recap").querySelectorAll("li")) {
+    const n = item.querySelector("[data-recap]")?.dataset.recap;
+    const sealed = hidden.has(n);
+    for (const part of item.querySelectorAll(".recap__answer, .recap__fact")) part.hidden = sealed;
+    let note = item.querySelector(".recap__sealed");
+    if (sealed && !note) {
+      note = label(el("span", "recap__sealed"), "recap.sealed", { chapter: n });
+      item.append(note);
+    }
+    if (note) note.hidden = !sealed;
+  }
 }
 
 export const keys = () => [null];

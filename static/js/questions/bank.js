@@ -11,6 +11,7 @@
 //   later                        true: the question does not depend on the sentence, and costs a
 //                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
 //                                `measure` runs once the reader has guessed
+//   fixed                        true: the question does not depend on the sentence: posed once
 import * as api from "../api.js";
 import { bucketOf } from "../catalog.js";
 import { number, t } from "../i18n.js";
@@ -67,6 +68,30 @@ export function power(x) {
   const raised = String(exponent).replace(/[-0-9]/g, (c) => SUPERSCRIPT[c]);
   return `${number(mantissa)} × 10${raised}`;
 }
+
+/** The best validation BLEU a model reached in its training log. */
+const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).filter((b) => typeof b === "number"));
+
+const training = {
+  chapter: 1,
+  fixed: true, // the training logs do not change with the sentence: posed once
+  measure: (text, ctx, signal) => api.curves(signal),
+  pose(answer) {
+    const logs = answer.filter((c) => c.points.some((p) => typeof p.valid_bleu === "number"));
+    if (logs.length < 2) return null;
+    const best = logs.map(bestBleu);
+    const right = argmax(best);
+    const second = runnerUp(best, right);
+    const choices = logs.map((c, i) => ({ id: String(i), label: c.model }));
+    return {
+      prompt: t("q.1.prompt", { count: logs.length }),
+      choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: best[right],
+      says: (id) => t("q.1.says", {
+        guess: logs[Number(id)].model, guessValue: power(best[Number(id)]), answer: logs[right].model, value: power(best[right]),
+      }),
+    };
+  },
+};
 
 const recurrence = {
   chapter: 2,
@@ -173,25 +198,14 @@ const attention = {
 
 /** How many times the recurrent encoder's time is the parallel one's, at the longest length. */
 const RATIO_EDGES = [1, 2, 10, 100];
-const RETRIES = 3;
 
 const timing = {
   chapter: 6,
   later: true,
   ask: () => ({ prompt: t("q.6.prompt"), choices: rangeChoices(RATIO_EDGES, "q.6.choice") }),
-  // one measurement runs at a time on the server (the chapter's own button may have started it)
-  async measure(text, { page }, signal) {
-    for (let tries = 0; ; tries += 1) {
-      try {
-        return await api.timing(page.tlen, false, signal);
-      } catch (error) {
-        const busy = error instanceof api.ApiError && error.status === 429 && error.retryAfter !== null;
-        if (!busy || tries >= RETRIES) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.max(1, error.retryAfter) * 1000));
-        if (signal.aborted) throw new DOMException("superseded", "AbortError");
-      }
-    }
-  },
+  // one measurement runs at a time on the server (the chapter's own button may have started it): a
+  // 429 is asked again after its Retry-After by the request lifecycle, like any view's
+  measure: (text, { page }, signal) => api.timing(page.tlen, false, signal),
   pose(answer) {
     const measured = answer.recurrent_over_parallel_longest;
     const { choices, right, close } = amongRanges(measured, RATIO_EDGES, "q.6.choice");
@@ -292,4 +306,42 @@ const predict = {
   },
 };
 
-export const QUESTIONS = [recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, predict];
+/**
+ * The chain of fixes, as the shipped models make it: gates (the plain recurrent net to the gated one
+ * without attention), attention (to the first gated one with it), dropping the recurrence (to the
+ * first with heads). Null when the catalogue lacks a link.
+ */
+function chain(catalog) {
+  const plain = catalog.plainRecurrent;
+  const gated = catalog.models.find((m) => m.recurrent && m.gates && !m.cross_attention);
+  const attending = catalog.models.find((m) => m.recurrent && m.gates && m.cross_attention);
+  const heads = catalog.withHeads[0];
+  if (!plain || !gated || !attending || !heads) return null;
+  return [["gates", plain, gated], ["attention", gated, attending], ["self-attention", attending, heads]];
+}
+
+const point = {
+  chapter: 11,
+  // the shipped evaluation, read from the catalogue the page already has: no request
+  measure: (text) => Promise.resolve({ bucket: bucketOf(text) }),
+  pose({ bucket }, { catalog }) {
+    const links = chain(catalog);
+    if (!links) return null;
+    const bleu = (m) => (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket)?.bleu;
+    const gains = links.map(([, before, after]) => bleu(after) - bleu(before));
+    if (gains.some((g) => !Number.isFinite(g))) return null;
+    const right = argmax(gains);
+    const second = runnerUp(gains, right);
+    const choices = links.map(([fix, before, after], i) => ({ id: String(i), label: t(`q.11.choice.${fix}`, { before: before.name, after: after.name }) }));
+    return {
+      prompt: t("q.11.prompt", { bucket }),
+      choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: gains[right],
+      says: (id) => t("q.11.says", {
+        guess: choices[Number(id)].label, guessValue: power(gains[Number(id)]), answer: choices[right].label,
+        value: power(gains[right]), bucket,
+      }),
+    };
+  },
+};
+
+export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, predict, point];
