@@ -1,0 +1,191 @@
+"""The typing loop, as a reader lives it: typing mid-page moves nothing, an answered chapter stays
+answered through new sentences, the first screen answers every key with the API's own translation,
+and a key asks only for the models of the views on or near the screen."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from bench.serving import JUST_SHOW_ME
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems
+
+pytestmark = pytest.mark.browser
+
+WIDE, NARROW = (1400, 1000), (390, 844)
+TYPED = " Il pleut."
+HELD_PX = 2
+
+
+@pytest.fixture(scope="module")
+def reader(chromium):
+    """A page of its own, whose requests are recorded; its reader's choice is set per test."""
+    context = chromium.new_context(viewport={"width": WIDE[0], "height": WIDE[1]}, bypass_csp=True)
+    page = context.new_page()
+    page.set_default_timeout(UPDATE_TIMEOUT_MS)
+    requests: list[tuple[str, str]] = []
+    page.on("request", lambda r: requests.append((r.url, r.post_data or "")))
+    yield page, Problems(page), requests
+    context.close()
+
+
+def load(page, server: str, query: str, size: tuple[int, int], asking: bool) -> None:
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    if not page.url.startswith(server):
+        page.goto(f"{server}/static/css/app.css")
+    page.evaluate("value => localStorage.setItem('attentionLab.questions', value)", "ask" if asking else "show")
+    page.goto(f"{server}/{query}")
+    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+
+
+def heading(chapter: str) -> str:
+    return f"document.querySelector('section[data-chapter=\"{chapter}\"] h2').getBoundingClientRect().top"
+
+
+def wheel_to(page, chapter: str) -> None:
+    """Scroll with the mouse wheel, as a reader does, until the chapter's heading is near the top."""
+    size = page.viewport_size
+    page.mouse.move(size["width"] / 2, size["height"] / 2)
+    for _ in range(300):
+        top = page.evaluate(heading(chapter))
+        if 150 <= top <= 400:
+            break
+        page.mouse.wheel(0, max(-500, min(500, top - 250)))
+        page.wait_for_timeout(30)
+    page.wait_for_timeout(300)
+
+
+def type_keys(page, keys: str, check=None) -> None:
+    """Into the stuck text box, at its end, one key at a time; `check()` after each key; then wait
+    until every view shows the new text."""
+    page.get_by_test_id("source").click()
+    page.keyboard.press("End")
+    for key in keys:
+        page.keyboard.type(key)
+        page.wait_for_timeout(60)
+        if check:
+            check()
+    text = page.get_by_test_id("source").input_value()
+    page.wait_for_function("text => window.attentionLab.lastUpdate?.text === text", arg=text)
+    page.wait_for_timeout(300)
+
+
+def compares(requests: list[tuple[str, str]]) -> list[list[str]]:
+    return [json.loads(body)["models"] for url, body in requests if url.endswith("/api/compare")]
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["wide", "narrow"])
+@pytest.mark.parametrize("chapter", ["3", "5", "9"])
+def test_typing_mid_page_moves_nothing(reader, server, size, chapter):
+    """The chapter in view keeps its heading within 2 px at every key and once every view is drawn
+    (before: the page scrolled up by 81 px at every key, the stuck box's caret revealed below the
+    page's scroll-padding)."""
+    page, problems, _ = reader
+    load(page, server, "", size, asking=False)
+    problems.clear()
+    wheel_to(page, chapter)
+    top = page.evaluate(heading(chapter))
+    seen = []
+    type_keys(page, TYPED, lambda: seen.append(page.evaluate(heading(chapter))))
+    seen.append(page.evaluate(heading(chapter)))
+    assert max(abs(y - top) for y in seen) <= HELD_PX, (top, seen)
+    assert not problems.errors
+
+
+def test_an_answered_chapter_stays_answered_through_new_sentences(reader, server):
+    page, problems, _ = reader
+    load(page, server, "?ch=2", WIDE, asking=True)
+    problems.clear()
+    card, reveal = page.locator("[data-question='2']"), page.locator("[data-reveal='2']")
+    page.wait_for_selector("[data-question='2'] button[data-choice]")
+    assert reveal.evaluate("el => el.hidden")
+    recap_row = "n => !document.querySelector(`[data-recap='${n}']`).hidden"
+    assert not page.evaluate(recap_row, "2"), "the recap shows an answer not yet given"
+    top = page.evaluate(heading("2"))
+    card.locator("button[data-choice]").first.click()
+    assert not reveal.evaluate("el => el.hidden")
+    assert page.evaluate(recap_row, "2") and not page.evaluate(recap_row, "3")
+    height = page.evaluate("document.body.scrollHeight")
+    for words in (" Il pleut.", " Nous restons ici.", " Le chat dort."):
+        type_keys(page, words)
+        assert not reveal.evaluate("el => el.hidden"), f"chapter 2 hidden again after {words!r}"
+        assert card.locator(".question__result[data-verdict]").is_visible()
+        assert card.get_by_test_id("question-2-again").is_visible()
+        assert abs(page.evaluate(heading("2")) - top) <= HELD_PX
+        assert page.evaluate("document.body.scrollHeight") >= height * 0.9, "the page collapsed"
+    # asked again, it is the question of the sentence in the box, and the chapter waits for the answer
+    card.get_by_test_id("question-2-again").click()
+    page.wait_for_selector("[data-question='2'] button[data-choice]:not([disabled])")
+    assert reveal.evaluate("el => el.hidden")
+    assert card.locator(".question__result").is_hidden()
+    assert not page.evaluate(recap_row, "2")
+    assert not problems.errors
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["wide", "narrow"])
+def test_the_first_screen_answers_every_key(reader, server, catalog, size):
+    page, problems, _ = reader
+    load(page, server, "", size, asking=True)
+    problems.clear()
+    shown = page.get_by_test_id("glance-translation")
+    assert page.get_by_test_id("glance-model").input_value() == "transformer"
+    type_keys(page, " Il pleut.")
+    text = page.get_by_test_id("source").input_value()
+    page.wait_for_timeout(200)
+    api = httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": "transformer"}, timeout=60).json()
+    assert shown.inner_text() == api["translation"]
+    box = shown.bounding_box()
+    assert box and box["y"] >= 0 and box["y"] + box["height"] <= size[1], "the translation is out of view"
+    looks = page.get_by_test_id("glance-looks").locator("li")
+    assert looks.count() == len(api["target_tokens"])
+    said = page.locator("#glance-said").text_content()
+    assert api["translation"] in said  # its sentence twin says what it shows
+    # another model, the reader's choice, kept in the URL
+    other = next(m["name"] for m in catalog if m["name"] != "transformer" and not m["cross_attention"])
+    page.get_by_test_id("glance-model").select_option(other)
+    answer = httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": other}, timeout=60).json()
+    page.wait_for_function("([t]) => document.querySelector('[data-testid=glance-translation]').textContent === t",
+                           arg=[answer["translation"]])
+    assert f"glance={other}" in page.url
+    assert looks.count() == 0  # no attention: no word looked anywhere, and it says so
+    assert other in page.locator("#glance-how").text_content()
+    page.get_by_test_id("glance-model").select_option("transformer")
+    assert not problems.errors
+
+
+@pytest.mark.parametrize(("chapter", "everyone"), [("top", False), ("3", False), ("4", True), ("7", False)])
+def test_a_key_asks_only_for_the_models_on_screen(reader, server, catalog, chapter, everyone):
+    page, problems, requests = reader
+    load(page, server, "", WIDE, asking=False)
+    problems.clear()
+    if chapter != "top":
+        wheel_to(page, chapter)
+    before = len(requests)
+    type_keys(page, TYPED)
+    asked = compares(requests[before:])
+    assert len(asked) >= len(TYPED) - 1, asked  # each key asks at once (the last keys may be one round)
+    wanted = {m["name"] for m in catalog} if everyone else {"transformer"}
+    assert all(set(models) == wanted for models in asked), asked
+    assert not problems.errors
+
+
+def test_a_chapter_that_comes_near_later_asks_once_for_its_models(reader, server, catalog):
+    """Typed at the top, chapter 4's cards were not asked about; scrolled to, they ask in one request."""
+    page, problems, requests = reader
+    load(page, server, "", WIDE, asking=False)
+    problems.clear()
+    type_keys(page, TYPED)
+    before = len(requests)
+    page.locator("#translations").scroll_into_view_if_needed()
+    text = page.get_by_test_id("source").input_value()
+    names = [m["name"] for m in catalog]
+    for name in names:
+        page.wait_for_function("n => !document.querySelector(`[data-testid='translation-${n}']`).classList.contains('is-pending')",
+                               arg=name)
+    asked = compares(requests[before:])
+    assert len(asked) == 1 and set(asked[0]) == set(names) - {"transformer"}, asked  # the first screen's is kept
+    answer = httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": names[0]}, timeout=60).json()
+    assert page.get_by_test_id(f"translation-{names[0]}").inner_text() == (answer["translation"] or "(empty translation)")
+    assert not problems.errors
