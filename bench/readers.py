@@ -3,20 +3,25 @@
     .venv/bin/python bench/readers.py                          # 1, 8, 16, 32, 48, 64 readers, 40 s each
     .venv/bin/python bench/readers.py --readers 1,64,128 --seconds 30 --json /tmp/readers.json
     .venv/bin/python bench/readers.py --url http://127.0.0.1:8000          # a running server
+    .venv/bin/python bench/readers.py --where top,4,spread,all --readers 8,32,64  # where the readers are
 
-Each simulated reader does what the page does (static/js/speculate.js, main.js, the chapters):
-types a French sentence one key every 120-260 ms; at every key, one POST /api/compare for every
-model with the page's X-Supersede-Key (one per reader), the previous one dropped (its connection
-closed, as the browser's abort does), except while a 503 or 429's Retry-After runs (then nothing
-is sent); after the last key and the page's pause (70 ms), the requests
-of the chapter in view (drawn per sentence: the recurrence, the gradients at the page's length, the
+Each simulated reader does what the page does (static/js/speculate.js, requests.js, the chapters):
+it is somewhere on the page (--where: "top", the first screen; "4", chapter 4's five cards;
+"spread", a chapter drawn per sentence, chapter 4 and 5 twice as often; "all", every model at every
+key wherever the reader is, as the page asked before it asked only for what is on screen), types a
+French sentence one key every 120-260 ms, and at every key sends one POST /api/compare for the
+models on its screen (the first screen's, the Transformer; chapter 4's cards: every model; chapter
+5's grids: the attention LSTMs; chapter 9: the Transformer) with the page's X-Supersede-Key (one per
+reader), the previous one dropped (its connection closed, as the browser's abort does), except while
+a 503 or 429's Retry-After runs (then nothing is sent); after the last key and the page's pause (70
+ms), the requests of the chapter in view (the recurrence, the gradients at the page's length, the
 scores for each attention LSTM, the scaling, the order, the heads, the two predictions, the recap,
 or nothing for the chapters that ask nothing more); then it reads for 2-5 s before the next
-sentence. The latency of a sentence is from its last keystroke to its last answer (the last
-compare line and every chapter answer). A sentence fails when any of its last answers is not a 200
-(a 503 or 429 included; the page would ask again after its Retry-After) or a compare line is an
-error. Meanwhile a prober asks GET /api/health twice a second, as an orchestrator's probe does,
-and reads GET /metrics.
+sentence. The latency of a sentence is from its last keystroke to its last answer (the last compare
+line and every chapter answer). A sentence fails when any of its last answers is not a 200 (a 503 or
+429 included; the page would ask again after its Retry-After) or a compare line is an error.
+Meanwhile a prober asks GET /api/health twice a second, as an orchestrator's probe does, and reads
+GET /metrics.
 
 Printed per number of readers: sentences, p50/p95/p99 latency, failures by cause (a refusal
 without a Retry-After is counted apart), requests per second, the slowest health answer, the
@@ -53,8 +58,19 @@ READ_S = (2.0, 5.0)  # reading between sentences
 PAUSE_S = 0.070  # the page's pause in typing (static/js/main.js PAUSE_MS)
 HELD_P95_MS = 250
 HEALTH_EVERY_S = 0.5
-# the chapter in view when the reader stops typing: (chapter, weight); 1, 4 and 6 ask nothing more
-CHAPTERS = [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
+# the chapter in view while the reader types ("spread"): (chapter, weight); 0 is the first screen
+CHAPTERS = [(0, 1), (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
+WHERE = {"top": [(0, 1)], "4": [(4, 1)], "spread": CHAPTERS, "all": CHAPTERS}
+
+
+def models_per_key(chapter: int, page: dict, where: str) -> list[str]:
+    """The models a key asks for (static/js/requests.js onScreen): the first screen's, and those of
+    the per-model views on the screen; every model when the page asks for all ("all")."""
+    if where == "all" or chapter == 4:
+        return page["names"]
+    first = [page["heads"]] if page["heads"] else page["names"][-1:]
+    shown = page["aligning"] if chapter == 5 else []
+    return [name for name in page["names"] if name in set(first + shown)]
 
 
 def sentence(rng: random.Random) -> str:
@@ -79,8 +95,11 @@ def chapter_asks(chapter: int, text: str, page: dict) -> list[tuple[str, dict]]:
 
 
 class Reader:
-    def __init__(self, index: int, url: str, page: dict, seed: int):
+    def __init__(self, index: int, url: str, page: dict, seed: int, where: str):
         self.rng = random.Random(seed * 1000 + index)
+        self.where = where
+        self.models: list[str] = []  # what a key asks for where the reader is now
+        self.keys = self.asked = 0  # compares sent, and the models they asked for
         self.client = httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=6))
         self.page = page
         self.key = secrets.token_hex(16)  # the page's X-Supersede-Key: one per visit
@@ -92,7 +111,9 @@ class Reader:
     async def compare(self, text: str) -> str | None:
         """The compare stream for `text`, read to its end: None, or why it failed."""
         self.requests += 1
-        async with self.client.stream("POST", "/api/compare", json={"text": text, "models": self.page["names"]},
+        self.keys += 1
+        self.asked += len(self.models)
+        async with self.client.stream("POST", "/api/compare", json={"text": text, "models": self.models},
                                       headers={"X-Supersede-Key": self.key}) as response:
             if response.status_code != 200:
                 return self.refused("compare", response)
@@ -118,6 +139,9 @@ class Reader:
 
     async def sentence(self, until: float) -> None:
         words = sentence(self.rng)
+        places = WHERE[self.where]
+        chapter = self.rng.choices([c for c, _ in places], [w for _, w in places])[0]
+        self.models = models_per_key(chapter, self.page, self.where)
         asked, pending = "", None
         for end in range(1, len(words) + 1):
             text = words[:end].strip()
@@ -135,7 +159,6 @@ class Reader:
                     pending.cancel()
                 return  # the level ended mid-sentence: not counted
         await asyncio.sleep(max(0.0, last_key + PAUSE_S - time.perf_counter()))
-        chapter = self.rng.choices([c for c, _ in CHAPTERS], [w for _, w in CHAPTERS])[0]
         asks = [self.ask(path, body) for path, body in chapter_asks(chapter, asked, self.page)]
         try:
             outcomes = await asyncio.gather(pending, *asks)
@@ -180,15 +203,18 @@ async def probe(url: str, until: float) -> tuple[list[float | None], list[float]
     return health, in_flight
 
 
-async def level(url: str, page: dict, readers: int, seconds: float, seed: int) -> dict:
+async def level(url: str, page: dict, readers: int, seconds: float, seed: int, where: str) -> dict:
     until = time.perf_counter() + seconds
-    crowd = [Reader(i, url, page, seed) for i in range(readers)]
+    crowd = [Reader(i, url, page, seed, where) for i in range(readers)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     (health, in_flight), *_ = await asyncio.gather(probe(url, until), *(r.run(until) for r in crowd))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     latencies = [x for r in crowd for x in r.latencies]
     failures = sum((r.failures for r in crowd), Counter())
-    return {"readers": readers, "sentences": len(latencies) + sum(failures.values()),
+    keys = sum(r.keys for r in crowd)
+    per_key = sum(r.asked for r in crowd) / keys if keys else None
+    return {"where": where, "readers": readers, "models_per_key": per_key,
+            "sentences": len(latencies) + sum(failures.values()),
             "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
             "p99_ms": percentile(latencies, 99), "failed": sum(failures.values()), "failures": dict(failures),
             "requests_per_s": sum(r.requests for r in crowd) / wall,
@@ -213,15 +239,16 @@ def show(row: dict) -> None:
     health = "-" if row["health_max_s"] is None else f"{1000 * row['health_max_s']:.0f} ms"
     if row["health_failed"]:
         health += f" ({row['health_failed']} not 200)"
-    print(f"{row['readers']:>4} readers: {row['sentences']:>4} sentences, p50 {fmt(row['p50_ms']):>5} ms, "
+    print(f"{row['where']:>6}, {row['readers']:>4} readers, {fmt1(row['models_per_key'])} models a key: "
+          f"{row['sentences']:>4} sentences, p50 {fmt(row['p50_ms']):>5} ms, "
           f"p95 {fmt(row['p95_ms']):>5} ms, p99 {fmt(row['p99_ms']):>5} ms, failed {row['failed']:>3} "
           f"{row['failures'] or ''}, {row['requests_per_s']:.0f} requests/s, health at most {health}, "
           f"{fmt1(row['in_flight_mean'])} in flight on average, "
           f"load generator {100 * row['generator_cpu_share']:.0f}% of the machine", flush=True)
 
 
-def held(rows: list[dict]) -> int:
-    return max((r["readers"] for r in rows
+def held(rows: list[dict], where: str) -> int:
+    return max((r["readers"] for r in rows if r["where"] == where
                 if r["failed"] == 0 and r["p95_ms"] is not None and r["p95_ms"] <= HELD_P95_MS), default=0)
 
 
@@ -230,21 +257,27 @@ def main() -> None:
     parser.add_argument("--readers", default="1,8,16,32,48,64", help="comma-separated numbers of readers")
     parser.add_argument("--seconds", type=float, default=40, help="per number of readers")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--where", default="spread",
+                        help="where the readers are, comma-separated: top, 4, spread, all (all models a key)")
     parser.add_argument("--typing-only", action="store_true",
                         help="only the compares of typing, no chapter's requests after the pause")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     counts = [int(n) for n in args.readers.split(",")]
-    if args.typing_only:
-        CHAPTERS[:] = [(4, 1)]  # chapter 4 asks nothing beyond the compare
+    places = args.where.split(",")
+    if any(where not in WHERE for where in places):
+        parser.error(f"--where: each of {', '.join(WHERE)}")
+    if args.typing_only:  # nothing asked after the pause: the chapter asks are dropped
+        globals()["chapter_asks"] = lambda *_: []
 
     def measure(url: str) -> list[dict]:
         page = read_page(url)
         rows = []
-        for readers in counts:
-            rows.append(asyncio.run(level(url, page, readers, args.seconds, args.seed)))
-            show(rows[-1])
+        for where in places:
+            for readers in counts:
+                rows.append(asyncio.run(level(url, page, readers, args.seconds, args.seed, where)))
+                show(rows[-1])
         return rows
 
     if args.url:
@@ -253,8 +286,10 @@ def main() -> None:
         with serve(env=UVICORN_LIMITS) as url:
             time.sleep(10)  # the default sentence's answers computed ahead, as a replica has them by then
             rows = measure(url)
-    print(f"held at p95 <= {HELD_P95_MS} ms with none failed: {held(rows)} typing readers")
-    write_report(args.json, {"levels": rows, "held_readers": held(rows), "p95_target_ms": HELD_P95_MS,
+    held_by_place = {where: held(rows, where) for where in places}
+    for where, most in held_by_place.items():
+        print(f"held at p95 <= {HELD_P95_MS} ms with none failed, readers at {where}: {most} typing readers")
+    write_report(args.json, {"levels": rows, "held_readers": held_by_place, "p95_target_ms": HELD_P95_MS,
                              "typing_only": args.typing_only,
                              "seconds_per_level": args.seconds, "cpus": os.cpu_count()})
 
