@@ -59,7 +59,8 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         attending = first(lambda m: m["recurrent"] and m["gates"] and m["cross_attention"])
         heads = first(lambda m: "encoder" in m["attention_kinds"])
         bleu = lambda m: next(r["bleu"] for r in m["metrics"]["bleu_by_length"] if r["bucket"] == bucket)  # noqa: E731
-        gains = [bleu(after) - bleu(before) for before, after in ((plain, gated), (gated, attending), (attending, heads))]
+        links = ((plain, gated), (gated, attending), (attending, heads))
+        gains = [bleu(after) - bleu(before) for before, after in links]
         return str(argmax(gains)), gains[argmax(gains)]
     if chapter == "2":
         change = post(server, "recurrence", {"text": text})["change"]

@@ -9,7 +9,6 @@ import json
 import httpx
 import pytest
 
-from bench.serving import JUST_SHOW_ME
 from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems
 
 pytestmark = pytest.mark.browser
@@ -70,6 +69,11 @@ def type_keys(page, keys: str, check=None) -> None:
     text = page.get_by_test_id("source").input_value()
     page.wait_for_function("text => window.attentionLab.lastUpdate?.text === text", arg=text)
     page.wait_for_timeout(300)
+
+
+def translate(server: str, text: str, model: str) -> dict:
+    """POST /api/translate's answer: what the page's views must show for `text`."""
+    return httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": model}, timeout=60).json()
 
 
 def compares(requests: list[tuple[str, str]]) -> list[list[str]]:
@@ -134,7 +138,7 @@ def test_the_first_screen_answers_every_key(reader, server, catalog, size):
     type_keys(page, " Il pleut.")
     text = page.get_by_test_id("source").input_value()
     page.wait_for_timeout(200)
-    api = httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": "transformer"}, timeout=60).json()
+    api = translate(server, text, "transformer")
     assert shown.inner_text() == api["translation"]
     box = shown.bounding_box()
     assert box and box["y"] >= 0 and box["y"] + box["height"] <= size[1], "the translation is out of view"
@@ -145,9 +149,9 @@ def test_the_first_screen_answers_every_key(reader, server, catalog, size):
     # another model, the reader's choice, kept in the URL
     other = next(m["name"] for m in catalog if m["name"] != "transformer" and not m["cross_attention"])
     page.get_by_test_id("glance-model").select_option(other)
-    answer = httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": other}, timeout=60).json()
-    page.wait_for_function("([t]) => document.querySelector('[data-testid=glance-translation]').textContent === t",
-                           arg=[answer["translation"]])
+    answer = translate(server, text, other)
+    page.wait_for_function("t => document.getElementById('glance-translation').textContent === t",
+                           arg=answer["translation"])
     assert f"glance={other}" in page.url
     assert looks.count() == 0  # no attention: no word looked anywhere, and it says so
     assert other in page.locator("#glance-how").text_content()
@@ -182,10 +186,12 @@ def test_a_chapter_that_comes_near_later_asks_once_for_its_models(reader, server
     text = page.get_by_test_id("source").input_value()
     names = [m["name"] for m in catalog]
     for name in names:
-        page.wait_for_function("n => !document.querySelector(`[data-testid='translation-${n}']`).classList.contains('is-pending')",
-                               arg=name)
+        card = f"[data-testid='translation-{name}']"
+        page.wait_for_function("sel => !document.querySelector(sel).classList.contains('is-pending')", arg=card)
     asked = compares(requests[before:])
-    assert len(asked) == 1 and set(asked[0]) == set(names) - {"transformer"}, asked  # the first screen's is kept
-    answer = httpx.post(f"{server}/api/translate", json={"text": text.strip(), "model": names[0]}, timeout=60).json()
-    assert page.get_by_test_id(f"translation-{names[0]}").inner_text() == (answer["translation"] or "(empty translation)")
+    # one request, for the cards' models but the first screen's, which the page has kept
+    assert len(asked) == 1 and set(asked[0]) == set(names) - {"transformer"}, asked
+    answer = translate(server, text, names[0])
+    shown = page.get_by_test_id(f"translation-{names[0]}").inner_text()
+    assert shown == (answer["translation"] or "(empty translation)")
     assert not problems.errors
