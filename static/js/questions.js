@@ -160,6 +160,7 @@ class Question {
 
   /** The measurement came: the question posed from it, or the guess waiting for it compared. */
   measured(answer) {
+    if (answer === this.answer) return; // drawn again (a switch of language): relabel() rewrites it
     this.answer = answer; // kept: the question is written again in another language from it
     this.posed = this.spec.pose(answer, this.context);
     if (this.pending !== undefined) {

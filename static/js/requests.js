@@ -81,6 +81,7 @@ class Line {
     Object.assign(this, { lab, view, key });
     this.controller = null;
     this.timer = 0;
+    this.busy = null; // the attempt whose panels are dimmed
   }
 
   /** Asked about each new text (typed or lazily), so a new round ends its asks. */
@@ -164,7 +165,14 @@ class Line {
   async attempt(text, signal, mayRetry) {
     const { view, key } = this;
     const panels = view.panels(key);
-    const busy = (on) => { for (const panel of panels) panel.classList.toggle("is-busy", on); };
+    // an ask aborted (a newer round, Stop, a text overtaken by an empty one) undims its panels too,
+    // unless a newer ask of this line has dimmed them since
+    const mine = this.busy = {};
+    const busy = (on) => {
+      if (this.busy !== mine) return;
+      for (const panel of panels) panel.classList.toggle("is-busy", on);
+      if (!on) this.busy = null;
+    };
     busy(true);
     try {
       const answer = await view.ask(text, signal, key);
@@ -186,6 +194,8 @@ class Line {
       failed.get(view).set(key, { error, wait });
       this.sayFailure(error, wait);
       return { label: this.label(error), why: explain(error), wait };
+    } finally {
+      busy(false);
     }
   }
 

@@ -59,6 +59,7 @@ DYNAMIC = {
     # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
     "q.3.choice.": "chapter 3's ranges", "q.4.choice.": "chapter 4's ranges", "q.6.choice.": "chapter 6's",
     "q.7.choice.": "chapter 7's ranges", "q.8.choice.": "chapter 8's ranges",
+    "q.11.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
 SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js"))]
 KEY = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$")

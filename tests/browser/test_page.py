@@ -40,6 +40,13 @@ def measured(server) -> list[tuple[str, str]]:
     return [(c["model"], c["weights"]) for c in answer["curves"]]
 
 
+def cards_answered(page, name: str) -> None:
+    """Wait until chapter 4's card for `name` shows its answer for the current text."""
+    page.wait_for_function("sel => !document.querySelector(sel).classList.contains('is-pending')",
+                           arg=f"[data-testid='translation-{name}']")
+    assert page.get_by_test_id(f"translation-{name}").inner_text().strip() not in ("", "…")
+
+
 def curve_names(server) -> list[str]:
     """The gradient chart's legend: each measured model as shipped and at initialization."""
     return [f"{m}, {'as shipped' if w == 'trained' else 'at initialization'}" for m, w in measured(server)]
@@ -54,8 +61,8 @@ def plot_z(page, testid: str):
     return show(page, testid).evaluate("gd => gd.data && gd.data[0] && gd.data[0].z")
 
 
-def test_first_load_shows_every_view(fresh_page, catalog, server, health):
-    page, problems = fresh_page
+def test_first_load_shows_every_view(open_page, catalog, server, health):
+    page, problems = open_page("?ch=4")  # chapter 4's cards on screen: they ask for every model
     numerics = page.get_by_test_id("numerics").inner_text()
     arithmetic = {"fp32": "in fp32,", "fp16-weights": "in fp32 arithmetic on weights read from fp16 copies"}
     assert f"({health['device']}) {arithmetic[health['numerics']['precision']]}" in numerics
@@ -64,7 +71,7 @@ def test_first_load_shows_every_view(fresh_page, catalog, server, health):
     assert page.get_by_test_id("source").input_value().strip(), "the text box starts with an example"
     assert sorted(page.locator(".card").evaluate_all("els => els.map(e => e.dataset.model)")) == sorted(names)
     for name in names:
-        assert page.get_by_test_id(f"translation-{name}").inner_text().strip() not in ("", "…")
+        cards_answered(page, name)
     panels = page.locator("[data-testid^='attention-']").evaluate_all("els => els.map(e => e.dataset.testid)")
     assert panels == [f"attention-{name}" for name in aligning(catalog)]
     for testid in panels:
@@ -78,10 +85,10 @@ def test_first_load_shows_every_view(fresh_page, catalog, server, health):
     assert problems.errors == [] and problems.dialogs == []
 
 
-def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(fresh_page, catalog, server):
+def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(open_page, catalog, server):
     """The sixth folder, named in no code: its card in its group with its blurb and the next
     colour, its translation, its alignment panel, its line in the BLEU chart."""
-    page, problems = fresh_page
+    page, problems = open_page("?ch=4")
     info = next(m for m in catalog if m["name"] == EXTRA_MODEL)
     card = page.locator(f'.card[data-model="{EXTRA_MODEL}"]')
     assert info["summary"] in card.inner_text()
@@ -92,6 +99,7 @@ def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(fresh_page, catalog,
     assert [colours[m["name"]] for m in catalog] == COLOURS, "the five keep theirs, the sixth gets the next"
     sentence = page.get_by_test_id("source").input_value()
     answer = httpx.post(f"{server}/api/attention", json={"text": sentence, "model": EXTRA_MODEL}).json()
+    cards_answered(page, EXTRA_MODEL)
     assert page.get_by_test_id(f"translation-{EXTRA_MODEL}").inner_text() == answer["translation"]
     z = plot_z(page, f"attention-{EXTRA_MODEL}")
     assert (len(z), len(z[0])) == (len(answer["target_tokens"]), len(answer["source_tokens"]))
@@ -130,8 +138,8 @@ def test_a_card_is_picked_by_keyboard(fresh_page):
     assert problems.errors == []
 
 
-def test_typing_translates_with_every_model(fresh_page, catalog, server):
-    page, problems = fresh_page
+def test_typing_translates_with_every_model(open_page, catalog, server):
+    page, problems = open_page("?ch=4")
     sentence = "Nous avons un chat et un chat."
     type_sentence(page, sentence)
     for name in (m["name"] for m in catalog):
@@ -208,12 +216,13 @@ WATCH_REQUESTS = """() => {
 }"""
 
 
-def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(fresh_page, catalog):
+def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(open_page, catalog):
     """The views wait for a pause in typing, the request does not: it leaves at the keystroke,
-    one request for every model (POST /api/compare). When the text changes again, the request
+    one request for every model on screen (POST /api/compare; chapter 4's cards show them all).
+    When the text changes again, the request
     still running for the old text is aborted (the server then drops its work), so requests about
     two different texts are never in flight together, and each (model, text) is asked once."""
-    page, problems = fresh_page
+    page, problems = open_page("?ch=4")
     sent, aborted = [], []
 
     def asked(request):
@@ -422,8 +431,8 @@ def test_markup_in_the_input_stays_text(fresh_page, catalog):
     assert problems.errors == []
 
 
-def test_messages_for_empty_too_long_and_server_errors(fresh_page, catalog, health, server):
-    page, problems = fresh_page
+def test_messages_for_empty_too_long_and_server_errors(open_page, catalog, health, server):
+    page, problems = open_page("?ch=4")  # every model's card on screen
     longest = health["limits"]["max_chars"]
     status = page.get_by_test_id("status")
     box = page.get_by_test_id("source")
@@ -495,6 +504,7 @@ def test_url_state_is_restored_and_values_out_of_bounds_are_ignored(open_page, c
     assert page.locator('.card[data-model="lstm"]').get_attribute("aria-pressed") == "true"
     assert page.get_by_test_id("grad-length").input_value() == "30"
     assert show(page, "gradient-plot").evaluate("gd => gd.data[0].x.length") == 30
+    show(page, "heads-grid")
     assert page.locator("#head-title").inner_text() == "Layer 1, head 2"
     longest = health["limits"]["max_gradient_length"]
     page, problems = open_page(f"?model=nobody&kind=sideways&head={info['layers'] + 1}.1&len={longest + 1}")

@@ -195,3 +195,24 @@ def test_a_chapter_that_comes_near_later_asks_once_for_its_models(reader, server
     shown = page.get_by_test_id(f"translation-{names[0]}").inner_text()
     assert shown == (answer["translation"] or "(empty translation)")
     assert not problems.errors
+
+
+def test_a_round_overtaken_by_an_empty_text_leaves_nothing_dimmed(reader, server):
+    """An ask aborted while its answer is on the way (here: the text emptied before the compare
+    answers) undims its panels: before, it returned before clearing `is-busy`."""
+    page, problems, _ = reader
+    load(page, server, "", WIDE, asking=False)
+    problems.clear()
+    held = []
+    page.route("**/api/compare", lambda route: held.append(route))
+    box = page.get_by_test_id("source")
+    box.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" x")
+    page.wait_for_function("() => document.querySelector('#glance-translation.is-busy') !== null")
+    box.fill("")
+    page.wait_for_function("() => window.attentionLab.lastUpdate?.text === ''")
+    assert held, "the compare was not held"
+    assert page.locator(".is-busy").count() == 0
+    page.unroute("**/api/compare")  # the held requests go on (their answers are for no one)
+    problems.clear()  # the held requests' aborts are logged as failed loads

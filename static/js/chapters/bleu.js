@@ -47,6 +47,8 @@ export function mount(context) {
   if (!lab.catalog.models.length) showEmpty(div, ["bleu.no-model"]);
   else if (!evaluated.length) showEmpty(div, ["bleu.no-report"]);
   store.watch("model", () => lab.ask());
+  // the recap's line needs no figure: written for each text, wherever the reader is
+  store.watch("text", (text) => store.headline(chapter, headline(bucketOf(text))));
 }
 
 export const keys = () => [null];
