@@ -21,9 +21,12 @@ grow side by side; every turn ends with a progress line.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import dataclasses
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -42,6 +45,7 @@ FIRST_SYMBOL = EOS_ID + 2  # symbols come after PAD, BOS, EOS and UNK
 TURN_S = 0.5  # seconds a contestant trains before the next one takes its turn
 EVAL_SEED = 10_000  # held-out sequences are drawn from their own stream, never trained on
 PROBE_SEED = 20_000
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def contestant_config(name: str, c: LiveConfig) -> ModelConfig:
@@ -255,12 +259,25 @@ def sweep_table(rows: list[dict], base: LiveConfig) -> dict:
     return {"settings": settings, "rows": sorted(rows, key=lambda r: (r["task"], r["length"]))}
 
 
+def die_with(parent: int) -> None:
+    """On Linux, ask to be killed when `parent` (the server that started this run) dies, so a server
+    killed outright (no chance to end its runs) leaves no training behind. Asked here, after exec
+    (in a server with threads, code run between fork and exec may deadlock): the server may be gone
+    already, this process handed to another parent, so then it ends at once."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        sys.exit(f"the process that started this run ({parent}) is gone")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("run", help="one run; NDJSON lines on stdout")
     one.add_argument("settings", nargs="?", default="{}", help="LiveConfig fields as JSON")
     one.add_argument("--nice", type=int, default=0, help="added to this process's nice value")
+    one.add_argument("--parent", type=int, help="the id of the process that started the run: die with it")
     many = sub.add_parser("sweep", help="final accuracy against length, for the defaults' budget")
     many.add_argument("--lengths", default="4,8,12,16,20,24")
     many.add_argument("--task", default=LiveConfig.task)
@@ -268,6 +285,8 @@ def main() -> None:
     many.add_argument("--json", help="write the table here (rows of other tasks and lengths there are kept)")
     args = parser.parse_args()
     if args.command == "run":
+        if args.parent is not None:
+            die_with(args.parent)
         if args.nice:
             os.nice(args.nice)
         settings = json.loads(args.settings)

@@ -63,10 +63,15 @@ class Words:
     def number(self, x) -> str:
         return format_decimal(x, locale=self.locale)
 
+    def plural(self, count) -> str:
+        """The plural form for `count`; "other" when there is none, the rule static/js/i18n.js keeps:
+        a missing count is no number, not 0 (which is French "one")."""
+        return "other" if count is None else self.locale.plural_form(count)
+
     def text(self, key: str, **params) -> str:
         message = self.messages.get(key, messages(DEFAULT).get(key, key))
         if isinstance(message, dict):
-            message = message.get(self.locale.plural_form(params.get("count", 0)), message["other"])
+            message = message.get(self.plural(params.get("count")), message["other"])
 
         def fill(match: re.Match) -> str:
             value = params.get(match.group(1))

@@ -2,22 +2,21 @@
 run in a process of its own beside the server, never on the model thread.
 
 A run is a child process (`python -m models.live run SETTINGS`) at one torch thread and a higher
-nice value, so translation keeps its cores; its progress lines are passed on to the client as
-they come. Each replica runs at most `slots` at once (another asks: BusyError, 429 with
-Retry-After); each run is capped in steps and seconds (checked before any work) and in resident
-memory (the process is killed past `memory_mb`); it ends, process and all, when its client leaves.
+nice value, so translation keeps its cores, and killed if the server dies; its progress lines are
+passed on to the client as they come. Each replica runs at most `slots` at once (another asks:
+BusyError, 429 with Retry-After); each run is capped in steps and seconds (checked before any
+work) and in resident memory (the process is killed past `memory_mb`); it ends, process and all,
+when its client leaves.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import math
 import os
-import signal
 import sys
 import time
 import weakref
@@ -39,7 +38,6 @@ NICE = 10  # added to the run's nice value: translation requests come first
 LINE = TypeAdapter(TrainLine)
 log = logging.getLogger("attention_lab")
 POLL_S = 0.25  # how often the run's memory is read
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
 START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch, scoring, writing
 
 
@@ -111,9 +109,8 @@ class LiveRuns:
 
     async def _lines(self, config: live.LiveConfig, lease: Lease) -> AsyncIterator[str]:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "models.live", "run", json.dumps(asdict(config)), "--nice", str(NICE),
-            cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, preexec_fn=die_with_parent)
+            *command(config), cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         peak = [0.0]
         watch = asyncio.create_task(self._watch(process, wall_cap(config), peak))
         try:
@@ -155,6 +152,14 @@ class LiveRuns:
         return None
 
 
+def command(config: live.LiveConfig) -> list[str]:
+    """The run's command line. The child steps back (--nice) and asks to die with this server
+    (--parent) itself: code run between fork and exec (a preexec_fn) may deadlock the child of a
+    process with threads, as a server is."""
+    return [sys.executable, "-m", "models.live", "run", json.dumps(asdict(config)), "--nice", str(NICE),
+            "--parent", str(os.getpid())]
+
+
 def wall_cap(config: live.LiveConfig) -> float:
     """The longest a run may take, in seconds: every contestant's seconds guard, and the slack."""
     return len(config.contestants) * config.seconds + START_SLACK_S
@@ -180,14 +185,6 @@ async def end(process) -> None:
             process.kill()
     with contextlib.suppress(ProcessLookupError):
         await process.wait()
-
-
-def die_with_parent() -> None:
-    """In the child, before it runs: on Linux, ask to be killed when the server's process dies, so a
-    server killed outright (no chance to end its runs) leaves no training behind."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def resident_mb(pid: int) -> float | None:

@@ -48,6 +48,9 @@ class TimingBench:
     def __init__(self, limit_s: float = LIMIT_S, repeats: int = REPEATS):
         self.limit_s, self.repeats = limit_s, repeats
         self._lock = threading.Lock()
+        # the kept results have a lock of their own: a reader must never find a key evicted between
+        # looking and reading, and never waits for a measurement (which holds _lock for seconds)
+        self._kept = threading.Lock()
         self._results: OrderedDict[tuple, Timings] = OrderedDict()
         self._started: float | None = None  # time.monotonic() of the running measurement
         self._done, self._total = 0, 0
@@ -65,22 +68,31 @@ class TimingBench:
         chosen = check_lengths(lengths)
         entries = compared(registry, recurrent, parallel)
         key = (str(registry.device), chosen, tuple(entries))
-        if not refresh and key in self._results:
-            return self._results[key]
+        if not refresh and (kept := self._kept_result(key)) is not None:
+            return kept
         if not self._lock.acquire(blocking=False):
             raise BusyError(self._retry_after())
         try:
-            if not refresh and key in self._results:  # measured while this request waited to look
-                return self._results[key]
+            if not refresh and (kept := self._kept_result(key)) is not None:  # measured while it waited
+                return kept
             self._started, self._done, self._total = time.monotonic(), 0, 0
             result = self._measure(registry, {n: e.model for n, e in entries.items()}, chosen)
-            self._results[key] = result
-            while len(self._results) > KEPT:
-                self._results.popitem(last=False)
+            self._keep(key, result)
             return result
         finally:
             self._started = None
             self._lock.release()
+
+    def _kept_result(self, key: tuple) -> Timings | None:
+        with self._kept:
+            return self._results.get(key)
+
+    def _keep(self, key: tuple, result: Timings) -> None:
+        """Keep `result`, dropping the oldest past KEPT."""
+        with self._kept:
+            self._results[key] = result
+            while len(self._results) > KEPT:
+                self._results.popitem(last=False)
 
     def _measure(self, registry: ModelRegistry, models: dict, lengths: tuple[int, ...]) -> Timings:
         """`models`: {recurrent name: model, parallel name: model}, in that order."""

@@ -1,7 +1,8 @@
 // The page's words in the reader's language. One catalogue per language (static/i18n/<lang>.json,
 // one key per message), the same files the server renders the template from. A message is a string
 // with {placeholders}, or, where a count decides the words, an object of plural forms keyed by the
-// categories of Intl.PluralRules ("one", "other", ...), chosen by the `count` placeholder. Numbers
+// categories of Intl.PluralRules ("one", "other", ...), chosen by the `count` placeholder ("other"
+// when there is none, as the server chooses: app/services/language.py). Numbers
 // are written by the language's rules (Intl.NumberFormat): 0.83 in English is 0,83 in French.
 export const LANGUAGES = ["en", "fr"];
 
@@ -33,15 +34,20 @@ export function t(key, params = {}) {
   let message = messages[key] ?? catalogues.get("en")?.[key];
   if (message === undefined) return key; // a missing key shows itself, and the catalogue test catches it
   if (typeof message === "object") {
-    if (!plurals.has(current)) plurals.set(current, new Intl.PluralRules(current));
-    const form = plurals.get(current).select(Number(params.count));
-    message = message[form] ?? message.other;
+    message = message[plural(params.count)] ?? message.other;
   }
   return message.replace(/\{(\w+)\}/g, (whole, name) => {
     const value = params[name];
     if (value === undefined) return whole;
     return typeof value === "number" ? number(value) : String(value);
   });
+}
+
+/** The plural form for `count` in the page's language; "other" without a count, never 0's form. */
+function plural(count) {
+  if (count === undefined || count === null) return "other";
+  if (!plurals.has(current)) plurals.set(current, new Intl.PluralRules(current));
+  return plurals.get(current).select(Number(count));
 }
 
 const formats = new Map(); // "lang options" -> Intl.NumberFormat (making one costs more than using it)

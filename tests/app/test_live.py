@@ -3,8 +3,13 @@ replica (429), and a run's process ending with its client."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import select
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,6 +17,7 @@ import httpx
 import pytest
 from pydantic import TypeAdapter
 
+from app.config import REPO_ROOT
 from app.schemas import TrainEnd, TrainLine
 from app.services import live as live_service
 from app.services.live import LiveLimits
@@ -120,3 +126,87 @@ def test_the_run_ends_when_its_client_hangs_up(tiny_checkpoints):
         assert gone_after < 1.0
         assert httpx.get(f"{url}/api/train").json()["running"] == 0
     assert os.getpid() not in running
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command's name (state, parent id, ...); None once gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and (_stat(int(entry.name)) or ["", ""])[1] == str(pid)]
+
+
+def _running(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in "ZX"  # a zombie waits for a parent to read it: gone
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="nice values and /proc are Linux's")
+def test_the_run_is_started_without_preexec_fn_and_steps_back_by_itself(client, monkeypatch):
+    """Code run between fork and exec (preexec_fn) may deadlock the child of a server with threads:
+    the child is told on its command line what to do (--nice, --parent) and does it."""
+    started, real = [], asyncio.create_subprocess_exec
+
+    async def spy(*args, **kwargs):
+        started.append((args, kwargs, process := await real(*args, **kwargs)))
+        return process
+
+    monkeypatch.setattr(live_service.asyncio, "create_subprocess_exec", spy)
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    with client.stream("POST", "/api/train", json=QUICK) as response:
+        next(response.iter_lines())  # the settings: the child has stepped back by now
+        [(args, kwargs, process)] = started
+        assert "preexec_fn" not in kwargs
+        assert list(args[-4:]) == ["--nice", str(live_service.NICE), "--parent", str(os.getpid())]
+        assert os.getpriority(os.PRIO_PROCESS, process.pid) == min(19, mine + live_service.NICE)
+        assert int(_stat(process.pid)[1]) == os.getpid()
+    assert client.get("/api/train").json()["running"] == 0
+
+
+SERVER = """
+import asyncio, os, time
+from app.services.live import LiveRuns
+from models.live import LiveConfig
+
+async def serve():
+    lines = LiveRuns(None).start(LiveConfig(length=5, steps=3000, contestants=("lstm",)))
+    await lines.__anext__()
+    if (holder := os.fork()) == 0:  # holds the run's pipe open: no broken pipe ends the run
+        time.sleep(60)
+        os._exit(0)
+    print(holder, flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(serve())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
+def test_a_run_dies_with_a_server_killed_outright():
+    """A server given no chance to end its runs (SIGKILL) leaves no training behind, even while the
+    run writes nothing (the signal asked for by --parent, not a broken pipe, ends it)."""
+    server = subprocess.Popen([sys.executable, "-c", SERVER], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    children = []
+    try:
+        assert select.select([server.stdout], [], [], 60)[0], "the run did not start within 60 s"
+        children = [int(server.stdout.readline())]  # the pipe's holder
+        children += [pid for pid in _children(server.pid) if pid != children[0]]  # the run
+        assert len(children) == 2
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        deadline = time.monotonic() + 5
+        while _running(children[1]):
+            assert time.monotonic() < deadline, "the training process outlived its server"
+            time.sleep(0.05)
+    finally:
+        server.kill()
+        server.wait(10)
+        server.stdout.close()
+        for pid in children:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -4,6 +4,9 @@ that attention does learn reversal."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -111,3 +114,12 @@ def test_the_shipped_sweep_is_the_defaults_and_makes_the_point_at_them():
     looking = max(at_default[n] for n in default.contestants if live.attention_of(n))
     squeezed = max(at_default[n] for n in default.contestants if not live.attention_of(n))
     assert looking >= 0.9 and squeezed <= looking - 0.2
+
+
+def test_a_run_whose_parent_is_already_gone_ends_at_once():
+    """The run asks to die with its server only once it runs, so the server may have died before:
+    a run that finds another parent than the one it was given trains nothing."""
+    other = os.getppid()  # not the run's parent: this process is
+    done = subprocess.run([sys.executable, "-m", "models.live", "run", "{}", "--parent", str(other)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and done.stdout == "" and "is gone" in done.stderr

@@ -271,7 +271,9 @@ def test_an_experiment_goes_on_while_interactive_work_never_stops_coming():
     try:
         for thread in typists:
             thread.start()
+        deadline = time.monotonic() + 10
         while len(ran) < 4:
+            assert time.monotonic() < deadline, f"the typists ran {len(ran)} compares in 10 s, not 4"
             time.sleep(0.01)
         during = worker.submit(experiment, priority=EXPERIMENT).result(timeout=5)  # starved: never
         assert during >= 4 + 20  # each pause ran at least one compare

@@ -40,6 +40,16 @@ def test_words_fill_plurals_and_numbers_by_the_locale():
     assert language.Words("xx").lang == "en"
 
 
+def test_a_plural_message_without_a_count_takes_the_other_form_as_the_page_s_script_does():
+    """static/js/i18n.js: a missing count is no number, whose form is "other" in every language;
+    0 would be French "one"."""
+    fr, en = language.Words("fr"), language.Words("en")
+    assert fr.text("gradients.tokens") == "{count} jetons"
+    assert fr.text("gradients.tokens", count=None) == "{count} jetons"
+    assert en.text("gradients.tokens") == "{count} tokens"
+    assert fr.text("gradients.tokens", count=0) == "0 jeton"  # a count of 0 keeps French's own rule
+
+
 @pytest.fixture(scope="module")
 def page_client():
     app = FastAPI()

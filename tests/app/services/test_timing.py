@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from app.runtime.errors import BusyError, InvalidOptionError
-from app.services.timing import MAX_LENGTH, MAX_LENGTHS, TimingBench, bench, check_lengths
+from app.services.timing import KEPT, MAX_LENGTH, MAX_LENGTHS, TimingBench, bench, check_lengths
 from models.probes.timing import LENGTHS
 from tests.app.answers import sent
 
@@ -57,19 +59,68 @@ def test_a_kept_result_is_answered_again_until_refreshed(registry):
     assert timings.timing(registry, [3, 9]) is again
 
 
+class LooksThenWaits(OrderedDict):
+    """Kept results that, the first time `reader` looks one up, let `evicted` happen before the
+    answer goes back (up to 1 s): another request's eviction, right between looking and reading."""
+
+    def __init__(self, reader: list, looked: threading.Event, evicted: threading.Event):
+        super().__init__()
+        self.reader, self.looked, self.evicted = reader, looked, evicted
+
+    def _pause(self) -> None:
+        if threading.current_thread() in self.reader and not self.looked.is_set():
+            self.looked.set()
+            self.evicted.wait(1)  # under a lock the eviction cannot happen now: the wait runs out
+
+    def __contains__(self, key) -> bool:
+        found = super().__contains__(key)
+        self._pause()
+        return found
+
+    def get(self, key, default=None):
+        found = super().get(key, default)
+        self._pause()
+        return found
+
+
+def test_a_kept_result_evicted_while_it_is_read_is_still_answered(registry, monkeypatch):
+    timings, reader, looked, evicted = TimingBench(), [], threading.Event(), threading.Event()
+    monkeypatch.setattr(timings, "_measure", lambda registry, models, lengths: lengths)  # no model work
+    timings._results = LooksThenWaits(reader, looked, evicted)
+    timings.timing(registry, [3, 9])  # the oldest kept, the next one evicted
+    for n in range(KEPT - 1):
+        timings._results[("elsewhere", n)] = None
+
+    def read():
+        reader.append(threading.current_thread())
+        return timings.timing(registry, [3, 9])
+
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(read)
+        assert looked.wait(10), "the reader never looked its result up"
+        timings.timing(registry, [3, 10])  # one more kept: [3, 9] goes
+        evicted.set()
+        assert answer.result(timeout=10) == (3, 9)  # no KeyError (an HTTP 500)
+    assert len(timings._results) == KEPT
+
+
 def test_one_measurement_at_a_time(registry):
     timings, hold = TimingBench(limit_s=5, repeats=1), threading.Event()
     registry.jobs.worker.submit(hold.wait)  # the model thread is busy: the first measurement waits
     answers = []
     first = threading.Thread(target=lambda: answers.append(timings.timing(registry, [4, 8])))
     first.start()
-    while not timings.status().running:
-        time.sleep(0.01)
-    with pytest.raises(BusyError) as busy:
-        timings.timing(registry, [4, 16])
-    assert 1 <= busy.value.retry_after <= 5
-    hold.set()
-    first.join(10)
+    try:
+        deadline = time.monotonic() + 10
+        while not timings.status().running:
+            assert time.monotonic() < deadline, "the first measurement did not start within 10 s"
+            time.sleep(0.01)
+        with pytest.raises(BusyError) as busy:
+            timings.timing(registry, [4, 16])
+        assert 1 <= busy.value.retry_after <= 5
+    finally:  # the model thread is the session's: never leave it held
+        hold.set()
+        first.join(10)
     assert answers and not timings.status().running
     assert timings.status().done == timings.status().total == 4  # 2 models x 2 lengths x 1 repeat
 
@@ -108,10 +159,14 @@ def test_the_endpoints(client):
     registry.jobs.worker.submit(hold.wait)
     first = threading.Thread(target=lambda: client.post("/api/timing", json={"lengths": [2, 7]}))
     first.start()
-    while not client.get("/api/timing/status").json()["running"]:
-        time.sleep(0.01)
-    busy = client.post("/api/timing", json={"lengths": [2, 9]})
-    assert busy.status_code == 429 and int(busy.headers["Retry-After"]) >= 1
-    assert "GET /api/timing/status" in busy.json()["detail"]
-    hold.set()
-    first.join(10)
+    try:
+        deadline = time.monotonic() + 10
+        while not client.get("/api/timing/status").json()["running"]:
+            assert time.monotonic() < deadline, "the first measurement did not start within 10 s"
+            time.sleep(0.01)
+        busy = client.post("/api/timing", json={"lengths": [2, 9]})
+        assert busy.status_code == 429 and int(busy.headers["Retry-After"]) >= 1
+        assert "GET /api/timing/status" in busy.json()["detail"]
+    finally:
+        hold.set()
+        first.join(10)
