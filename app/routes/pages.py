@@ -23,6 +23,7 @@ DATA_CREDIT = "Tatoeba (tatoeba.org) via manythings.org/anki, CC-BY 2.0 FR"
 A_YEAR = "public, max-age=31536000, immutable"
 
 router = APIRouter(include_in_schema=False)
+QUESTIONS_COOKIE = "questions"  # "ask" or "show": the reader's choice (static/js/questions.js)
 
 # The template's words: t (text, escaped) and th (the catalogue's own markup), in the language the
 # route chose for this request (its context's `words`).
@@ -43,8 +44,11 @@ def index(request: Request, lang: str | None = None):
 def page(request: Request, lang: str | None, **context) -> HTMLResponse:
     """The template in the language chosen for this request (app/services/language.py)."""
     chosen = language.choose(lang, request.cookies.get(language.COOKIE), request.headers.get("accept-language"))
+    # the reader's choice of questions (static/js/questions.js keeps it in a cookie too), so that the
+    # first paint already hides what a question hides on the first screen: nothing moves as it starts
+    asking = request.query_params.get("ask") == "1" or request.cookies.get(QUESTIONS_COOKIE) != "show"
     context |= {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
-                "languages": language.LANGUAGES, "base": str(request.base_url)}
+                "languages": language.LANGUAGES, "base": str(request.base_url), "asking": asking}
     response = TEMPLATES.TemplateResponse(request, "index.html", context)
     response.headers["Vary"] = "Accept-Language, Cookie"  # the same address answers in either language
     response.headers["Content-Language"] = chosen

@@ -22,7 +22,15 @@ function storedChoice() {
   }
 }
 
+const A_YEAR_S = 365 * 24 * 3600;
+
+/** The server reads the choice too: the first screen's question is written hidden or shown as it will be. */
+function tellServer(asking) {
+  document.cookie = `questions=${asking ? "ask" : "show"}; Path=/; Max-Age=${A_YEAR_S}; SameSite=Lax`;
+}
+
 function remember(asking) {
+  tellServer(asking);
   try {
     localStorage.setItem(STORED, asking ? "ask" : "show");
   } catch {
@@ -45,8 +53,10 @@ function followTour(tour) {
   document.body.dataset.tour = tour.join(",");
 }
 
-/** Everything of chapter `root` after its head, in one wrapper that the question can hide. */
+/** Everything of chapter `root` after its head, in one wrapper that the question can hide (the template's, where it wrote one). */
 function wrapReveal(root) {
+  const written = root.querySelector(".question-reveal");
+  if (written) return written;
   const inner = root.querySelector(".wrap") || root;
   const head = inner.querySelector(".chapter__head");
   const reveal = el("div", "question-reveal");
@@ -91,7 +101,9 @@ class Question {
     this.again.hidden = true;
     this.again.addEventListener("click", () => this.askAgain());
     this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip, this.again);
-    this.reveal.before(this.card);
+    const written = root.querySelector("[data-question]"); // the template's, of the same build
+    if (written) written.replaceWith(this.card);
+    else this.reveal.before(this.card);
     this.lab = null; // the request lifecycle's hands, once mounted
     this.text = null; // the sentence the question was posed for
     this.seen = false; // answered or skipped: the chapter stays shown through new sentences
@@ -289,6 +301,7 @@ export class Questions {
     const { page } = context;
     followTour(page.tour);
     this.asking = page.ask || storedChoice();
+    if (!page.ask) tellServer(this.asking); // a choice stored before the cookie existed
     this.latest = null;
     this.list = QUESTIONS.filter((spec) => chapterRoot(spec.chapter)).map((spec) => new Question(spec, context, this));
     this.toggle = this.buildToggle();
