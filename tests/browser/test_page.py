@@ -178,6 +178,7 @@ WATCH_REQUESTS = """() => {
     window.__mostTexts = 0;
     window.__asked = [];
     window.__answered = [];  // the texts whose every model's line arrived
+    window.__cut = [];  // the texts whose answer the server ended early (a newer text superseded it)
     window.__inInput = false;
     document.addEventListener("input", () => { window.__inInput = true; }, {capture: true});
     document.addEventListener("input", () => { window.__inInput = false; });
@@ -207,6 +208,7 @@ WATCH_REQUESTS = """() => {
             const read = () => lines.read().then(({value, done}) => {
                 seen += (value || "").split("\\n").length - 1;
                 if (asks && seen >= models && !over) window.__answered.push(text);
+                if (asks && done && seen < models && !over) window.__cut.push(text);
                 if (done || seen >= models) end(); else read();
             }, end);
             read();
@@ -257,12 +259,13 @@ def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(ope
     # a request still running when the text changed was dropped before the newer text's left
     # (never two texts in flight); which ones were still running depends on the machine's speed
     # (on a fast one the first text's answer can be complete before the next key), so every older
-    # text either was answered in full or was aborted, and some were aborted; the final text's
-    # requests all ran
+    # text was answered in full, aborted by the page, or ended early by the server as the newer text
+    # arrived (X-Supersede-Key), and some were aborted; the final text's requests all ran
     answered = page.evaluate("window.__answered")
     assert page.evaluate("window.__mostTexts") == 1
     assert aborted and all(sentence.startswith(t) and t != sentence for t in aborted)
-    assert {t for t in texts if t != sentence} <= set(aborted) | set(answered)
+    cut = page.evaluate("window.__cut")
+    assert {t for t in texts if t != sentence} <= set(aborted) | set(answered) | set(cut)
     assert sentence in answered and sentence not in aborted
     assert len(sent) == len(set(sent))
     # one more key: its text is asked at the keystroke, not after the pause
