@@ -34,9 +34,9 @@ class InvalidOptionError(ValueError):
 
 
 class BusyError(RuntimeError):
-    """429: a measurement is already running; `retry_after`: seconds until it should be done."""
+    """429: what the request needs is taken; `busy` says what (its message begins with it),
+    `retry_after`: seconds until it should be free."""
 
-    def __init__(self, retry_after: int):
-        super().__init__(f"a timing measurement is running; ask again in {retry_after} s "
-                         "(GET /api/timing/status shows its progress)")
+    def __init__(self, busy: str, retry_after: int):
+        super().__init__(f"{busy}; ask again in {retry_after} s")
         self.retry_after = retry_after

@@ -95,7 +95,8 @@ class LiveRuns:
         """Take a slot (BusyError when none is free) and return the run's NDJSON lines; the slot is
         given back when the lines end, or when nobody ever reads them."""
         if self.running >= self.slots:
-            raise BusyError(self.retry_after())
+            taken = f"every live training slot is taken ({self.slots} on this replica)"
+            raise BusyError(taken, self.retry_after())
         self.running += 1
         self.ends_by = time.monotonic() + wall_cap(config)
         lease = Lease(self)

@@ -71,7 +71,8 @@ class TimingBench:
         if not refresh and (kept := self._kept_result(key)) is not None:
             return kept
         if not self._lock.acquire(blocking=False):
-            raise BusyError(self._retry_after())
+            raise BusyError("a timing measurement is running (GET /api/timing/status shows its progress)",
+                            self._retry_after())
         try:
             if not refresh and (kept := self._kept_result(key)) is not None:  # measured while it waited
                 return kept

@@ -118,6 +118,7 @@ def test_one_measurement_at_a_time(registry):
         with pytest.raises(BusyError) as busy:
             timings.timing(registry, [4, 16])
         assert 1 <= busy.value.retry_after <= 5
+        assert str(busy.value).startswith("a timing measurement is running")
     finally:  # the model thread is the session's: never leave it held
         hold.set()
         first.join(10)
