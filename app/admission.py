@@ -1,17 +1,21 @@
-"""Admission control: a bounded number of model requests per replica, the rest refused at once.
+"""Admission control: a model request is refused at once when it would wait too long.
 
-Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py),
-holding a thread of the shared pool while it waits. Without a bound, a crowd fills the queue (every
-request waits behind all the others) and the pool (so plain handlers and static files wait too).
-Here at most `limit` such requests are in the server at a time, running or waiting; one more is
-answered 503 with Retry-After before its body is read. GET requests (health, models, curves,
-static files, the page) are never counted nor refused; health and the catalog are async handlers,
-so they need no pool thread either, and the pool always keeps threads for static files.
+Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py).
+What a new request would meet is the queue's age: how long the oldest work it would wait behind
+has waited already (`ModelThread.waited`). Past `max_wait` seconds the replica is behind, and one
+more request is answered 503 with Retry-After before its body is read, so a crowd is turned away
+while it can still be served elsewhere instead of everyone waiting longer. Counting requests instead
+turned away typing readers whose compares were stepped together in a few milliseconds: a reader
+has about one request in flight at every key, however little work it is. A bound on the count,
+`limit`, stays, far above that, for memory and the threads sync handlers hold while they wait.
+GET requests (health, models, curves, static files, the page) are never counted nor refused;
+health and the catalog are async handlers, so they need no pool thread either.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -21,9 +25,13 @@ RETRY_AFTER_S = 1
 
 
 class Admission:
-    def __init__(self, app: ASGIApp, limit: int, traffic: Traffic | None = None):
+    def __init__(self, app: ASGIApp, limit: int, traffic: Traffic | None = None,
+                 waited: Callable[[], float] = lambda: 0.0, max_wait: float = float("inf")):
+        """limit: model requests in the server at once; waited(): seconds the oldest queued model
+        work has waited; past max_wait, refused."""
         self.app = app
         self.limit = limit
+        self.waited, self.max_wait = waited, max_wait
         self.traffic = traffic or Traffic()  # shared with GET /metrics
         self.traffic.limit = limit
 
@@ -36,21 +44,23 @@ class Admission:
             await self.app(scope, receive, send)
             return
         traffic = self.traffic
+        behind = self.waited() > self.max_wait
         with traffic.lock:
-            admitted = traffic.in_flight < self.limit
+            admitted = traffic.in_flight < self.limit and not behind
             traffic.in_flight += admitted
             traffic.refused += not admitted
         if not admitted:
-            await self._busy(send)
+            await self._busy(send, behind)
             return
         try:
             await self.app(scope, receive, send)
         finally:
             traffic.count("in_flight", -1)
 
-    async def _busy(self, send: Send) -> None:
-        body = json.dumps({"detail": f"the server is busy ({self.limit} model requests in progress); "
-                                     f"try again in {RETRY_AFTER_S} s"}).encode()
+    async def _busy(self, send: Send, behind: bool) -> None:
+        why = (f"its model work has waited more than {self.max_wait:g} s" if behind
+               else f"{self.limit} model requests in progress")
+        body = json.dumps({"detail": f"the server is busy ({why}); try again in {RETRY_AFTER_S} s"}).encode()
         await send({"type": "http.response.start", "status": 503,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"retry-after", str(RETRY_AFTER_S).encode()),

@@ -48,12 +48,13 @@ class Settings(BaseSettings):
     # (the reader's browser): a Linux nice value added to theirs (app/runtime/worker.py); 0: none,
     # the default, because a browser busy drawing then starved the models (docs/SERVER.md).
     model_nice: int = Field(0, ge=0, le=19)
-    # Batch readers' compares: queued POST /api/compare requests of several readers run each model's
-    # greedy searches together, one decoding step for every sentence still running
-    # (models/serving/batch.py, app/runtime/worker.py). Off by default: the answers are the same
-    # translations, but their maps differ in some fourth significant digits from one sentence's
-    # search, which is what every other endpoint answers (bench/README.md measures both).
-    batch_compares: bool = False
+    # Step readers' compares together: every reader's POST /api/compare sentence of one model joins
+    # that model's pool, and the model thread takes one decoding step for all of them at a time
+    # (continuous batching: app/runtime/worker.py, models/serving/batch.py). A reader alone is the
+    # one-sentence search bit for bit; in a pool of several, weights and probabilities agree with it
+    # within 1e-3 of their value (docs/SERVER.md, "Fidelity"). False: each compare's models run by
+    # themselves, side by side.
+    batch_compares: bool = True
     # How the models are served (models/serving; the allowed values and defaults are declared in
     # models/serving/options.py). layout: how the served weights lie in memory (input-major makes a
     # CPU's one-row decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's
@@ -68,11 +69,12 @@ class Settings(BaseSettings):
     # Longest request body, in bytes: a longer one is 413 before it is parsed (app/guard.py). The
     # biggest legitimate body (500 characters, a 1,000-piece prefix or permutation) is well under it.
     max_body_bytes: int = Field(64 * 1024, ge=1024)
-    # Model requests (every POST under /api/) admitted at once per replica, running or waiting for the
-    # model thread; one more is 503 with Retry-After at once (app/admission.py). One reader's page
-    # has several in flight (every chapter near the screen, and typed texts whose aborted requests
-    # are still winding down): 8 refused a fast typist in the browser tests.
-    queue_limit: int = Field(32, ge=1)
+    # Seconds the oldest queued model work may have waited before a new model request (every POST
+    # under /api/) is refused at once, 503 with Retry-After (app/admission.py): the wait it would meet.
+    max_wait: float = Field(0.5, gt=0)
+    # Model requests in the server at once per replica, running or waiting, whatever their wait; one
+    # more is 503 with Retry-After at once (app/admission.py). A typing reader has about one in flight.
+    queue_limit: int = Field(256, ge=1)
     # Serve /docs (Swagger UI) and /redoc (ReDoc), offline: their files come from the installed
     # fastapi-offline package, mounted at /docs-assets (app/routes/docs.py). False: all three 404.
     # /openapi.json is always served.

@@ -116,7 +116,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CancelOnDisconnect, traffic=metrics.traffic)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
     # before the body is read
-    app.add_middleware(Admission, limit=settings.queue_limit, traffic=metrics.traffic)
+    def waited() -> float:  # the model thread's queue age (none before it is loaded)
+        return 0.0 if app.state.registry is None else app.state.registry.jobs.worker.waited()
+
+    app.add_middleware(Admission, limit=settings.queue_limit, traffic=metrics.traffic, waited=waited,
+                       max_wait=settings.max_wait)
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
     app.add_middleware(RequestLog, metrics=metrics)  # outermost of ours: every answer is timed and logged
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,

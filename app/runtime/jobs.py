@@ -49,45 +49,34 @@ class Jobs:
     def submit_together(self, items: list[tuple[str, Any, Any, Batchable | None]],
                         cancel: threading.Event | None = None, pieces: int = 1) -> list[Future]:
         """Like `submit` for several (model name, key, compute, Batchable or None) of independent
-        work that only reads the loaded models, all on one text of `pieces` source pieces: the ones
-        not cached run as one batch on every core (worker.run_together), ahead of everything else
-        queued (INTERACTIVE: typing asks for these), the slowest per piece lately first (longest
-        first keeps the lanes evenly busy). A Batchable's `item` is handed to its `run_many` with
-        the cache asked first (see `_cached_many`); the worker batches them only when told to."""
+        work that only reads the loaded models, all on one text of `pieces` source pieces. The ones
+        not cached with a Batchable are stepped with other readers' sentences of their model
+        (worker.step_together) while the worker batches; the others run as one batch on every core
+        (worker.run_together), ahead of everything else queued (INTERACTIVE: typing asks for these),
+        the slowest per piece lately first (longest first keeps the lanes evenly busy)."""
         futures: list[Future | None] = []
-        todo, names, batchable = [], [], []
+        todo, names = [], []
         for name, key, compute, spec in items:
             value = self.cache.get(key)
-            if value is MISSING:
+            if value is not MISSING:
+                futures.append(Future())
+                futures[-1].set_result(value)
+            elif spec is not None and self.worker.batching:
+                futures.append(self.worker.step_together(spec, cancel))
+                futures[-1].add_done_callback(partial(self._keep, key))
+            else:
                 futures.append(None)
                 timed = partial(self._timed, name, pieces, compute)
                 todo.append(partial(self.cache.get_or_compute, key, timed))
                 names.append(name)
-                batchable.append(None if spec is None else Batchable(
-                    spec.group, (key, spec.item), partial(self._cached_many, spec.run_many)))
-            else:
-                futures.append(Future())
-                futures[-1].set_result(value)
         start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
-        queued = iter(self.worker.run_together(todo, cancel, start, batchable=batchable) if todo else [])
+        queued = iter(self.worker.run_together(todo, cancel, start) if todo else [])
         return [future or next(queued) for future in futures]
 
-    def _cached_many(self, run_many, items: list[tuple[Any, Any]]) -> list[Any]:
-        """run_many over (cache key, item) pairs, asking the cache first, computing a key asked for
-        twice once (readers typing the same text), and caching what it computed."""
-        results = [self.cache.get(key) for key, _ in items]
-        first: dict[Any, int] = {}
-        for i, (key, _) in enumerate(items):
-            if results[i] is MISSING:
-                first.setdefault(key, i)
-        computed = run_many([items[i][1] for i in first.values()]) if first else []
-        for (key, i), value in zip(first.items(), computed, strict=True):
-            failed = isinstance(value, BaseException)
-            results[i] = value if failed else self.cache.get_or_compute(key, lambda v=value: v)
-        for i, (key, _) in enumerate(items):
-            if results[i] is MISSING:  # the same key as an earlier item
-                results[i] = results[first[key]]
-        return results
+    def _keep(self, key, future: Future) -> None:
+        """A stepped answer into the cache (nothing for one that was cancelled or failed)."""
+        if not future.cancelled() and future.exception() is None:
+            self.cache.get_or_compute(key, future.result)
 
     def _timed(self, name: str, pieces: int, compute):
         """compute(), timed into `seconds` (only when it runs: an answer from the cache is no time)."""

@@ -5,7 +5,8 @@ Two kinds of figures. Request latencies are observed as requests end (`RequestLo
 read from the live objects when Prometheus scrapes (`State.collect`), so the model thread and the
 middlewares only bump plain counters, and the hot path never formats a metric:
 
-- the model thread: turns waiting for it (queue depth), seconds busy, jobs run together per turn;
+- the model thread: turns waiting for it (queue depth), seconds busy, per model the sentences
+  decoded together per step and the wait for a sentence's first step;
 - requests: model requests admitted now and the admission limit, refused (503), superseded by a
   newer keystroke (X-Supersede-Key), and model work dropped (skipped before its turn, stopped
   between decoder steps);
@@ -37,7 +38,7 @@ PREFIX = "attention_lab"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # from a cached answer (~1 ms) to a long gradient or timing run (seconds)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
-BATCH_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32)
+BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
 
 @dataclass
@@ -110,11 +111,18 @@ class State(Collector):
         for reason, count in worker.dropped.as_dict().items():
             dropped.add_metric([reason], count)
         yield dropped
-        buckets, total, count = load.histogram(BATCH_BUCKETS)
         batch = HistogramMetricFamily(f"{PREFIX}_model_batch_size",
-                                      "Sentences one model run decoded together (1: alone)")
-        batch.add_metric([], buckets, total)
+                                      "Sentences one model run or decoding step decoded together (1: alone), "
+                                      "by model (\"\": work of no one model)", labels=["model"])
+        first = HistogramMetricFamily(f"{PREFIX}_model_first_step_seconds", "Time from a stepped sentence's "
+                                      "arrival to its first decoding step, by model", labels=["model"])
+        for model in load.models():
+            batch.add_metric([model], *load.histogram(BATCH_BUCKETS, model)[:2])
+            buckets, total, count = load.wait_histogram(model)
+            if count:
+                first.add_metric([model], buckets, total)
         yield batch
+        yield first
 
     def _cache(self, cache) -> Iterator:
         yield _gauge("cache_entries", "Answers kept in the result cache", len(cache))

@@ -38,14 +38,18 @@ empties, and a pause that waited for it to empty starved the reader of chapter 3
 time others typed (bench/README.md, readers.py); shared this way, an experiment takes about twice
 its time while others type, and a compare waits at most about one step more.
 
-Batching across readers (off unless `batching`): a `run_together` job may come with a `Batchable`,
-which says which jobs of other batches it may run with (its `group`: one model's greedy search)
-and how (`run_many`, one call for all of them). When such a batch's turn comes, the model thread
-also takes every batch of the same priority still queued that has Batchables (other readers'
-compares), and runs each group as one call on one lane: one model decoding several readers'
-sentences at once reads its weights once per step for all of them (models/serving/batch.py). A
-group of one runs its own job, the unbatched way. Off by default because a batched search is not
-the one-sentence search bit for bit (its maps differ in their last digits; bench/README.md).
+Batching across readers, step by step (`batching`, on by default): a job may come as a `Batchable`
+instead (POST /api/compare's greedy search of one model on one text). It joins its model's pool of
+sentences (models/serving/batch.Pool through the app's adapter) and the model thread takes one
+decoding step for every sentence of every pool at a time, one pool per lane: one step reads a
+model's weights once for every reader whose text is live, the scheduling serving engines call
+iteration-level or continuous batching. Each step is a short turn of its own (INTERACTIVE), queued
+again while a pool has sentences, so other work and a long job's pauses come between two steps: a
+new text is encoded and joins at the next step, a finished one's answer is handed over at once, and
+one whose reader has gone (or typed on) leaves before the next. Identical work (the same model on
+the same text, `key`) is one sentence for every reader asking; it stops when none wants it. A reader
+alone gets the same path with a pool of one, which is the one-sentence search bit for bit; in a pool
+of several, products sum in another order (models/serving/batch.py; docs/SERVER.md, "Fidelity").
 """
 
 from __future__ import annotations
@@ -59,10 +63,10 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -121,16 +125,22 @@ class Dropped:
             return {"skipped": self.skipped, "stopped": self.stopped}
 
 
+# seconds from a sentence's arrival to its first decoding step (GET /metrics)
+WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
 class Load:
     """What the model thread does, for GET /metrics (app/runtime/metrics.py): turns waiting for it,
-    seconds spent running them, and per model run how many sentences it ran together (1: alone;
-    more when readers' compares are batched)."""
+    seconds spent running them, per model how many sentences one run or step decoded together (1:
+    alone), and per model how long a stepped sentence waited for its first step."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self.waiting = 0
         self.busy_seconds = 0.0
-        self.sizes: Counter[int] = Counter()  # sentences run together -> model runs
+        self.sizes: Counter[tuple[str, int]] = Counter()  # (model, sentences run together) -> model runs
+        # model -> per WAIT_BUCKETS bound (and +Inf) the sentences that waited at most that long, and the sum
+        self.waits: dict[str, tuple[list[int], float]] = {}
         self.paused = 0  # turns run inside another's pause (ModelThread.pause)
         self._depth = 0  # turns open now: more than one while a long job pauses for urgent ones
 
@@ -160,29 +170,94 @@ class Load:
                 if self._depth == 0:  # a turn run inside a pause is already in the paused one's time
                     self.busy_seconds += time.perf_counter() - began
 
-    def ran(self, together: int) -> None:
-        """One model run of `together` sentences at once."""
+    def ran(self, together: int, model: str = "") -> None:
+        """One run (or decoding step) of `model` on `together` sentences at once ("": unnamed work)."""
         with self._lock:
-            self.sizes[together] += 1
+            self.sizes[model, together] += 1
 
-    def histogram(self, bounds: tuple[int, ...]) -> tuple[list[tuple[str, int]], float, int]:
-        """Cumulative (upper bound, model runs) pairs ending with +Inf, the sum of the sizes and the count."""
+    def waited(self, model: str, seconds: float) -> None:
+        """A sentence of `model` took its first step `seconds` after it arrived."""
         with self._lock:
-            sizes = dict(self.sizes)
+            counts, total = self.waits.get(model) or ([0] * (len(WAIT_BUCKETS) + 1), 0.0)
+            for i, bound in enumerate((*WAIT_BUCKETS, float("inf"))):
+                counts[i] += seconds <= bound
+            self.waits[model] = counts, total + seconds
+
+    def models(self) -> list[str]:
+        with self._lock:
+            return sorted({model for model, _ in self.sizes} | set(self.waits))
+
+    def histogram(self, bounds: tuple[int, ...],
+                  model: str | None = None) -> tuple[list[tuple[str, int]], float, int]:
+        """Cumulative (upper bound, runs) pairs ending with +Inf, the sum of the sizes and the count,
+        of `model`'s runs (None: every run)."""
+        sizes: Counter[int] = Counter()
+        with self._lock:
+            for (name, size), n in self.sizes.items():
+                if model is None or name == model:
+                    sizes[size] += n
         buckets = [(str(b), sum(n for size, n in sizes.items() if size <= b)) for b in bounds]
         count = sum(sizes.values())
         return [*buckets, ("+Inf", count)], float(sum(size * n for size, n in sizes.items())), count
 
+    def wait_histogram(self, model: str) -> tuple[list[tuple[str, int]], float, int]:
+        """`model`'s waits for a first step as cumulative (upper bound, sentences) pairs, sum, count."""
+        with self._lock:
+            counts, total = self.waits.get(model) or ([0] * (len(WAIT_BUCKETS) + 1), 0.0)
+        bounds = [*(str(b) for b in WAIT_BUCKETS), "+Inf"]
+        return list(zip(bounds, counts, strict=True)), total, counts[-1]
+
+
+class Pool(Protocol):
+    """The sentences of one `Batchable.group` being decoded, stepped together (the app's adapter of
+    models/serving/batch.Pool)."""
+
+    def join(self, sentences: list[tuple[Any, Any, Callable[[], bool]]]) -> None:
+        """(handle, item, stop) per new sentence: from the next step on it is decoded; stop() true
+        before a step: it leaves with a Stopped."""
+
+    def step(self) -> list[tuple[Any, Any]]:
+        """One decoding step for every sentence: (handle, its answer or the exception it ended with)
+        per sentence that ended."""
+
+    def __len__(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class Batchable:
-    """How a `run_together` job may run with jobs of other batches (see the module's docstring):
-    jobs of one `group` run as one call, `run_many` of their `item`s in order, which returns per
-    item its result, or the exception (an instance) that item ended with."""
+    """A job that runs stepped together with other readers' (see the module's docstring): it joins
+    the pool of its `group` (one model's greedy search), which `pool()` makes the first time, as
+    `item`; work of the same `key` is done once for every reader asking. `model` names the group in
+    the metrics."""
 
     group: Hashable
+    key: Hashable
     item: Any
-    run_many: Callable[[list[Any]], list[Any]]
+    pool: Callable[[], Pool]
+    model: str = ""
+
+
+@dataclass(eq=False)
+class _Sentence:
+    """One Batchable's work in its pool: the readers waiting for it (their Future and cancel flag)."""
+
+    spec: Batchable
+    arrived: float
+    waiters: list[tuple[Future, threading.Event | None]] = field(default_factory=list)
+    ended: bool = False  # set under the model thread's lock before it is settled: no reader joins it after
+
+    def wanted(self) -> bool:
+        """Someone still waits for the answer (a Future not cancelled, whose flag is not set)."""
+        return any(not future.done() and not (cancel is not None and cancel.is_set())
+                   for future, cancel in self.waiters)
+
+    def settle(self, result: Any) -> None:
+        for future, _ in self.waiters:
+            with contextlib.suppress(InvalidStateError):  # cancelled meanwhile by its reader
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
 
 
 @dataclass
@@ -193,11 +268,6 @@ class _Batch:
     futures: list[Future]
     cancel: threading.Event | None
     start: list[int]
-    batchable: list[Batchable | None] | None
-
-
-# a job as a lane runs it: its future, its batch's cancel, the job, its Batchable or None
-_Member = tuple[Future, "threading.Event | None", Callable[[], Any], Batchable | None]
 
 
 class ModelThread:
@@ -216,9 +286,14 @@ class ModelThread:
         self.dropped = Dropped()
         self.load = Load()
         # heap of (due: when it was queued plus its priority's patience, order, priority, turn, the
-        # turn's futures: cancelled if it never runs, the _Batch another turn may take it into when
-        # batching, else None); the earliest due runs first
-        self._queue: list[tuple[float, int, int, Callable[[], None], list[Future], _Batch | None]] = []
+        # turn's futures: cancelled if it never runs, when it was queued); the earliest due runs first
+        self._queue: list[tuple[float, int, int, Callable[[], None], list[Future], float]] = []
+        # continuous batching (`step_together`): per group its pool, the sentences in it by key, and
+        # the ones that join at the next step; whether a step turn is queued or running
+        self._pools: dict[Hashable, Pool] = {}
+        self._live: dict[Hashable, dict[Hashable, _Sentence]] = {}
+        self._joining: dict[Hashable, dict[Hashable, _Sentence]] = {}
+        self._stepping = False
         self._order = itertools.count()
         self._ready = threading.Condition()
         self._closed = False
@@ -256,27 +331,25 @@ class ModelThread:
             self._running.pop()
             self._resumed.pop()
 
-    def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future],
-                    batch: _Batch | None = None) -> None:
+    def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future]) -> None:
         with self._ready:
             if self._closed:
                 raise RuntimeError("the model thread is closed")
             self.load.queued()
-            due = time.perf_counter() + PATIENCE_S.get(priority, 0.0)
-            heapq.heappush(self._queue, (due, next(self._order), priority, turn, futures, batch))
+            now = time.perf_counter()
+            heapq.heappush(self._queue, (now + PATIENCE_S.get(priority, 0.0), next(self._order), priority, turn,
+                                         futures, now))
             self._ready.notify()
 
-    def _take_batches(self, priority: int) -> list[_Batch]:
-        """Every queued batch at `priority` that another may take in (see the module's docstring),
-        out of the queue: their turns will not run."""
+    def waited(self) -> float:
+        """Seconds the oldest work a new request would wait behind has been waiting: the oldest
+        queued turn more urgent than an experiment, or the oldest sentence not yet stepped (0: none).
+        What admission (app/admission.py) refuses by: the wait a new request would meet."""
+        now = time.perf_counter()
         with self._ready:
-            taken = [entry[5] for entry in self._queue if entry[5] is not None and entry[2] == priority]
-            if taken:
-                self._queue = [entry for entry in self._queue if entry[5] is None or entry[2] != priority]
-                heapq.heapify(self._queue)
-        for _ in taken:
-            self.load.unqueued()
-        return taken
+            queued = [entry[5] for entry in self._queue if entry[2] < EXPERIMENT]
+            queued += [s.arrived for group in self._joining.values() for s in group.values()]
+        return now - min(queued) if queued else 0.0
 
     def pause(self) -> None:
         """Called by a long job between two of its steps, on the model thread: first run the queued
@@ -329,72 +402,110 @@ class ModelThread:
         return future
 
     def run_together(self, jobs: list[Callable[[], T]], cancel: threading.Event | None = None,
-                     start: list[int] | None = None, priority: int = INTERACTIVE,
-                     batchable: list[Batchable | None] | None = None) -> list[Future[T]]:
+                     start: list[int] | None = None, priority: int = INTERACTIVE) -> list[Future[T]]:
         """Queue a batch of independent jobs that only read the loaded models, as one turn of the
         model thread at `priority`; a Future per job, in the order given. When its turn comes the
         batch runs on up to `lanes` threads at once (one intra-op thread each), each lane taking
         the next job, in the order `start` lists their indices (default: as given; longest first
         keeps the lanes evenly busy). A job whose turn comes after `cancel` is set is not run
-        (Abandoned). `batchable`: per job its Batchable or None; with `batching` on, the turn also
-        takes in the other queued batches that have them and runs each group as one call."""
+        (Abandoned)."""
         futures: list[Future[T]] = [Future() for _ in jobs]
-        start = list(range(len(jobs))) if start is None else start
-        batch = _Batch(jobs, futures, cancel, start, batchable)
+        batch = _Batch(jobs, futures, cancel, list(range(len(jobs))) if start is None else start)
 
         def lead() -> None:
-            batches = [batch, *self._take_batches(priority)] if batch.batchable else [batch]
             with self.load.turn():
-                self._together(self._tasks(batches))
+                self._together([partial(self._run_job, batch, i) for i in batch.start])
 
-        mergeable = batch if self.batching and batchable and any(batchable) else None
-        self._queue_turn(priority, lead, futures, mergeable)
+        self._queue_turn(priority, lead, futures)
         return futures
 
-    def _tasks(self, batches: list[_Batch]) -> list[Callable[[], None]]:
-        """What the lanes run for these batches: a job alone, or a group of Batchables of several
-        batches as one call, in the first batch's start order (the others' after)."""
-        tasks: list[Callable[[], None]] = []
-        groups: dict[Hashable, list] = {}
-        for batch in batches:
-            for i in batch.start:
-                spec = batch.batchable[i] if batch.batchable else None
-                member = (batch.futures[i], batch.cancel, batch.jobs[i], spec)
-                if spec is None:
-                    tasks.append(partial(self._run_group, [member]))
-                elif spec.group in groups:
-                    groups[spec.group].append(member)
-                else:
-                    groups[spec.group] = [member]
-                    tasks.append(partial(self._run_group, groups[spec.group]))
-        return tasks
-
-    def _run_group(self, members: list[_Member]) -> None:
-        """Members' jobs: alone, the job itself; several, their Batchables' `run_many` once."""
-        live = []
-        for future, cancel, job, spec in members:
-            if not future.set_running_or_notify_cancel():
-                continue
-            if cancel is not None and cancel.is_set():
-                self._settle(future, cancel, job)  # Abandoned, counted
-                continue
-            live.append((future, job, spec))
-        if len(live) == 1:
+    def _run_job(self, batch: _Batch, i: int) -> None:
+        future = batch.futures[i]
+        if future.set_running_or_notify_cancel():
             self.load.ran(1)
-            self._settle(live[0][0], None, live[0][1])
-        if len(live) < 2:
+            self._settle(future, batch.cancel, batch.jobs[i])
+
+    def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future:
+        """Queue `spec` to be stepped with the other sentences of its group (see the module's
+        docstring): its Future, settled as soon as its sentence ends. Work of the same key already
+        waiting or running is shared, not done twice. A sentence nobody wants any more (every
+        reader's Future cancelled or `cancel` set) is not started (Abandoned) or leaves (Stopped)."""
+        future: Future = Future()
+        with self._ready:
+            if self._closed:
+                raise RuntimeError("the model thread is closed")
+            sentence = (self._joining.get(spec.group, {}).get(spec.key)
+                        or self._live.get(spec.group, {}).get(spec.key))
+            if sentence is None or sentence.ended or not sentence.wanted():
+                sentence = _Sentence(spec, time.perf_counter())
+                self._joining.setdefault(spec.group, {})[spec.key] = sentence
+            sentence.waiters.append((future, cancel))
+            if not self._stepping:
+                self._stepping = True
+                self._queue_turn(INTERACTIVE, self._step_turn, [])
+        return future
+
+    def _step_turn(self) -> None:
+        """One decoding step of every pool, new sentences joining first, one pool per lane; queued
+        again while any pool has sentences."""
+        with self.load.turn():
+            with self._ready:
+                joining, self._joining = self._joining, {}
+            groups = [*self._pools, *(group for group in joining if group not in self._pools)]
+            try:
+                self._together([partial(self._step_group, group, list(joining.get(group, {}).values()))
+                                for group in groups])
+            finally:
+                with self._ready:
+                    self._stepping = not self._closed and bool(self._joining or any(self._pools.values()))
+                    if self._stepping:
+                        self._queue_turn(INTERACTIVE, self._step_turn, [])
+
+    def _step_group(self, group: Hashable, joining: list[_Sentence]) -> None:
+        live = self._live.setdefault(group, {})
+        wanted = [s for s in joining if s.wanted() or self._dropped(s, Abandoned())]
+        if wanted:
+            now = time.perf_counter()
+            pool = self._pools.get(group) or self._pools.setdefault(group, wanted[0].spec.pool())
+            for sentence in wanted:
+                live[sentence.spec.key] = sentence
+                self.load.waited(sentence.spec.model, now - sentence.arrived)
+            try:
+                pool.join([(s, s.spec.item, lambda s=s: not s.wanted()) for s in wanted])
+            except BaseException as error:  # every sentence of the group: the pool may be half-joined
+                return self._fail(group, error)
+        pool = self._pools.get(group)
+        if not pool:
             return
-        self.load.ran(len(live))
+        self.load.ran(len(pool), next(iter(live.values())).spec.model)
         try:
-            results = live[0][2].run_many([spec.item for _, _, spec in live])
-        except BaseException as error:  # every member's answer
-            results = [error] * len(live)
-        for (future, _, _), result in zip(live, results, strict=True):
+            ended = pool.step()
+        except BaseException as error:
+            return self._fail(group, error)
+        with self._ready:
+            for sentence, _ in ended:
+                live.pop(sentence.spec.key, None)
+                sentence.ended = True
+        for sentence, result in ended:
             if isinstance(result, BaseException):
                 self.dropped.count(result)
-                future.set_exception(result)
-            else:
-                future.set_result(result)
+            sentence.settle(result)
+
+    def _dropped(self, sentence: _Sentence, error: BaseException) -> bool:
+        """`sentence` ends with `error` unstarted (nobody wants it); False, for filtering."""
+        self.dropped.count(error)
+        sentence.settle(error)
+        return False
+
+    def _fail(self, group: Hashable, error: BaseException) -> None:
+        """Every sentence of `group` ends with `error`; its pool starts afresh."""
+        with self._ready:
+            self._pools.pop(group, None)
+            sentences = list(self._live.pop(group, {}).values())
+            for sentence in sentences:
+                sentence.ended = True
+        for sentence in sentences:
+            sentence.settle(error)
 
     def _settle(self, future: Future, cancel: threading.Event | None, job: Callable[[], Any]) -> None:
         """job()'s result or exception into `future` (already running); not run once `cancel` is set."""
@@ -451,6 +562,10 @@ class ModelThread:
             self.load.unqueued()
             for future in futures:
                 future.cancel()
+        for sentences in [*self._joining.values(), *self._live.values()]:
+            for sentence in sentences.values():
+                for future, _ in sentence.waiters:
+                    future.cancel()
         if threading.current_thread() is not self._thread:
             self._thread.join()
         if self._side is not None:

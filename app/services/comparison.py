@@ -10,9 +10,10 @@ Each answer is what POST /api/attention answers for that model: for models witho
 the translation with no maps, computed the cheaper way /api/translate does (the same greedy
 translation).
 
-Every model's job also says how it runs batched with other readers' compares of that model
-(worker.Batchable: several sentences' greedy searches at once, models/serving/batch.py), which the
-model thread does only when Settings.batch_compares is on (app/runtime/worker.py).
+Every model's job also says how it runs stepped together with other readers' compares of that
+model (worker.Batchable, `ReaderPool`: one decoding step for every reader's sentence at a time,
+models/serving/batch.py), which is how the model thread runs them unless Settings.batch_compares is
+off (app/runtime/worker.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from functools import partial
 
@@ -29,7 +30,7 @@ from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.text import Source
 from app.runtime.worker import Abandoned, Batchable
 from app.schemas import Attention, ModelFailure, Translation
-from app.services.inference import decode_many, stop_when
+from app.services.inference import join_pool, sentence_pool, step_pool
 from app.services.maps import attention_maps_job, attention_of
 from app.services.translation import translation_fields, translation_job
 from models.decoding import Stopped
@@ -60,24 +61,43 @@ def queue_comparison(
 
 def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event | None):
     """The same job (and cache entry) as /api/attention, or /api/translate for no attention, and
-    its Batchable: the same answer computed with other texts' (`_many`)."""
+    its Batchable: the same answer, stepped with other readers' (`ReaderPool`)."""
     entry = registry.get(name)
     maps = bool(entry.capabilities.attention_kinds)
     key, compute = (attention_maps_job if maps else translation_job)(registry, name, text, cancel=cancel)
-    batchable = Batchable(("compare", name), (registry.source(text), stop_when(cancel)),
-                          partial(_many, registry, entry, maps))
+    batchable = Batchable(("compare", name), key, registry.source(text),
+                          partial(ReaderPool, registry, entry, maps), name)
     return key, compute, batchable
 
 
-def _many(registry: ModelRegistry, entry: LoadedModel, maps: bool, items: list[tuple[Source, object]]) -> list:
-    """`_job`'s answers for several (source, stop) at once; a Stopped for a source told to stop."""
-    sources = [source for source, _ in items]
-    found = decode_many(entry, sources, registry.limits.max_target_tokens, [stop for _, stop in items], maps)
-    tokenizer = registry.tokenizer
-    return [result if isinstance(result, BaseException)
-            else attention_of(tokenizer, entry.name, source, result) if maps
-            else Translation(**translation_fields(entry.name, tokenizer, source, *result))
-            for source, result in zip(sources, found, strict=True)]
+class ReaderPool:
+    """Readers' texts on one model, decoded a step at a time together (worker.Pool over
+    models/serving/batch.Pool): per text what `_job`'s compute answers, within float rounding."""
+
+    def __init__(self, registry: ModelRegistry, entry: LoadedModel, maps: bool):
+        self.registry, self.entry, self.maps = registry, entry, maps
+        self.pool = sentence_pool(entry)
+
+    def __len__(self) -> int:
+        return len(self.pool)
+
+    def join(self, sentences: list[tuple[object, Source, Callable[[], bool]]]) -> None:
+        limit = self.registry.limits.max_target_tokens
+        join_pool(self.entry, self.pool, [(source, limit, stop, self.maps, (handle, source))
+                                          for handle, source, stop in sentences])
+
+    def step(self) -> list[tuple[object, object]]:
+        return [(handle, self._answer(source, result)) for (handle, source), result in step_pool(self.pool)]
+
+    def _answer(self, source: Source, result):
+        if isinstance(result, BaseException):
+            return result
+        try:
+            if self.maps:
+                return attention_of(self.registry.tokenizer, self.entry.name, source, result)
+            return Translation(**translation_fields(self.entry.name, self.registry.tokenizer, source, *result))
+        except Exception as error:  # this reader's answer alone
+            return error
 
 
 def _blocking(stream: AsyncIterator[Attention | ModelFailure]) -> Iterator[Attention | ModelFailure]:

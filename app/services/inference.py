@@ -13,7 +13,11 @@ from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.text import Source
 from models.decoding import Decoded, Stop, max_target_len
-from models.serving.threads import beam_search, greedy, greedy_many, greedy_tokens
+from models.serving.batch import Pool, Sentence
+from models.serving.threads import beam_search, greedy, greedy_tokens, intra_op
+
+# rows of a pool's step below which a second intra-op thread costs more than it saves
+POOL_ROWS_PER_THREAD = 8
 
 
 @dataclass(frozen=True)
@@ -62,14 +66,27 @@ def decode_tokens(entry: LoadedModel, source: Source, options: DecodeOptions, ma
         return greedy_tokens(entry.model, source.ids, _max_len(entry, source, max_tokens), stop, **kwargs)
 
 
-def decode_many(entry: LoadedModel, sources: list[Source], max_tokens: int, stops: list[Stop],
-                keep: bool) -> list:
-    """Several sentences' greedy searches at once (models/serving/batch.py), each as `decode` with
-    GREEDY (`keep`: every map) or `decode_tokens` (not) would search it alone, within float
-    rounding: per sentence its Decoded, (ids, finished), or the Stopped its stop() asked for."""
-    max_lens = [_max_len(entry, source, max_tokens) for source in sources]
-    with torch.inference_mode():
-        return greedy_many(entry.model, [source.ids for source in sources], max_lens, stops, keep)
+def sentence_pool(entry: LoadedModel) -> Pool:
+    """An empty pool of greedy searches on `entry`'s model, stepped together (models/serving/batch.py)."""
+    return Pool(entry.model)
+
+
+def join_pool(entry: LoadedModel, pool: Pool, sentences: list[tuple[Source, int, Stop, bool, object]]) -> None:
+    """(source, max tokens, stop, keep every map, handle) per sentence into `pool`: each then
+    searched as `decode` with GREEDY (`keep`) or `decode_tokens` (not) would search it alone."""
+    with torch.inference_mode(), intra_op(1):  # each encoder alone, as one sentence's search runs it
+        pool.join([Sentence(source.ids, _max_len(entry, source, max_tokens), stop, keep, handle)
+                   for source, max_tokens, stop, keep, handle in sentences])
+
+
+def step_pool(pool: Pool) -> list[tuple[object, object]]:
+    """One decoding step of every sentence of `pool`: (handle, result) per sentence that ended,
+    its result a Decoded, (ids, finished), or the Stopped its stop() asked for. Up to a few rows a
+    step runs on one intra-op thread, as one sentence's search does (models/serving/threads.py);
+    a wider step keeps the threads the model thread gave it."""
+    threads = 1 if len(pool) < POOL_ROWS_PER_THREAD else torch.get_num_threads()
+    with torch.inference_mode(), intra_op(threads):
+        return [(row.sentence.handle, row.result) for row in pool.step()]
 
 
 def _max_len(entry: LoadedModel, source: Source, max_tokens: int) -> int:

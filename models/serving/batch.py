@@ -1,20 +1,26 @@
-"""Greedy search for several sentences at once on one served model, each sentence its own source.
+"""Greedy search for many sentences on one served model, stepped together: continuous batching.
 
 A decoding step is bound by reading the decoder's weights (bench/floor.py); a step for eight
-sentences reads them once, not eight times. `greedy_many` encodes each sentence alone (the encoder's
-numbers and maps are those of the sentence searched by itself), pads the encoders' outputs to the
-longest source with a mask, and decodes every sentence still running in one batch per step; a
-sentence that has finished, or whose caller no longer wants it, leaves the batch.
+sentences reads them once, not eight times. A `Pool` holds the sentences one model is decoding now
+and takes one step for all of them at a time, the scheduling serving engines call iteration-level or
+continuous batching (Orca; vLLM): a new sentence is encoded alone (the encoder's numbers and maps are
+those of the sentence searched by itself) and joins at the next step; a sentence that ends, or whose
+caller no longer wants it, leaves after the step that ended it, its answer ready at once.
 
-Not the same numbers bit for bit as searching each sentence alone: fbgemm's fp16 product and MKL's
-fp32 one sum a one-row product in another order than a several-row one, and a padded batch takes
-the step's masked path rather than the recording (graph.py). The padding itself changes nothing (its
-keys get weight exactly 0, cut off each sentence's maps), but the sums differ in their last bits, so
-the server runs this only when Settings.batch_compares asks (bench/README.md measures both).
+Sentences in one step differ in their source and in how far they have decoded. The sources are
+padded to the longest, with a mask; a recurrent decoder's state is per row anyway; a Transformer's
+cached keys and values are left-padded, so that every sentence's newest key is the last column, and a
+mask hides the padding from each query (step.decode_rows). Padding gets weight exactly 0 and is cut
+off each sentence's maps, so a sentence's numbers are its own; what differs from searching it alone
+is the order in which a many-row product sums (fbgemm's fp16 and MKL's fp32 products), within float
+rounding (tests/models/serving/test_batch.py; bench/fidelity.py counts it on the test split). When
+every sentence is at the same position with no padding (one sentence alone, above all), the step
+is the model's own `decode`, the recorded graph (graph.py), bit for bit the one-sentence search.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import torch
@@ -24,114 +30,207 @@ from models.attention import mask_if_needed, padding_mask
 from models.decoding import Decoded, Stop, Stopped, collected, greedy_piece
 from models.outputs import select_batch
 from models.seq2seq import Seq2SeqMemory
+from models.serving.step import decode_rows
 from models.tokenizer import BOS_ID, EOS_ID
-from models.transformer import TransformerMemory
+from models.transformer import Transformer, TransformerMemory
+
+
+@dataclass
+class Sentence:
+    """What a Pool is asked to decode: source ids (unpadded), the output limit, the stop test asked
+    before each step, whether every map is kept (else only the ids), and the caller's handle."""
+
+    ids: list[int]
+    max_len: int
+    stop: Stop = None
+    keep: bool = True
+    handle: Hashable | None = None
 
 
 @dataclass
 class _Row:
     """One sentence's search: what `decoding.greedy` (internals kept) or `greedy_tokens` keeps."""
 
-    max_len: int
-    stop: Stop
+    sentence: Sentence
     internals: dict
-    length: int  # source pieces
     tokens: list[int] = field(default_factory=list)
     steps: list = field(default_factory=list)
     last: int = BOS_ID
+    read: int = 0  # decoder positions read so far
     result: object = None  # Decoded, (tokens, finished), or the Stopped it was told to stop with
+
+    @property
+    def length(self) -> int:
+        return len(self.sentence.ids)
+
+
+class Pool:
+    """The sentences one model decodes now (see the module's docstring). `join` some, then `step`
+    until it is empty; each step returns the sentences that ended, with their results."""
+
+    def __init__(self, model):
+        self.model = model
+        self.transformer = isinstance(model, Transformer)
+        self.device = model.out_bias.device
+        self.rows: list[_Row] = []
+        self.memory = None  # the rows' memories, sources padded to the longest, in row order
+        self.cache = None  # Transformer: per layer keys, values (B, h, T, dh) left-padded; else the state
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def join(self, sentences: list[Sentence]) -> None:
+        """Encode each sentence alone; they take part from the next step on."""
+        memories, rows = [], []
+        for sentence in sentences:
+            src = torch.tensor([sentence.ids], device=self.device)
+            memory, internals = self.model.encode_with_internals(src)
+            memories.append(memory)
+            rows.append(_Row(sentence, internals if sentence.keep else {}))
+        if not rows:
+            return
+        lengths = [row.length for row in [*self.rows, *rows]]
+        width = max(lengths)
+        parts = ([self.memory] if self.rows else []) + memories
+        self.memory = _joined(parts, width, _mask(lengths, width, self.device))
+        self.cache = self._joined_cache(memories, len(rows))
+        self.rows.extend(rows)
+
+    def _joined_cache(self, memories: list, new: int):
+        if not self.transformer:  # the state each row goes on from: the new rows' encoder's final
+            states = ([self.cache] if self.rows else []) + [m.state for m in memories]
+            if isinstance(states[0], tuple):
+                return tuple(torch.cat([s[j] for s in states]) for j in range(len(states[0])))
+            return torch.cat(states)
+        if self.cache is None:  # nobody has read a piece yet
+            return None
+        # the new rows have read nothing: all padding, which no query of theirs sees
+        return [tuple(torch.cat([t, t.new_zeros(new, *t.shape[1:])]) for t in layer) for layer in self.cache]
+
+    def step(self) -> list[_Row]:
+        """One decoding step for every sentence not told to stop; the rows that ended (told to stop,
+        finished, or at their limit), out of the pool, each with its `result`."""
+        ended = [row for row in self.rows if _stopped(row)]
+        self._leave(ended)
+        if not self.rows:
+            return ended
+        last = torch.tensor([row.last for row in self.rows], device=self.device)
+        logits, weights, self.cache = self._decode(last)
+        for row in self.rows:
+            row.read += 1
+        done = [row for b, row in enumerate(self.rows) if _advance(row, logits, weights, b)]
+        self._leave(done)
+        return ended + done
+
+    def _decode(self, last: torch.Tensor):
+        """logits (B, 1, V), maps, and the new cache of one step for every row."""
+        B = last.size(0)
+        if not self.transformer:
+            return self.model.decode(self.memory, last.view(B, 1), self.cache)
+        seen = [row.read for row in self.rows]
+        width = 0 if self.cache is None else self.cache[0][0].size(2)
+        if all(s == width for s in seen):  # aligned, as one search: the model's own step (its graph)
+            return self.model.decode(self.memory, last.view(B, 1), self.cache)
+        positions = torch.tensor(seen, device=self.device)
+        logits, weights, cache = decode_rows(self.model, self.memory, last, positions, self.cache)
+        return logits.view(B, 1, -1), weights, cache
+
+    def _leave(self, rows: list[_Row]) -> None:
+        """Take `rows` out of the batch, and the padding nobody needs any more with them."""
+        if not rows:
+            return
+        gone = {id(row) for row in rows}
+        keep = [b for b, row in enumerate(self.rows) if id(row) not in gone]
+        self.rows = [self.rows[b] for b in keep]
+        if not self.rows:
+            self.memory = self.cache = None
+            return
+        index = torch.tensor(keep, device=self.device)
+        memory, cache = select_batch(self.memory, index), select_batch(self.cache, index)
+        lengths = [row.length for row in self.rows]
+        width = max(lengths)
+        self.memory = _trimmed(memory, width, _mask(lengths, width, self.device))
+        if self.transformer and cache is not None:  # left-padded: the last max(read) columns hold every key
+            most = max(row.read for row in self.rows)
+            cache = [tuple(t[:, :, t.size(2) - most:] for t in layer) for layer in cache]
+        self.cache = cache
 
 
 def greedy_many(model, sources: list[list[int]], max_lens: list[int], stops: list[Stop],
                 keep: bool = True) -> list[Decoded | tuple[list[int], bool] | Stopped]:
     """Per sentence of `sources` (unpadded ids, each searched up to its `max_lens` entry, told to
-    stop by its `stops` entry): with `keep`, what `models.decoding.greedy` returns with no top-k
-    (every map kept); without, what `greedy_tokens` returns. A sentence whose stop() said so before
-    one of its steps gets a Stopped instead; the others go on."""
-    device = model.out_bias.device
-    rows, memories = [], []
-    for ids, max_len, stop in zip(sources, max_lens, stops, strict=True):
-        memory, internals = model.encode_with_internals(torch.tensor([ids], device=device))
-        memories.append(memory)
-        rows.append(_Row(max_len, stop, internals if keep else {}, len(ids)))
-    memory, cache, live = _padded(memories), None, list(range(len(rows)))
-    while live:
-        still = [i for i in live if not _stopped(rows[i])]
-        if still != live:
-            memory, cache, live = _keep(memory, cache, live, still)
-            if not live:
-                break
-        last = torch.tensor([[rows[i].last] for i in live], device=device)
-        logits, weights, cache = model.decode(memory, last, cache)
-        still = [i for b, i in enumerate(live) if not _advance(rows[i], logits, weights, b, keep)]
-        if still != live:
-            memory, cache, live = _keep(memory, cache, live, still)
-    return [row.result for row in rows]
+    stop by its `stops` entry), all joined to one Pool at once: with `keep`, what
+    `models.decoding.greedy` returns with no top-k (every map kept); without, what `greedy_tokens`
+    returns. A sentence whose stop() said so before one of its steps gets a Stopped instead; the
+    others go on."""
+    pool = Pool(model)
+    pool.join([Sentence(ids, max_len, stop, keep, i)
+               for i, (ids, max_len, stop) in enumerate(zip(sources, max_lens, stops, strict=True))])
+    results: list = [None] * len(sources)
+    while pool:
+        for row in pool.step():
+            results[row.sentence.handle] = row.result
+    return results
 
 
 def _stopped(row: _Row) -> bool:
-    if row.stop is not None and row.stop():
+    if row.sentence.stop is not None and row.sentence.stop():
         row.result = Stopped()
         return True
     return False
 
 
-def _advance(row: _Row, logits: torch.Tensor, weights: dict, b: int, keep: bool) -> bool:
+def _advance(row: _Row, logits: torch.Tensor, weights: dict, b: int) -> bool:
     """Row b's step, as the one-sentence searches take it: True when its sentence has ended."""
+    keep, max_len = row.sentence.keep, row.sentence.max_len
     if keep:
-        # a source's keys end at its length: the padding's (weight 0) are cut off
-        maps = {kind: w[b:b + 1, ..., :row.length] if kind == "cross" else w[b:b + 1]
-                for kind, w in weights.items()}
+        # a source's keys end at its length, a decoder's past keys are its last `read` columns: the
+        # padding (weight 0) is cut off
+        maps = {kind: w[b:b + 1, ..., :row.length] if kind == "cross"
+                else w[b:b + 1, ..., w.size(-1) - row.read:] for kind, w in weights.items()}
         row.steps.append((logits[b:b + 1].view(1, 1, -1), maps))
-        if len(row.tokens) == row.max_len:  # cut by the limit, with the outputs after the last token kept
-            return _end(row, False, keep)
+        if len(row.tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
+            return _end(row, False)
     row.last = greedy_piece(logits[b])
     if row.last == EOS_ID:
-        return _end(row, True, keep)
+        return _end(row, True)
     row.tokens.append(row.last)
-    return not keep and len(row.tokens) == row.max_len and _end(row, False, keep)
+    return not keep and len(row.tokens) == max_len and _end(row, False)
 
 
-def _end(row: _Row, finished: bool, keep: bool) -> bool:
-    if keep:
+def _end(row: _Row, finished: bool) -> bool:
+    if row.sentence.keep:
         row.result = collected(row.tokens, finished, row.steps, row.internals, 0)
     else:
         row.result = (row.tokens, finished)
     return True
 
 
-def _keep(memory, cache, live: list[int], still: list[int]):
-    """The batch with only the rows of `still` (a sub-list of `live`)."""
-    if not still:
-        return memory, cache, still
-    index = torch.tensor([live.index(i) for i in still], device=_device(memory))
-    return select_batch(memory, index), None if cache is None else select_batch(cache, index), still
-
-
-def _device(memory) -> torch.device:
-    return (memory.states if isinstance(memory, TransformerMemory) else memory.keys).device
-
-
-def _padded(memories: list) -> TransformerMemory | Seq2SeqMemory:
-    """One-sentence memories (none padded) as one batch, each source padded to the longest with
-    zeros, and a mask when the lengths differ (None when they do not: no padding)."""
-    first = memories[0]
+def _joined(parts: list, width: int, mask: torch.Tensor | None) -> TransformerMemory | Seq2SeqMemory:
+    """Batches of memories (their sources at most `width` long) as one, every source padded with
+    zeros to `width`, and `mask` (B, width) (None: no padding)."""
+    first = parts[0]
     if isinstance(first, TransformerMemory):
-        lengths = [m.states.size(1) for m in memories]
-        width = max(lengths)
-        kv = [tuple(torch.cat([_pad(m.cross_kv[layer][j], width, 2) for m in memories]) for j in (0, 1))
+        kv = [tuple(torch.cat([_pad(m.cross_kv[layer][j], width, 2) for m in parts]) for j in (0, 1))
               for layer in range(len(first.cross_kv))]
-        states = torch.cat([_pad(m.states, width, 1) for m in memories])
-        mask = _mask(lengths, width, states.device)
+        states = torch.cat([_pad(m.states, width, 1) for m in parts])
         return TransformerMemory(states, None if mask is None else mask.unsqueeze(1), first.head_mask, kv)
-    lengths = [m.keys.size(1) for m in memories]
-    width = max(lengths)
     state = first.state
-    joined = (tuple(torch.cat([m.state[j] for m in memories]) for j in range(len(state)))
-              if isinstance(state, tuple) else torch.cat([m.state for m in memories]))
-    projected = None if first.projected is None else torch.cat([_pad(m.projected, width, 1) for m in memories])
-    keys = torch.cat([_pad(m.keys, width, 1) for m in memories])
-    return Seq2SeqMemory(keys, _mask(lengths, width, keys.device), joined, projected)
+    joined = (tuple(torch.cat([m.state[j] for m in parts]) for j in range(len(state)))
+              if isinstance(state, tuple) else torch.cat([m.state for m in parts]))
+    projected = None if first.projected is None else torch.cat([_pad(m.projected, width, 1) for m in parts])
+    keys = torch.cat([_pad(m.keys, width, 1) for m in parts])
+    return Seq2SeqMemory(keys, mask, joined, projected)
+
+
+def _trimmed(memory, width: int, mask: torch.Tensor | None):
+    """`memory` with its sources cut to `width` (the padding past the longest left) and `mask`."""
+    if isinstance(memory, TransformerMemory):
+        kv = [tuple(t[:, :, :width] for t in layer) for layer in memory.cross_kv]
+        return TransformerMemory(memory.states[:, :width], None if mask is None else mask.unsqueeze(1),
+                                 memory.head_mask, kv)
+    projected = None if memory.projected is None else memory.projected[:, :width]
+    return Seq2SeqMemory(memory.keys[:, :width], mask, memory.state, projected)
 
 
 def _pad(t: torch.Tensor, width: int, dim: int) -> torch.Tensor:

@@ -86,10 +86,12 @@ def _qkv(*parts: nn.Linear) -> tuple[Product, ...]:
 
 
 def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_head_mask=None,
-         cross_head_mask=None):
+         cross_head_mask=None, past_mask=None):
     """DecoderLayer.forward in eval mode for one new position per sentence.
     x: (B, d); past: this layer's cached keys and values, each (B, h, t0, d_head);
-    cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None.
+    cross_kv: the source's (B, h, S, d_head), projected once; memory_mask: (B, 1, S) or None;
+    past_mask: (B, 1, 1, t0 + 1), True on the keys each sentence has (None: all of them; sentences
+    that joined a batch later have fewer, see `decode_rows`).
     Returns x (B, d), the self- and cross-attention weights (B, h, 1, t0 + 1 / S) and the keys
     and values up to now."""
     # sizes from ints, the batch as -1: a recorded step (graph.py) reads no size at each call
@@ -101,7 +103,7 @@ def step(x, w: StepWeights, past=None, cross_kv=None, memory_mask=None, self_hea
         q, k, v = linear(h, w.qkv[0]).view(-1, 3, *heads[1:]).unbind(1)
     if past is not None:
         k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, h, t0 + 1, dh)
-    a, self_w = _heads(q, k, v, None, self_head_mask, w.sqrt_d)  # every key is in the past: no mask
+    a, self_w = _heads(q, k, v, past_mask, self_head_mask, w.sqrt_d)  # every key is in the past
     x = x + linear(a, w.W_o)
     q = linear(torch.layer_norm(x, (d,), *w.norm2, w.eps), w.cross_W_q).view(heads)
     mask = None if memory_mask is None else memory_mask.unsqueeze(1)  # (B, 1, 1, S)
@@ -207,3 +209,30 @@ class ServedTransformer(Transformer):
             new_cache.append(kv)
         logits, weights = self._outputs(x, self_ws, cross_ws)
         return logits.view(B, 1, -1), weights, new_cache
+
+
+def decode_rows(model: Transformer, memory: TransformerMemory, ids: torch.Tensor, seen: torch.Tensor, cache):
+    """One decoding step for sentences at different positions (continuous batching, batch.Pool): ids
+    (B,) the pieces read, seen (B,) how many each has read before (its position), cache per layer
+    the past keys and values (B, h, T, dh) left-padded: sentence b's own are the last seen[b] of the
+    T columns, the others padding no query sees (weight exactly 0). Returns logits (B, V), the maps
+    {"decoder": (B, L, h, 1, T + 1), "cross": (B, L, h, 1, S)} and the cache, T + 1 wide."""
+    steps = getattr(model, "steps", None) or [StepWeights.of(layer) for layer in model.decoder_layers]
+    x = model.embed(ids) * math.sqrt(model.config.d_model)  # (B, d)
+    if model.config.positional:
+        x = x + model.pe.index_select(0, seen)  # each sentence at its own position
+    x = model.drop(x)
+    width = 0 if cache is None else cache[0][0].size(2)
+    # (B, 1, 1, T + 1): sentence b's keys are the last seen[b] + 1 columns
+    past_mask = torch.arange(width + 1, device=ids.device) >= (width - seen).unsqueeze(1)
+    past_mask = None if bool(past_mask.all()) else past_mask.view(-1, 1, 1, width + 1)
+    heads = memory.head_mask or {}
+    self_ws, cross_ws, new_cache = [], [], []
+    for i, w in enumerate(steps):
+        x, sw, cw, kv = step(x, w, None if cache is None else cache[i], memory.cross_kv[i], memory.mask,
+                             head_row(heads, "decoder", i), head_row(heads, "cross", i), past_mask)
+        self_ws.append(sw)
+        cross_ws.append(cw)
+        new_cache.append(kv)
+    logits, weights = model._outputs(x, self_ws, cross_ws)
+    return logits, weights, new_cache

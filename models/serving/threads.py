@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from models import decoding
-from models.serving import batch, search
+from models.serving import search
 
 
 def set_intra_op(threads: int) -> None:
@@ -52,4 +52,3 @@ def one_thread(search: Callable) -> Callable:
 greedy = one_thread(search.greedy)  # one sentence through the recorded step, else decoding's: search.py
 greedy_tokens = one_thread(search.greedy_tokens)
 beam_search = one_thread(decoding.beam_search)
-greedy_many = one_thread(batch.greedy_many)  # several sentences at once: batch.py

@@ -79,6 +79,30 @@ def test_a_compare_superseded_while_it_waits_gives_its_place_back_at_once(tiny_c
         assert admission.in_flight == 0
 
 
+def test_a_request_is_refused_when_the_work_it_would_wait_behind_has_waited_too_long(tiny_checkpoints):
+    """Admission by the queue's age, not the count: many requests in flight are admitted while the
+    model thread keeps up; once the oldest queued work has waited past max_wait, the next is 503."""
+    app = create_app(tiny_settings(tiny_checkpoints, queue_limit=64, max_wait=0.3))
+    with TestClient(app) as client, ThreadPoolExecutor(8) as pool:
+        release = threading.Event()
+        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)
+        try:
+            waiting = [pool.submit(client.post, "/api/translate", json={"text": f"Salut {i}.", "model": "rnn"})
+                       for i in range(8)]
+            admission = _admission(app)
+            _until(lambda: admission.in_flight == 8)  # eight in flight, well under the count: admitted
+            time.sleep(0.4)  # the oldest has now waited past max_wait
+            refused = client.post("/api/translate", json={"text": "Encore.", "model": "rnn"})
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert "waited more than 0.3 s" in refused.json()["detail"]
+            assert client.get("/api/health").status_code == 200
+        finally:
+            release.set()
+        blocker.result(timeout=10)
+        assert [w.result(timeout=30).status_code for w in waiting] == [200] * 8
+        assert client.post("/api/translate", json={"text": "Encore.", "model": "rnn"}).status_code == 200
+
+
 def _until(condition, seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
     while not condition():

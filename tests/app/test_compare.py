@@ -59,7 +59,7 @@ def test_a_failing_model_gets_an_error_line_and_the_others_their_answers(client,
     def broken(*args, **kwargs):
         raise RuntimeError("weights on fire")
 
-    monkeypatch.setattr(model, "encode", broken)
+    monkeypatch.setattr(model, "encode_with_internals", broken)
     answers = lines(client.post("/api/compare", json={"text": TEXT, "models": ["rnn", "lstm", "transformer"]}))
     answers = {a["model"]: a for a in answers}
     assert sorted(answers) == ["lstm", "rnn", "transformer"]
@@ -90,12 +90,13 @@ def test_the_first_model_done_is_the_first_line(client, monkeypatch):
         assert json.loads(next(got))["model"] == "transformer"
 
 
-def test_with_batching_on_a_lone_reader_gets_the_unbatched_answers(tiny_checkpoints, client):
-    """ATTENTION_LAB_BATCH_COMPARES reaches the model thread; a compare with nothing queued beside it
-    runs alone, so its lines are exactly what the server with batching off answers."""
-    with TestClient(create_app(tiny_settings(tiny_checkpoints, batch_compares=True))) as batching:
-        assert batching.app.state.registry.jobs.worker.batching
-        assert not client.app.state.registry.jobs.worker.batching  # the default
+def test_a_lone_reader_stepped_gets_the_unbatched_answers(tiny_checkpoints, client):
+    """ATTENTION_LAB_BATCH_COMPARES reaches the model thread; a compare with nothing stepped beside
+    it is a pool of one sentence per model, so its lines are exactly what the server with batching
+    off answers (each model's own search)."""
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, batch_compares=False))) as alone:
+        assert not alone.app.state.registry.jobs.worker.batching
+        assert client.app.state.registry.jobs.worker.batching  # the default
         body = {"text": TEXT, "models": ["transformer", "lstm-dot", "rnn"]}
-        got = sorted(lines(batching.post("/api/compare", json=body)), key=lambda a: a["model"])
+        got = sorted(lines(alone.post("/api/compare", json=body)), key=lambda a: a["model"])
         assert got == sorted(lines(client.post("/api/compare", json=body)), key=lambda a: a["model"])

@@ -48,14 +48,17 @@ def test_latency_by_route_template_and_the_model_thread_s_work(app):
     compared = (("method", "POST"), ("route", "/api/compare"), ("status", "200"))
     assert after[("attention_lab_request_duration_seconds_count", compared)] == 1
     assert after[("attention_lab_request_duration_seconds_sum", compared)] > 0
-    # compare's models each ran its sentence alone (nothing to batch it with); the translation came
-    # from the cache
-    grew = {name: after[(name, ())] - before[(name, ())] for name in (
-        "attention_lab_model_batch_size_count", "attention_lab_model_batch_size_sum",
-        "attention_lab_model_busy_seconds_total")}
-    assert grew["attention_lab_model_batch_size_count"] == len(app.state.registry.names)
-    assert grew["attention_lab_model_batch_size_sum"] == len(app.state.registry.names)
-    assert grew["attention_lab_model_busy_seconds_total"] > 0
+    # compare's models each stepped its sentence alone (nothing to batch it with), one step per
+    # piece it read, after one wait for its first step; the translation came from the cache
+    for name in app.state.registry.names:
+        model = (("model", name),)
+        series = {kind: (f"attention_lab_model_batch_size_{kind}", model) for kind in ("count", "sum")}
+        steps = {kind: after[key] - before.get(key, 0) for kind, key in series.items()}
+        assert steps["count"] >= 1 and steps["sum"] == steps["count"]
+        waited = ("attention_lab_model_first_step_seconds_count", model)
+        assert after[waited] - before.get(waited, 0) == 1
+    busy = "attention_lab_model_busy_seconds_total", ()
+    assert after[busy] > before[busy]
     hits = ("attention_lab_cache_lookups_total", (("result", "hit"),))
     assert after[hits] > before[hits]
     assert after[("attention_lab_model_queue_depth", ())] == 0

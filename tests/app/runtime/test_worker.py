@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from app.runtime.worker import EXPERIMENT, INTERACTIVE, Batchable, ModelThread
+from app.runtime.worker import EXPERIMENT, INTERACTIVE, Abandoned, Batchable, ModelThread
 from models.decoding import Stopped
 
 
@@ -332,62 +332,131 @@ def test_closing_cancels_what_is_queued():
     assert blocker.result(timeout=10) and queued.cancelled() and worker.load.waiting == 0
 
 
-def _queued_compares(worker: ModelThread, texts: list[str], calls: list, gone: threading.Event | None = None):
-    """Three readers' batches queued behind a busy model thread, each a job per model ("a", "b")
-    with a Batchable whose run_many records the items it got; the futures per text, once released."""
+class CountingPool:
+    """A worker.Pool whose sentences are (text, steps): each ends after its number of steps with
+    "text after N steps", or a Stopped when its stop() says so before a step. It records the
+    sentences of every join and the size of every step."""
+
+    def __init__(self, log: dict):
+        self.rows, self.log = [], log
+
+    def __len__(self):
+        return len(self.rows)
+
+    def join(self, sentences):
+        self.log.setdefault("joins", []).append([item[0] for _, item, _ in sentences])
+        self.rows += [[handle, *item, 0, stop] for handle, item, stop in sentences]
+
+    def step(self):
+        stopped = [row[4]() for row in self.rows]  # asked once per row and step, as a Pool does
+        ended = [(row[0], Stopped()) for row, stop in zip(self.rows, stopped, strict=True) if stop]
+        self.rows = [row for row, stop in zip(self.rows, stopped, strict=True) if not stop]
+        self.log.setdefault("steps", []).append(len(self.rows))
+        for row in self.rows:
+            row[3] += 1
+        ended += [(row[0], f"{row[1]} after {row[3]} steps") for row in self.rows if row[3] == row[2]]
+        self.rows = [row for row in self.rows if row[3] < row[2]]
+        return ended
+
+
+def _stepped(model: str, text: str, steps: int, log: dict) -> Batchable:
+    return Batchable(("compare", model), (model, text), (text, steps), lambda: CountingPool(log), model)
+
+
+def _behind_busy_thread(worker: ModelThread, ask):
+    """`ask()` while the model thread is busy; its result once the thread is released."""
     release = threading.Event()
-    busy = worker.submit(release.wait, 10, priority=INTERACTIVE)  # ahead of them, whenever it starts
-
-    def many(items):
-        calls.append(items)
-        return [f"{item} together" for item in items]
-
-    batches = []
-    for text in texts:
-        jobs = [lambda text=text, model=model: f"{model}:{text} alone" for model in "ab"]
-        specs = [Batchable(("compare", model), f"{model}:{text}", many) for model in "ab"]
-        batches.append(worker.run_together(jobs, gone if text == "gone" else None, batchable=specs))
+    busy = worker.submit(release.wait, 10, priority=INTERACTIVE)
+    asked = ask()
     release.set()
     busy.result(timeout=10)
-    return [[future.result(timeout=10) if not future.exception(timeout=10) else future.exception()
-             for future in futures] for futures in batches]
+    return asked
 
 
-def test_queued_compares_of_several_readers_run_each_model_once_when_batching():
-    worker, calls = ModelThread(1, lanes=2, batching=True), []
+def test_readers_sentences_of_one_model_step_together():
+    worker, logs = ModelThread(1, lanes=2), {"a": {}, "b": {}}
     try:
-        got = _queued_compares(worker, ["un", "deux", "trois"], calls)
-        assert got == [[f"{m}:{t} together" for m in "ab"] for t in ["un", "deux", "trois"]]
-        assert sorted(calls) == [[f"{m}:{t}" for t in ["un", "deux", "trois"]] for m in "ab"]
-        assert worker.load.sizes[3] == 2  # one run of three sentences per model
-        assert worker.load.waiting == 0  # the batches taken in left the queue's count
+        futures = _behind_busy_thread(worker, lambda: [
+            worker.step_together(_stepped(m, t, n, logs[m])) for t, n in [("un", 1), ("deux", 2), ("trois", 3)]
+            for m in "ab"])
+        assert [f.result(timeout=10) for f in futures] == [
+            f"{t} after {n} steps" for t, n in [("un", 1), ("deux", 2), ("trois", 3)] for _ in "ab"]
+        for m in "ab":  # one join of the three, then steps of 3, 2 and 1 sentences
+            assert logs[m] == {"joins": [["un", "deux", "trois"]], "steps": [3, 2, 1]}
+            assert worker.load.sizes[m, 3] == 1 and worker.load.sizes[m, 1] == 1
+        assert worker.load.waiting == 0 and worker.load.wait_histogram("a")[2] == 3
     finally:
         worker.close()
 
 
-def test_without_batching_or_alone_each_job_runs_by_itself():
-    worker, calls = ModelThread(1, lanes=2), []
+def test_a_sentence_joins_at_the_next_step_and_its_answer_comes_when_it_ends():
+    worker, log, done = ModelThread(1), {}, threading.Event()
     try:
-        got = _queued_compares(worker, ["un", "deux"], calls)
-        assert got == [[f"{m}:{t} alone" for m in "ab"] for t in ["un", "deux"]] and calls == []
-    finally:
-        worker.close()
-    worker = ModelThread(1, lanes=2, batching=True)
-    try:  # one reader: nothing to batch with, the unbatched job
-        assert _queued_compares(worker, ["seul"], calls) == [["a:seul alone", "b:seul alone"]] and calls == []
-        assert worker.load.sizes[1] == 3  # the busy job and each model's
+        long = worker.step_together(_stepped("a", "long", 10**7, log), done)
+        deadline = time.monotonic() + 10
+        while len(log.get("steps", [])) < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        short = worker.step_together(_stepped("a", "short", 2, log))
+        assert short.result(timeout=10) == "short after 2 steps"
+        assert not long.done()  # the short one did not wait for the long one to end
+        assert log["joins"] == [["long"], ["short"]] and 2 in log["steps"]
+        done.set()
+        assert isinstance(long.exception(timeout=10), Stopped)
     finally:
         worker.close()
 
 
-def test_a_reader_gone_before_the_batch_runs_is_left_out_of_it():
-    worker, calls = ModelThread(1, lanes=2, batching=True), []
-    gone = threading.Event()
+def test_the_same_work_asked_twice_is_one_sentence_and_stops_only_when_nobody_wants_it():
+    worker, log = ModelThread(1), {}
+    try:
+        first, second = _behind_busy_thread(worker, lambda: [
+            worker.step_together(_stepped("a", "même", 3, log)) for _ in range(2)])
+        assert first.result(timeout=10) == second.result(timeout=10) == "même after 3 steps"
+        assert log["joins"] == [["même"]]
+        one, other = threading.Event(), threading.Event()
+        mine = worker.step_together(_stepped("a", "long", 400, log), one)
+        theirs = worker.step_together(_stepped("a", "long", 400, log), other)
+        one.set()  # one reader has gone: the other still wants it
+        assert theirs.result(timeout=10) == "long after 400 steps"
+        assert mine.result(timeout=10) == "long after 400 steps"  # settled too; nobody reads it
+    finally:
+        worker.close()
+
+
+def test_a_reader_gone_before_its_first_step_is_not_started_and_one_gone_midway_stops():
+    worker, log = ModelThread(1), {}
+    gone, leaving = threading.Event(), threading.Event()
     gone.set()
     try:
-        got = _queued_compares(worker, ["un", "gone", "trois"], calls, gone)
-        assert [type(answer).__name__ for answer in got[1]] == ["Abandoned", "Abandoned"]
-        assert sorted(calls) == [[f"{m}:{t}" for t in ["un", "trois"]] for m in "ab"]
-        assert worker.dropped.as_dict()["skipped"] == 2
+        before, kept = _behind_busy_thread(worker, lambda: [
+            worker.step_together(_stepped("a", "parti", 3, log), gone),
+            worker.step_together(_stepped("a", "reste", 3, log))])
+        assert isinstance(before.exception(timeout=10), Abandoned) and kept.result(timeout=10)
+        assert log["joins"] == [["reste"]] and worker.dropped.as_dict()["skipped"] == 1
+        midway = worker.step_together(_stepped("a", "long", 10**6, log), leaving)
+        while len(log["joins"]) < 2:
+            time.sleep(0.001)
+        leaving.set()
+        assert isinstance(midway.exception(timeout=10), Stopped)
+        assert worker.dropped.as_dict()["stopped"] == 1
+    finally:
+        worker.close()
+
+
+def test_the_wait_a_new_request_meets_is_the_age_of_the_oldest_queued_work():
+    worker = ModelThread(1)
+    release = threading.Event()
+    try:
+        assert worker.waited() == 0.0
+        busy = worker.submit(release.wait, 10)
+        deadline = time.monotonic() + 10
+        while worker.load.waiting and time.monotonic() < deadline:  # the busy job has started
+            time.sleep(0.001)
+        worker.step_together(_stepped("a", "attend", 1, {}))
+        worker.submit(lambda: None, priority=EXPERIMENT)  # an experiment's wait is not a reader's
+        time.sleep(0.05)
+        assert 0.05 <= worker.waited() < 5
+        release.set()
+        busy.result(timeout=10)
     finally:
         worker.close()

@@ -246,17 +246,19 @@ def _weights(answer: dict) -> list[float]:
 
 
 def test_readers_compares_batched_give_each_reader_its_own_answers(tiny_checkpoints):
-    """With batching on, several readers' compares run each model once for all their texts: every
-    reader gets what its compare alone answers, the same translations, pieces and map labels, the
-    maps within float rounding (a batched product sums in another order: models/serving/batch.py)."""
+    """With batching on, several readers' compares are stepped together, one step of each model for
+    all their texts: every reader gets what its compare alone answers, the same translations, pieces
+    and map labels, the maps within 1e-3 of their value (a batched product sums in another order:
+    models/serving/batch.py)."""
     alone = load_registry(tiny_checkpoints, device="cpu", cache_size=0)
     together = load_registry(tiny_checkpoints, device="cpu", cache_size=0,
                              worker=ModelThread(1, lanes=2, batching=True))
     try:
         expected = _compares_queued_together(alone)
         got = _compares_queued_together(together)
-        assert together.jobs.worker.load.sizes[len(BATCHED)] == len(together.names)  # one run per model
-        assert alone.jobs.worker.load.sizes[len(BATCHED)] == 0
+        for name in together.names:  # every model's first step held every reader's text
+            assert together.jobs.worker.load.sizes[name, len(set(BATCHED))] >= 1  # the same text once
+        assert max(size for _, size in alone.jobs.worker.load.sizes) == 1
         assert [[a["model"] for a in answers] for answers in got] == [[a["model"] for a in answers]
                                                                         for answers in expected]
         for answers, wanted in zip(got, expected, strict=True):
@@ -264,7 +266,7 @@ def test_readers_compares_batched_give_each_reader_its_own_answers(tiny_checkpoi
                 assert {**answer, "maps": None} == {**want, "maps": None}
                 assert [(m["kind"], m["layer"], m["head"], m["rows"], m["cols"]) for m in answer["maps"]] == \
                     [(m["kind"], m["layer"], m["head"], m["rows"], m["cols"]) for m in want["maps"]]
-                assert _weights(answer) == pytest.approx(_weights(want), rel=2e-3, abs=1e-6)
+                assert _weights(answer) == pytest.approx(_weights(want), rel=1e-3, abs=1e-6)
     finally:
         alone.close()
         together.close()
@@ -282,6 +284,6 @@ def test_a_model_failing_in_a_batch_fails_for_each_reader_and_the_others_answer(
             by_model = {answer["model"]: answer for answer in answers}
             assert by_model["lstm"]["error"] == "RuntimeError: weights on fire"
             assert by_model["transformer"]["maps"]
-        assert together.jobs.worker.load.sizes[len(BATCHED)] == 2  # each model ran the readers at once
+        assert together.jobs.worker.load.sizes["transformer", len(set(BATCHED))] >= 1  # the readers at once
     finally:
         together.close()

@@ -9,7 +9,7 @@ import torch
 from models import checkpoint
 from models.decoding import Stopped, max_target_len
 from models.serving import search, served
-from models.serving.batch import greedy_many
+from models.serving.batch import Pool, Sentence, greedy_many
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[3] / "checkpoints"
@@ -69,3 +69,42 @@ def test_a_sentence_told_to_stop_leaves_and_the_others_go_on(sources):
     assert isinstance(together[1], Stopped)
     others = [i for i in range(len(sources)) if i != 1]
     assert [together[i] for i in others] == [search.greedy_tokens(model, sources[i], limits[i]) for i in others]
+
+
+@pytest.mark.parametrize("name", ["rnn", "lstm", "lstm-additive", "lstm-dot", "transformer"])
+@torch.inference_mode()
+def test_sentences_joining_and_leaving_between_steps_each_get_their_own_search(name, sources):
+    """Continuous batching: sentences join a pool mid-way (at other positions than the ones decoding)
+    and leave as they end; each gets its own search's pieces and maps, within float rounding."""
+    model = _served(name)
+    limits = [max_target_len(model, len(ids)) for ids in sources]
+    pool, results = Pool(model), {}
+    arrivals = {0: [0], 2: [1, 2], 3: [3], 5: [4, 5]}  # step -> sentences that join before it
+    step = 0
+    while pool or step <= max(arrivals):
+        pool.join([Sentence(sources[i], limits[i], handle=i) for i in arrivals.get(step, [])])
+        for row in pool.step():
+            results[row.sentence.handle] = row.result
+        step += 1
+    assert sorted(results) == list(range(len(sources)))
+    for i, ids in enumerate(sources):
+        alone, got = search.greedy(model, ids, limits[i], top_k=0), results[i]
+        assert (got.tokens, got.finished) == (alone.tokens, alone.finished)
+        for kind, weights in alone.output.attentions.items():
+            assert got.output.attentions[kind].shape == weights.shape
+            torch.testing.assert_close(got.output.attentions[kind], weights, rtol=1e-3, atol=1e-5)
+        torch.testing.assert_close(got.output.logits, alone.output.logits, rtol=1e-3, atol=1e-4)
+
+
+@torch.inference_mode()
+def test_a_sentence_alone_in_a_pool_is_its_own_search_bit_for_bit(sources):
+    model = _served("transformer")
+    pool = Pool(model)
+    pool.join([Sentence(sources[2], max_target_len(model, len(sources[2])))])
+    ended = []
+    while pool:
+        ended += pool.step()
+    alone = search.greedy(model, sources[2], max_target_len(model, len(sources[2])), top_k=0)
+    assert torch.equal(ended[0].result.output.logits, alone.output.logits)
+    for kind, weights in alone.output.attentions.items():
+        assert torch.equal(ended[0].result.output.attentions[kind], weights)
