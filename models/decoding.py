@@ -110,6 +110,11 @@ def _greedy_choice(logits: torch.Tensor) -> torch.Tensor:
     return logits[:, -1, FIRST_ALLOWED:].argmax(-1, keepdim=True) + FIRST_ALLOWED
 
 
+def greedy_choices(logits: torch.Tensor) -> torch.Tensor:
+    """(B, 1, V) -> (B,): each sentence's `greedy_piece`, in one argmax."""
+    return _greedy_choice(logits).view(-1)
+
+
 def greedy_piece(logits: torch.Tensor) -> int:
     """One sentence's greedy choice: its step's scores (any shape holding one row of V) -> the id
     `_greedy_choice` picks, read back as an int."""

@@ -6,7 +6,8 @@ change that must not change behaviour, and compare the two files.
     .venv/bin/python scripts/api_snapshot.py /tmp/after.json --compare /tmp/before.json
 
 It talks to the app only through HTTP (FastAPI's TestClient, shipped checkpoints, cache off), so
-it runs unchanged on both sides of a refactor.
+it runs unchanged on both sides of a refactor. Numbers are compared within `TOLERANCE` of their
+value, everything else exactly.
 """
 
 from __future__ import annotations
@@ -91,10 +92,27 @@ def comparable(answer: dict) -> dict:
     return answer
 
 
+# Numbers agree when within this share of their value: a product summed in another order (readers'
+# sentences stepped together, docs/SERVER.md "Fidelity") moves a weight in its last digits, and the
+# page shows at most three significant digits. Everything else (pieces, translations, statuses) exactly.
+TOLERANCE = 1e-3
+
+
+def same(old, new) -> bool:
+    """`old` and `new` equal, their floats within TOLERANCE of their value."""
+    if isinstance(old, float) and isinstance(new, float | int):
+        return abs(old - new) <= TOLERANCE * max(abs(old), abs(new)) or abs(old - new) < 1e-9
+    if isinstance(old, dict) and isinstance(new, dict):
+        return old.keys() == new.keys() and all(same(old[k], new[k]) for k in old)
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) == len(new) and all(same(a, b) for a, b in zip(old, new, strict=True))
+    return old == new
+
+
 def differences(before: list, after: list) -> list[str]:
     out = []
     for old, new in zip(before, after, strict=True):
-        if comparable(old) != comparable(new):
+        if not same(comparable(old), comparable(new)):
             out.append(f"{old['request'][0]} {old['request'][1]} {json.dumps(old['request'][2])[:80]}: "
                        f"{old['status']} -> {new['status']}")
     return out

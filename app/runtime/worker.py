@@ -82,6 +82,9 @@ INTERACTIVE, ORDINARY, EXPERIMENT = 0, 1, 2
 # turn queued more than this after it. Without a bound, steady typing (a compare always queued)
 # kept a chapter's request, or chapter 3's experiment, from ever starting.
 PATIENCE_S = {INTERACTIVE: 0.0, ORDINARY: 0.25, EXPERIMENT: 1.0}
+# How long one turn of stepped decoding runs (`_step_turn`) before queued work gets its turn: many
+# decoding steps, so the lanes are not handed over and back at every step
+STEP_SLICE_S = 0.02
 
 
 def yield_cpu(nice: int) -> None:
@@ -294,6 +297,7 @@ class ModelThread:
         self._live: dict[Hashable, dict[Hashable, _Sentence]] = {}
         self._joining: dict[Hashable, dict[Hashable, _Sentence]] = {}
         self._stepping = False
+        self._rotation: deque[Hashable] = deque()  # groups in the order their next steps come
         self._order = itertools.count()
         self._ready = threading.Condition()
         self._closed = False
@@ -446,15 +450,41 @@ class ModelThread:
         return future
 
     def _step_turn(self) -> None:
-        """One decoding step of every pool, new sentences joining first, one pool per lane; queued
-        again while any pool has sentences."""
+        """Decoding steps of every pool, for about STEP_SLICE_S: each lane takes the group stepped
+        longest ago, lets its new sentences join, takes one step, and puts it back, so no lane waits
+        for another between steps and a group's steps follow each other as closely as the lanes
+        allow. Queued again while any pool has sentences, so other work comes between two slices."""
         with self.load.turn():
+            until = time.perf_counter() + STEP_SLICE_S
+            order = self._rotation  # the groups not stepped in the last slice come first in this one
+            busy: set[Hashable] = set()
+            lock = threading.Lock()
+
+            def take() -> Hashable | None:
+                with lock, self._ready:
+                    for group in [*self._pools, *self._joining]:  # every group with work, once
+                        if (group not in busy and group not in order
+                                and (self._pools.get(group) or group in self._joining)):
+                            order.append(group)
+                    if not order or time.perf_counter() >= until:
+                        return None
+                    group = order.popleft()
+                    busy.add(group)
+                    joining = list(self._joining.pop(group, {}).values())
+                return group, joining
+
+            def lane() -> None:
+                while (taken := take()) is not None:
+                    try:
+                        self._step_group(*taken)
+                    finally:
+                        with lock:
+                            busy.discard(taken[0])
+
             with self._ready:
-                joining, self._joining = self._joining, {}
-            groups = [*self._pools, *(group for group in joining if group not in self._pools)]
+                groups = len({*self._pools, *self._joining})
             try:
-                self._together([partial(self._step_group, group, list(joining.get(group, {}).values()))
-                                for group in groups])
+                self._together([lane] * max(1, min(self.lanes, groups)))
             finally:
                 with self._ready:
                     self._stepping = not self._closed and bool(self._joining or any(self._pools.values()))

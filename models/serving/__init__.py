@@ -48,7 +48,7 @@ def served(model, layout: str, precision: str, step: str = "graph"):
     ServedSeq2Seq; either decodes through its step recorded as a graph when `step` is "graph".
     Returns the served model; it shares the Parameters of `model`."""
     from models.seq2seq import Seq2Seq
-    from models.serving.graph import EncoderGraph, StepGraph
+    from models.serving.graph import EncoderGraph, RowsGraph, StepGraph
     from models.serving.layout import input_major
     from models.serving.precision import half_weights
     from models.serving.recurrent import RecurrentStepGraph, ServedSeq2Seq
@@ -64,6 +64,7 @@ def served(model, layout: str, precision: str, step: str = "graph"):
         model = ServedTransformer(model)
         if step == "graph":
             model.graph, model.encoder_graph = StepGraph(model), EncoderGraph(model)
+            model.rows_graph = RowsGraph(model)
     elif isinstance(model, Seq2Seq):
         model = ServedSeq2Seq(model)
         if step == "graph":

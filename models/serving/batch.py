@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from models.attention import mask_if_needed, padding_mask
-from models.decoding import Decoded, Stop, Stopped, collected, greedy_piece
+from models.decoding import Decoded, Stop, Stopped, collected, greedy_choices
 from models.outputs import select_batch
 from models.seq2seq import Seq2SeqMemory
 from models.serving.step import decode_rows
@@ -118,7 +118,8 @@ class Pool:
         logits, weights, self.cache = self._decode(last)
         for row in self.rows:
             row.read += 1
-        done = [row for b, row in enumerate(self.rows) if _advance(row, logits, weights, b)]
+        choices = greedy_choices(logits).tolist()  # every row's argmax at once, read back once
+        done = [row for b, row in enumerate(self.rows) if _advance(row, logits, weights, b, choices[b])]
         self._leave(done)
         return ended + done
 
@@ -180,18 +181,19 @@ def _stopped(row: _Row) -> bool:
     return False
 
 
-def _advance(row: _Row, logits: torch.Tensor, weights: dict, b: int) -> bool:
+def _advance(row: _Row, logits: torch.Tensor, weights: dict, b: int, choice: int) -> bool:
     """Row b's step, as the one-sentence searches take it: True when its sentence has ended."""
     keep, max_len = row.sentence.keep, row.sentence.max_len
     if keep:
-        # a source's keys end at its length, a decoder's past keys are its last `read` columns: the
-        # padding (weight 0) is cut off
-        maps = {kind: w[b:b + 1, ..., :row.length] if kind == "cross"
-                else w[b:b + 1, ..., w.size(-1) - row.read:] for kind, w in weights.items()}
-        row.steps.append((logits[b:b + 1].view(1, 1, -1), maps))
+        if logits.size(0) == 1:  # alone: no padding to cut off
+            row.steps.append((logits.view(1, 1, -1), weights))
+        else:  # a source's keys end at its length, a decoder's past keys are its last `read` columns
+            maps = {kind: w[b:b + 1, ..., :row.length] if kind == "cross"
+                    else w[b:b + 1, ..., w.size(-1) - row.read:] for kind, w in weights.items()}
+            row.steps.append((logits[b:b + 1].view(1, 1, -1), maps))
         if len(row.tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             return _end(row, False)
-    row.last = greedy_piece(logits[b])
+    row.last = choice
     if row.last == EOS_ID:
         return _end(row, True)
     row.tokens.append(row.last)

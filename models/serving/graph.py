@@ -15,11 +15,14 @@ path and runs the Python step otherwise. The graph reads the served model's own 
 stays the reference the tests compare it with, and one setting away (Settings.step).
 
 The encoder is recorded the same way (`EncoderGraph`), run once per sentence on the path
-`ServedTransformer.encode_with_internals` checks (no padding, no switched-off encoder head).
+`ServedTransformer.encode_with_internals` checks (no padding, no switched-off encoder head). So is
+the step of sentences at different positions stepped together (`RowsGraph`, step.decode_rows), with
+its two masks as inputs.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from contextlib import contextmanager
 
@@ -58,6 +61,50 @@ class StepGraph:
             run, per_layer = self.next, [(*past, *cross) for past, cross in zip(cache, cross_kv, strict=True)]
         logits, self_w, cross_w, *kv = run(ids, self.positions[position],
                                            *[t for tensors in per_layer for t in tensors])
+        return logits, {"decoder": self_w, "cross": cross_w}, list(zip(kv[::2], kv[1::2], strict=True))
+
+
+class RowsGraph:
+    """step.decode_rows of one ServedTransformer once some keys are cached, recorded: one new piece
+    per sentence, each at its own position, the past keys left-padded and the sources padded, both
+    under masks given as inputs; no switched-off head, nothing differentiated."""
+
+    def __init__(self, model: ServedTransformer):
+        weights, d = model.steps, model.config.d_model
+        positional = model.config.positional
+
+        def rows_step(ids, seen, past_mask, memory_mask, *tensors):
+            x = model.embed(ids) * math.sqrt(d)  # (B, d)
+            if positional:
+                x = x + model.pe.index_select(0, seen)
+            self_ws, cross_ws, cache = [], [], []
+            for i, w in enumerate(weights):
+                past_k, past_v, cross_k, cross_v = tensors[i * 4: (i + 1) * 4]
+                x, self_w, cross_w, kv = step(x, w, (past_k, past_v), (cross_k, cross_v), memory_mask,
+                                              past_mask=past_mask)
+                self_ws.append(self_w)
+                cross_ws.append(cross_w)
+                cache.extend(kv)
+            logits, maps = model._outputs(x, self_ws, cross_ws)
+            return logits, maps["decoder"], maps["cross"], *cache
+
+        like = weights[0].sqrt_d
+        keys = like.new_zeros(1, weights[0].n_heads, 1, weights[0].d_head)
+        device = like.device
+        piece = torch.full((1,), PAD_ID + 1, device=device)
+        seen = torch.zeros(1, dtype=torch.long, device=device)
+        past_mask = torch.tensor([[[[False, True]]]], device=device)  # one padded past key, the new one
+        memory_mask = torch.ones(1, 1, 1, dtype=torch.bool, device=device)
+        example = (piece, seen, past_mask, memory_mask, *[keys] * (len(weights) * 4))
+        with frozen(model), torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
+            self.run = torch.jit.trace(rows_step, example, check_trace=False)
+
+    def __call__(self, ids, seen, past_mask, memory_mask, cache, cross_kv):
+        """ids, seen (B,); past_mask (B, 1, 1, T + 1); memory_mask (B, 1, S); cache and cross_kv per
+        layer, (B, h, T, dh) and (B, h, S, dh) -> logits (B, V), the maps, the new cache."""
+        tensors = [t for past, cross in zip(cache, cross_kv, strict=True) for t in (*past, *cross)]
+        logits, self_w, cross_w, *kv = self.run(ids, seen, past_mask, memory_mask, *tensors)
         return logits, {"decoder": self_w, "cross": cross_w}, list(zip(kv[::2], kv[1::2], strict=True))
 
 

@@ -9,8 +9,10 @@ those calls itself: the same calls on the same tensors in the same order, so the
 and states, bit for bit (tests/models/serving/test_recurrent.py). bench/floor.py's compare, four of
 whose five models are recurrent, times what it buys.
 
-The recording is one path: one token per sentence, no padding mask, nothing differentiated, eval
-mode. `ServedSeq2Seq.decode` takes it only there and runs the model's own `decode` otherwise.
+The recording is one path: one token per sentence, nothing differentiated, eval mode; a model with
+attention has a second recording with a padding mask over the source, which sentences of several
+lengths decoded together need (models/serving/batch.py). `ServedSeq2Seq.decode` takes them only
+there and runs the model's own `decode` otherwise.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ class ServedSeq2Seq(Seq2Seq):
         self.graph = None  # the recorded step, set by models.serving.served
 
     def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
-        if (self.graph is None or not as_recorded(self) or tgt_in.size(1) != 1
-                or memory.mask is not None):  # off the path the graph recorded
+        if self.graph is None or not as_recorded(self) or tgt_in.size(1) != 1:  # off the recorded paths
             return super().decode(memory, tgt_in, cache)
         return self.graph(memory, tgt_in, cache)
 
@@ -49,12 +50,17 @@ class RecurrentStepGraph:
         self.attention = model.attention is not None
         with frozen(model), torch.no_grad():
             self.run = self._record(model)
+            # without attention a padding mask changes nothing the step reads: no second recording
+            self.masked = self._record(model, masked=True) if self.attention else None
 
     def __call__(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
         """`Seq2Seq.decode` of one token per sentence: logits (B, 1, V), {"cross": (B, 1, 1, 1, S)}
         ({} without attention) and the state after the token."""
         state = memory.state if cache is None else cache
-        logits, weights, *final = self.run(tgt_in, *self._inputs(memory), *(state if self.lstm else (state,)))
+        run, inputs = self.run, self._inputs(memory)
+        if memory.mask is not None and self.masked is not None:
+            run, inputs = self.masked, (*inputs, memory.mask)
+        logits, weights, *final = run(tgt_in, *inputs, *(state if self.lstm else (state,)))
         return logits, {"cross": weights} if self.attention else {}, tuple(final) if self.lstm else final[0]
 
     def _inputs(self, memory: Seq2SeqMemory) -> tuple[torch.Tensor, ...]:
@@ -62,15 +68,19 @@ class RecurrentStepGraph:
         projected keys where it has them."""
         return (memory.keys,) if memory.projected is None else (memory.keys, memory.projected)
 
-    def _record(self, model: ServedSeq2Seq):
+    def _record(self, model: ServedSeq2Seq, masked: bool = False):
         example = Seq2Seq.encode(model, torch.tensor([[BOS_ID, BOS_ID]], device=model.out_bias.device))
         inputs = self._inputs(example)
+        if masked:  # (B, S), True on real source pieces: the example's second piece as padding
+            inputs = (*inputs, torch.tensor([[True, False]], device=model.out_bias.device))
         keyed = len(inputs)
 
         def decode_step(tgt_in, *tensors):
-            keys, projected = tensors[0], tensors[1] if keyed == 2 else None
+            keys = tensors[0]
+            projected = tensors[1] if keyed - masked == 2 else None
+            mask = tensors[keyed - 1] if masked else None
             state = tuple(tensors[keyed:]) if self.lstm else tensors[keyed]
-            memory = Seq2SeqMemory(keys=keys, mask=None, state=state, projected=projected)
+            memory = Seq2SeqMemory(keys=keys, mask=mask, state=state, projected=projected)
             logits, weights, final = Seq2Seq.decode(model, memory, tgt_in)
             # a placeholder for the maps of a model without attention: a traced function returns tensors
             return logits, weights.get("cross", logits), *(final if self.lstm else (final,))

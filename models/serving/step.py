@@ -158,6 +158,7 @@ class ServedTransformer(Transformer):
         self.steps = [StepWeights.of(layer) for layer in self.decoder_layers]
         self.graph = None  # the recorded step (graph.StepGraph), set by models.serving.served
         self.encoder_graph = None  # the recorded encoder (graph.EncoderGraph), set with it
+        self.rows_graph = None  # the recorded step of sentences at several positions (graph.RowsGraph)
 
     def encode_with_internals(self, src, head_mask=None, positional=None):
         """The derivation's, or its recording on the path it recorded: eval mode, nothing
@@ -217,15 +218,22 @@ def decode_rows(model: Transformer, memory: TransformerMemory, ids: torch.Tensor
     the past keys and values (B, h, T, dh) left-padded: sentence b's own are the last seen[b] of the
     T columns, the others padding no query sees (weight exactly 0). Returns logits (B, V), the maps
     {"decoder": (B, L, h, 1, T + 1), "cross": (B, L, h, 1, S)} and the cache, T + 1 wide."""
+    width = 0 if cache is None else cache[0][0].size(2)
+    # (B, 1, 1, T + 1): sentence b's keys are the last seen[b] + 1 columns
+    past_mask = torch.arange(width + 1, device=ids.device) >= (width - seen).unsqueeze(1)
+    past_mask = past_mask.view(-1, 1, 1, width + 1)
+    recorded = getattr(model, "rows_graph", None)
+    if recorded is not None and cache is not None and as_recorded(model) and not memory.head_mask:
+        mask = memory.mask
+        if mask is None:  # every source as long: a mask that hides nothing
+            mask = past_mask.new_ones(ids.size(0), 1, memory.cross_kv[0][0].size(2))
+        return recorded(ids, seen, past_mask, mask, cache, memory.cross_kv)
     steps = getattr(model, "steps", None) or [StepWeights.of(layer) for layer in model.decoder_layers]
     x = model.embed(ids) * math.sqrt(model.config.d_model)  # (B, d)
     if model.config.positional:
         x = x + model.pe.index_select(0, seen)  # each sentence at its own position
     x = model.drop(x)
-    width = 0 if cache is None else cache[0][0].size(2)
-    # (B, 1, 1, T + 1): sentence b's keys are the last seen[b] + 1 columns
-    past_mask = torch.arange(width + 1, device=ids.device) >= (width - seen).unsqueeze(1)
-    past_mask = None if bool(past_mask.all()) else past_mask.view(-1, 1, 1, width + 1)
+    past_mask = None if bool(past_mask.all()) else past_mask
     heads = memory.head_mask or {}
     self_ws, cross_ws, new_cache = [], [], []
     for i, w in enumerate(steps):

@@ -12,6 +12,7 @@ from models import checkpoint
 from models.architectures import MODEL_NAMES, build
 from models.decoding import beam_search, greedy, greedy_tokens
 from models.serving import STEPS, on_device, served, step_of
+from models.serving.batch import Pool, Sentence
 from models.serving.graph import StepGraph
 from models.serving.step import ServedTransformer
 from models.transformer import Transformer
@@ -249,3 +250,22 @@ def test_positions_past_the_positional_table_take_the_python_step_with_the_same_
         assert torch.equal(la, lb), position
         caches = [ca, cb]
     assert count == [1, rows - 1]
+
+
+@torch.inference_mode()
+def test_sentences_at_several_positions_step_through_their_recording_bit_for_bit():
+    """Sentences joining a pool mid-way (models/serving/batch.py) are at several positions with
+    left-padded past keys: the recorded rows step gives what the Python step gives, bit for bit."""
+    graph, python = _pair()
+    count = _counted(graph.rows_graph, ("run",))
+    results = []
+    for model in (graph, python):
+        pool, ended = Pool(model), {}
+        for step in range(40):
+            if step in (0, 2, 3):
+                pool.join([Sentence(SOURCES[step % len(SOURCES)], 12, handle=step)])
+            ended.update((row.sentence.handle, row.result) for row in pool.step())
+        results.append(ended)
+    assert count[0] > 0 and results[0].keys() == results[1].keys() == {0, 2, 3}
+    for handle in results[0]:
+        _assert_same(results[0][handle], results[1][handle])
