@@ -77,16 +77,8 @@ class RowsGraph:
             x = model.embed(ids) * math.sqrt(d)  # (B, d)
             if positional:
                 x = x + model.pe.index_select(0, seen)
-            self_ws, cross_ws, cache = [], [], []
-            for i, w in enumerate(weights):
-                past_k, past_v, cross_k, cross_v = tensors[i * 4: (i + 1) * 4]
-                x, self_w, cross_w, kv = step(x, w, (past_k, past_v), (cross_k, cross_v), memory_mask,
-                                              past_mask=past_mask)
-                self_ws.append(self_w)
-                cross_ws.append(cross_w)
-                cache.extend(kv)
-            logits, maps = model._outputs(x, self_ws, cross_ws)
-            return logits, maps["decoder"], maps["cross"], *cache
+            layers = [(tensors[i:i + 2], tensors[i + 2:i + 4]) for i in range(0, len(tensors), 4)]
+            return _through_layers(model, x, layers, memory_mask, past_mask)
 
         like = weights[0].sqrt_d
         keys = like.new_zeros(1, weights[0].n_heads, 1, weights[0].d_head)
@@ -144,15 +136,8 @@ def _record(model: ServedTransformer, past: bool):
 
     def decode_step(ids, position, *tensors):
         x = model.step_input(ids, position)  # (B, d)
-        self_ws, cross_ws, cache = [], [], []
-        for i, w in enumerate(weights):
-            mine = tensors[i * per_layer: (i + 1) * per_layer]
-            x, self_w, cross_w, kv = step(x, w, mine[:2] if past else None, mine[-2:])
-            self_ws.append(self_w)
-            cross_ws.append(cross_w)
-            cache.extend(kv)
-        logits, maps = model._outputs(x, self_ws, cross_ws)
-        return logits, maps["decoder"], maps["cross"], *cache
+        mine = [tensors[i:i + per_layer] for i in range(0, len(tensors), per_layer)]
+        return _through_layers(model, x, [(t[:2] if past else None, t[-2:]) for t in mine])
 
     like = weights[0].sqrt_d
     heads, d_head = weights[0].n_heads, weights[0].d_head
@@ -162,6 +147,19 @@ def _record(model: ServedTransformer, past: bool):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
         return torch.jit.trace(decode_step, example, check_trace=False)
+
+
+def _through_layers(model: ServedTransformer, x, layers, memory_mask=None, past_mask=None):
+    """x (B, d) through every decoder layer's `step`, `layers` giving per layer its past keys and
+    values (or None) and the source's: the logits, both maps and the new cache as flat tensors."""
+    self_ws, cross_ws, cache = [], [], []
+    for w, (past, cross) in zip(model.steps, layers, strict=True):
+        x, self_w, cross_w, kv = step(x, w, past, cross, memory_mask, past_mask=past_mask)
+        self_ws.append(self_w)
+        cross_ws.append(cross_w)
+        cache.extend(kv)
+    logits, maps = model._outputs(x, self_ws, cross_ws)
+    return logits, maps["decoder"], maps["cross"], *cache
 
 
 @contextmanager
