@@ -94,6 +94,9 @@ def chapter_asks(chapter: int, text: str, page: dict) -> list[tuple[str, dict]]:
     return asks.get(chapter, [])
 
 
+CHAPTER_ASKS = chapter_asks  # kept for `experiment` when --typing-only drops the readers' asks
+
+
 class Reader:
     def __init__(self, index: int, url: str, page: dict, seed: int, where: str):
         self.rng = random.Random(seed * 1000 + index)
@@ -186,28 +189,75 @@ def percentile(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-async def probe(url: str, until: float) -> tuple[list[float | None], list[float]]:
+def stepped(first: str, last: str) -> dict[str, dict[str, float]]:
+    """Per model, between two GET /metrics texts: sentences decoded per step on average (stepped
+    together: docs/SERVER.md) and the mean wait for a sentence's first step, in ms."""
+    def series(text: str) -> dict[tuple[str, str], float]:
+        found = {}
+        for line in text.splitlines():
+            for name in ("model_batch_size_sum", "model_batch_size_count", "model_first_step_seconds_sum",
+                         "model_first_step_seconds_count"):
+                if line.startswith(f"attention_lab_{name}{{model=\""):
+                    model = line.split('"')[1]
+                    found[name, model] = float(line.split()[-1])
+        return found
+
+    a, b = series(first), series(last)
+    grew = {key: b[key] - a.get(key, 0.0) for key in b}
+    out = {}
+    for (name, model), steps in grew.items():
+        if name == "model_batch_size_count" and model and steps:
+            waits = grew.get(("model_first_step_seconds_count", model), 0)
+            out[model] = {"rows_per_step": grew[("model_batch_size_sum", model)] / steps,
+                          "first_step_ms": 1000 * grew.get(("model_first_step_seconds_sum", model), 0) / waits
+                          if waits else None}
+    return out
+
+
+async def probe(url: str, until: float) -> tuple[list[float | None], list[float], dict]:
     """Every HEALTH_EVERY_S until `until`: GET /api/health, each answer's seconds (None: not a 200),
-    and GET /metrics's model requests in flight (what the autoscaler reads, deploy/README.md)."""
+    and GET /metrics's model requests in flight (what the autoscaler reads, deploy/README.md); and
+    per model the sentences stepped together and their wait for a first step (`stepped`)."""
     health: list[float | None] = []
     in_flight: list[float] = []
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        first = last = (await client.get("/metrics")).text
         while time.perf_counter() < until:
             began = time.perf_counter()
             response = await client.get("/api/health")
             health.append(time.perf_counter() - began if response.status_code == 200 else None)
-            metrics = (await client.get("/metrics")).text
+            metrics = last = (await client.get("/metrics")).text
             in_flight += [float(line.split()[-1]) for line in metrics.splitlines()
                           if line.startswith("attention_lab_requests_in_flight ")]
             await asyncio.sleep(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - began)))
-    return health, in_flight
+    return health, in_flight, stepped(first, last)
 
 
-async def level(url: str, page: dict, readers: int, seconds: float, seed: int, where: str) -> dict:
+async def experiment(url: str, page: dict, until: float, seed: int) -> list[float]:
+    """Chapter 3's experiment asked again and again until `until`, each on a new sentence (so never
+    from the cache), as a reader of chapter 3 would: the seconds each took (a refusal waits out its
+    Retry-After and is not counted)."""
+    rng, took = random.Random(seed), []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        while time.perf_counter() < until:
+            path, body = CHAPTER_ASKS(3, sentence(rng), page)[0]
+            began = time.perf_counter()
+            response = await client.post(path, json=body)
+            if response.status_code == 200:
+                took.append(time.perf_counter() - began)
+            else:
+                await asyncio.sleep(float(response.headers.get("retry-after", 1)))
+    return took
+
+
+async def level(url: str, page: dict, readers: int, seconds: float, seed: int, where: str,
+                with_experiment: bool = False) -> dict:
     until = time.perf_counter() + seconds
     crowd = [Reader(i, url, page, seed, where) for i in range(readers)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    (health, in_flight), *_ = await asyncio.gather(probe(url, until), *(r.run(until) for r in crowd))
+    extra = [experiment(url, page, until, seed)] if with_experiment else []
+    (health, in_flight, steps), *rest = await asyncio.gather(probe(url, until), *extra,
+                                                             *(r.run(until) for r in crowd))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     latencies = [x for r in crowd for x in r.latencies]
     failures = sum((r.failures for r in crowd), Counter())
@@ -220,7 +270,8 @@ async def level(url: str, page: dict, readers: int, seconds: float, seed: int, w
             "requests_per_s": sum(r.requests for r in crowd) / wall,
             "health_max_s": None if None in health or not health else max(health),
             "health_failed": health.count(None),
-            "in_flight_mean": statistics.fmean(in_flight) if in_flight else None,
+            "in_flight_mean": statistics.fmean(in_flight) if in_flight else None, "stepped": steps,
+            "experiment_s": statistics.median(rest[0]) if extra and rest[0] else None,
             "generator_cpu_share": cpu / wall / (os.cpu_count() or 1)}
 
 
@@ -245,10 +296,16 @@ def show(row: dict) -> None:
           f"{row['failures'] or ''}, {row['requests_per_s']:.0f} requests/s, health at most {health}, "
           f"{fmt1(row['in_flight_mean'])} in flight on average, "
           f"load generator {100 * row['generator_cpu_share']:.0f}% of the machine", flush=True)
+    if row.get("experiment_s") is not None:
+        print(f"        chapter 3's experiment meanwhile: median {row['experiment_s']:.2f} s", flush=True)
+    if row.get("stepped"):
+        print("        sentences per step (first step's mean wait): " + ", ".join(
+            f"{model} {s['rows_per_step']:.1f} ({fmt1(s['first_step_ms'])} ms)"
+            for model, s in sorted(row["stepped"].items())), flush=True)
 
 
 def held(rows: list[dict], where: str) -> int:
-    return max((r["readers"] for r in rows if r["where"] == where
+    return max((r["readers"] for r in rows if r["where"] == where and "p95_ms" in r
                 if r["failed"] == 0 and r["p95_ms"] is not None and r["p95_ms"] <= HELD_P95_MS), default=0)
 
 
@@ -261,6 +318,8 @@ def main() -> None:
                         help="where the readers are, comma-separated: top, 4, spread, all (all models a key)")
     parser.add_argument("--typing-only", action="store_true",
                         help="only the compares of typing, no chapter's requests after the pause")
+    parser.add_argument("--experiment", action="store_true",
+                        help="also ask chapter 3's experiment over and over during each level, and alone first")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
@@ -274,9 +333,15 @@ def main() -> None:
     def measure(url: str) -> list[dict]:
         page = read_page(url)
         rows = []
+        if args.experiment:
+            idle = asyncio.run(experiment(url, page, time.perf_counter() + 15, args.seed + 1))
+            rows.append({"where": "alone", "readers": 0, "experiment_s": statistics.median(idle)})
+            print(f"chapter 3's experiment alone: median {rows[-1]['experiment_s']:.2f} s of {len(idle)}",
+                  flush=True)
         for where in places:
             for readers in counts:
-                rows.append(asyncio.run(level(url, page, readers, args.seconds, args.seed, where)))
+                rows.append(asyncio.run(level(url, page, readers, args.seconds, args.seed, where,
+                                              args.experiment)))
                 show(rows[-1])
         return rows
 

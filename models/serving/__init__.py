@@ -51,7 +51,7 @@ def served(model, layout: str, precision: str, step: str = "graph"):
     from models.serving.graph import EncoderGraph, RowsGraph, StepGraph
     from models.serving.layout import input_major
     from models.serving.precision import half_weights
-    from models.serving.recurrent import RecurrentStepGraph, ServedSeq2Seq
+    from models.serving.recurrent import EncoderStepGraph, RecurrentStepGraph, ServedSeq2Seq
     from models.serving.step import ServedTransformer
     from models.transformer import Transformer
 
@@ -68,7 +68,7 @@ def served(model, layout: str, precision: str, step: str = "graph"):
     elif isinstance(model, Seq2Seq):
         model = ServedSeq2Seq(model)
         if step == "graph":
-            model.graph = RecurrentStepGraph(model)
+            model.graph, model.encoder_graph = RecurrentStepGraph(model), EncoderStepGraph(model)
     return model
 
 

@@ -24,17 +24,28 @@ import torch
 from models.seq2seq import Seq2Seq, Seq2SeqMemory
 from models.serving.graph import frozen
 from models.serving.step import adopt, as_recorded
-from models.tokenizer import BOS_ID
+from models.tokenizer import BOS_ID, PAD_ID
 
 
 class ServedSeq2Seq(Seq2Seq):
     """A trained Seq2Seq, sharing its modules and Parameters, whose `decode` of one token per
-    sentence in eval mode runs `graph` (a RecurrentStepGraph) when it has one. Built by
+    sentence in eval mode runs `graph` (a RecurrentStepGraph), and whose encoder reads one unpadded
+    sentence through `encoder_graph` (an EncoderStepGraph), when it has them. Built by
     models.serving.served after the weights' layout and copies are final."""
 
     def __init__(self, model: Seq2Seq):
         adopt(self, model)
         self.graph = None  # the recorded step, set by models.serving.served
+        self.encoder_graph = None  # the encoder's recorded step, set with it
+
+    def encode_with_internals(self, src: torch.Tensor):
+        if (self.encoder_graph is None or not as_recorded(self) or src.size(0) != 1
+                or bool((src == PAD_ID).any())):  # off the path the encoder's step was recorded for
+            return super().encode_with_internals(src)
+        hidden, final, gates = self.encoder_graph.unroll(self.drop(self.embed(src)))
+        projected = None if self.attention is None else self.attention.project(hidden)
+        memory = Seq2SeqMemory(keys=hidden, mask=None, state=final, projected=projected)
+        return memory, {"encoder_hidden": hidden, "encoder_gates": gates}
 
     def decode(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
         if self.graph is None or not as_recorded(self) or tgt_in.size(1) != 1:  # off the recorded paths
@@ -91,3 +102,46 @@ class RecurrentStepGraph:
             # decode's one-token branch is recorded as taken: ServedSeq2Seq.decode sends only that path
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
             return torch.jit.trace(decode_step, (torch.tensor([[BOS_ID]]), *inputs, *state), check_trace=False)
+
+
+class EncoderStepGraph:
+    """One token of a recurrent encoder (models/rnn.py, models/lstm.py) recorded, and the encoder's
+    unrolling over one unpadded sentence with it: per token one recorded call instead of the cell's
+    ten-odd calls from Python. The same calls on the same tensors: the same states and gates, bit
+    for bit (a padding mask of all True, which the derivation applies, selects every new state)."""
+
+    def __init__(self, model: ServedSeq2Seq):
+        self.cell = model.encoder.cell
+        self.lstm = model.config.cell == "lstm"
+        H = self.cell.d_hidden
+        like = next(model.parameters())
+        state = like.new_zeros(1, H)
+        with frozen(model), torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see graph.available
+            if self.lstm:
+                def token(wx_t, h, c):
+                    out = self.cell.step(wx_t, h, c)
+                    return out.h, out.c, out.gates
+
+                self.run = torch.jit.trace(token, (like.new_zeros(1, 4 * H), state, state), check_trace=False)
+            else:
+                x = like.new_zeros(1, model.config.d_embed)
+                self.run = torch.jit.trace(self.cell, (x, state), check_trace=False)
+
+    def unroll(self, x: torch.Tensor):
+        """x (1, S, d_embed), the embedded sentence -> hidden (1, S, H), the final state (h, or (h, c))
+        and the gates (1, S, 3, H), None for an Elman encoder."""
+        h = x.new_zeros(1, self.cell.d_hidden)
+        hidden = []
+        if not self.lstm:
+            for t in range(x.size(1)):
+                h = self.run(x[:, t], h)
+                hidden.append(h)
+            return torch.stack(hidden, dim=1), h, None
+        wx = self.cell.W(x)  # (1, S, 4H): the input half of every gate, in one matmul, as the encoder does
+        c, gates = h, []
+        for t in range(x.size(1)):
+            h, c, g = self.run(wx[:, t], h, c)
+            hidden.append(h)
+            gates.append(g)
+        return torch.stack(hidden, dim=1), (h, c), torch.stack(gates, dim=1)

@@ -135,3 +135,28 @@ def test_a_served_recurrent_model_is_the_trained_one_with_the_same_parameters(na
     assert all(p is params[k] for k, p in graph.named_parameters())
     assert (graph.attention is None) == (name in ("rnn", "lstm"))
     assert not hasattr(model, "graph")  # the trained model itself is not a served one
+
+
+@pytest.mark.parametrize("name", RECURRENT)
+@torch.inference_mode()
+def test_the_encoder_through_its_recorded_step_matches_the_derivation_bit_for_bit(name):
+    graph, python = _pair(name)
+    count = _counted(graph.encoder_graph, ("run",))
+    for ids in SOURCES:
+        src = torch.tensor([ids])
+        (memory_a, internals_a), (memory_b, internals_b) = graph.encode_with_internals(src), \
+            python.encode_with_internals(src)
+        assert torch.equal(memory_a.keys, memory_b.keys) and memory_a.mask is memory_b.mask is None
+        states = (memory_a.state, memory_b.state) if name == "rnn" else \
+            (torch.cat(memory_a.state), torch.cat(memory_b.state))
+        assert torch.equal(*states)
+        assert (memory_a.projected is None) == (memory_b.projected is None)
+        if memory_a.projected is not None:
+            assert torch.equal(memory_a.projected, memory_b.projected)
+        for key in ("encoder_hidden", "encoder_gates"):
+            a, b = internals_a[key], internals_b[key]
+            assert (a is None and b is None) or torch.equal(a, b)
+    assert count == [sum(len(ids) for ids in SOURCES)]
+    padded = torch.tensor([[5, 9, 12], [40, 0, 0]])  # padding: the derivation's encoder
+    graph.encode_with_internals(padded)
+    assert count == [sum(len(ids) for ids in SOURCES)]
