@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     # within 1e-3 of their value (docs/SERVER.md, "Fidelity"). False: each compare's models run by
     # themselves, side by side.
     batch_compares: bool = True
+    # Sentences one model decodes together at most; more wait, oldest first, and a text superseded
+    # while it waits costs nothing (app/runtime/worker.py). Larger pools step more sentences per
+    # read of the weights but each step takes longer: every live sentence's next piece waits for it.
+    pool_rows: int = Field(8, ge=1)
     # How the models are served (models/serving; the allowed values and defaults are declared in
     # models/serving/options.py). layout: how the served weights lie in memory (input-major makes a
     # CPU's one-row decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's

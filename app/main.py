@@ -88,7 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.registry = load_registry(
             settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
             settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice,
-                        settings.batch_compares),
+                                         settings.batch_compares, settings.pool_rows),
             settings.layout, settings.precision, settings.step,
         )
         # the default sentence's answers, computed while nobody waits

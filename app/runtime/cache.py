@@ -29,8 +29,11 @@ def approx_bytes(value: Any) -> int:
     if isinstance(value, dict):
         return _CONTAINER_BYTES + sum(approx_bytes(k) + approx_bytes(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        if value and all(isinstance(x, int | float) for x in value):
+        # the answers' lists are uniform: a row of numbers, or of strings (labels), costed at once
+        if value and isinstance(value[0], int | float):
             return _CONTAINER_BYTES + _NUMBER_BYTES * len(value)
+        if value and isinstance(value[0], str):
+            return _CONTAINER_BYTES + 50 * len(value) + sum(map(len, value))
         return _CONTAINER_BYTES + sum(approx_bytes(x) for x in value)
     if isinstance(value, str):
         return 50 + len(value)

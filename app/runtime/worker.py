@@ -275,7 +275,7 @@ class _Batch:
 
 class ModelThread:
     def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0,
-                 batching: bool = False):
+                 batching: bool = False, pool_rows: int = 8):
         """torch_threads: intra-op threads for the models; None: every core while the machine is
         otherwise quiet, one while other programs wait for the CPU (see cores.py). lanes: how many
         jobs of a `run_together` batch run at once; None: one per core. nice: added to the Linux
@@ -286,6 +286,7 @@ class ModelThread:
         self.lanes = max(1, lanes or torch.get_num_threads())
         self.nice = nice
         self.batching = batching
+        self.pool_rows = pool_rows
         self.dropped = Dropped()
         self.load = Load()
         # heap of (due: when it was queued plus its priority's patience, order, priority, turn, the
@@ -293,8 +294,11 @@ class ModelThread:
         self._queue: list[tuple[float, int, int, Callable[[], None], list[Future], float]] = []
         # continuous batching (`step_together`): per group its pool, the sentences in it by key, and
         # the ones that join at the next step; whether a step turn is queued or running
-        self._pools: dict[Hashable, Pool] = {}
-        self._live: dict[Hashable, dict[Hashable, _Sentence]] = {}
+        # pools and the sentences in them by (group, shard): while fewer groups have work than there
+        # are lanes, a group's sentences are shared out over a pool per free lane, so that one model
+        # can be stepped on every core (`_shards`); joining, by group
+        self._pools: dict[tuple[Hashable, int], Pool] = {}
+        self._live: dict[tuple[Hashable, int], dict[Hashable, _Sentence]] = {}
         self._joining: dict[Hashable, dict[Hashable, _Sentence]] = {}
         self._stepping = False
         self._rotation: deque[Hashable] = deque()  # groups in the order their next steps come
@@ -438,8 +442,9 @@ class ModelThread:
         with self._ready:
             if self._closed:
                 raise RuntimeError("the model thread is closed")
-            sentence = (self._joining.get(spec.group, {}).get(spec.key)
-                        or self._live.get(spec.group, {}).get(spec.key))
+            sentence = self._joining.get(spec.group, {}).get(spec.key) or next(
+                (live[spec.key] for (group, _), live in self._live.items()
+                 if group == spec.group and spec.key in live), None)
             if sentence is None or sentence.ended or not sentence.wanted():
                 sentence = _Sentence(spec, time.perf_counter())
                 self._joining.setdefault(spec.group, {})[spec.key] = sentence
@@ -460,48 +465,80 @@ class ModelThread:
             busy: set[Hashable] = set()
             lock = threading.Lock()
 
-            def take() -> Hashable | None:
+            def take() -> tuple | None:
                 with lock, self._ready:
-                    for group in [*self._pools, *self._joining]:  # every group with work, once
-                        if (group not in busy and group not in order
-                                and (self._pools.get(group) or group in self._joining)):
-                            order.append(group)
+                    shards = self._shards()
+                    for unit in [*self._pools, *((g, shard) for g in self._joining for shard in range(shards))]:
+                        if (unit not in busy and unit not in order
+                                and (self._pools.get(unit) or unit[0] in self._joining)):
+                            order.append(unit)  # every pool with work, once
                     if not order or time.perf_counter() >= until:
                         return None
-                    group = order.popleft()
-                    busy.add(group)
-                    joining = list(self._joining.pop(group, {}).values())
-                return group, joining
+                    unit = order.popleft()
+                    busy.add(unit)
+                    joining, gone = self._admitted(unit, shards)
+                return unit, joining, gone
 
             def lane() -> None:
                 while (taken := take()) is not None:
                     try:
-                        self._step_group(*taken)
+                        for sentence in taken[2]:
+                            self._dropped(sentence, Abandoned())
+                        self._step_group(*taken[:2])
                     finally:
                         with lock:
                             busy.discard(taken[0])
 
             with self._ready:
-                groups = len({*self._pools, *self._joining})
+                pools = len({*self._pools, *((g, s) for g in self._joining for s in range(self._shards()))})
             try:
-                self._together([lane] * max(1, min(self.lanes, groups)))
+                self._together([lane] * max(1, min(self.lanes, pools)))
             finally:
                 with self._ready:
                     self._stepping = not self._closed and bool(self._joining or any(self._pools.values()))
                     if self._stepping:
                         self._queue_turn(INTERACTIVE, self._step_turn, [])
 
-    def _step_group(self, group: Hashable, joining: list[_Sentence]) -> None:
+    def _shards(self) -> int:
+        """Under the lock: the pools a group's new sentences are shared out over, one per lane while
+        fewer groups than lanes have work (one model typed into by many readers: every core steps
+        it), else one (the groups themselves keep the lanes busy, each in bigger steps)."""
+        groups = {unit[0] for unit, pool in self._pools.items() if pool} | set(self._joining)
+        return max(1, self.lanes // max(1, len(groups)))
+
+    def _admitted(self, unit: tuple[Hashable, int], shards: int) -> tuple[list[_Sentence], list[_Sentence]]:
+        """Under the lock: the sentences of `unit`'s group that join its pool now, oldest first, as
+        many as it has room for (at most `pool_rows`, and its share of the group's sentences over its
+        `shards` pools), and those nobody wants any more, dropped unstarted; the rest wait, and a
+        reader who types on in the meantime costs nothing."""
+        group = unit[0]
+        waiting = self._joining.get(group, {})
+        if unit[1] >= shards:  # a pool left from when fewer groups had work: it only drains
+            return [], []
+        sizes = [len(self._pools.get((group, shard)) or ()) for shard in range(shards)]
+        share = -(-(sum(sizes) + len(waiting)) // shards)  # ceil
+        room = min(self.pool_rows, max(share, 1)) - len(self._pools.get(unit) or ())
+        joining, gone = [], []
+        for key in list(waiting):
+            if not waiting[key].wanted():
+                gone.append(waiting.pop(key))
+            elif len(joining) < room:
+                joining.append(waiting.pop(key))
+        if not waiting:
+            self._joining.pop(group, None)
+        return joining, gone
+
+    def _step_group(self, group: tuple[Hashable, int], joining: list[_Sentence]) -> None:
+        """One step of the pool `group` (a group and shard), `joining` joining it first."""
         live = self._live.setdefault(group, {})
-        wanted = [s for s in joining if s.wanted() or self._dropped(s, Abandoned())]
-        if wanted:
+        if joining:
             now = time.perf_counter()
-            pool = self._pools.get(group) or self._pools.setdefault(group, wanted[0].spec.pool())
-            for sentence in wanted:
+            pool = self._pools.get(group) or self._pools.setdefault(group, joining[0].spec.pool())
+            for sentence in joining:
                 live[sentence.spec.key] = sentence
                 self.load.waited(sentence.spec.model, now - sentence.arrived)
             try:
-                pool.join([(s, s.spec.item, lambda s=s: not s.wanted()) for s in wanted])
+                pool.join([(s, s.spec.item, lambda s=s: not s.wanted()) for s in joining])
             except BaseException as error:  # every sentence of the group: the pool may be half-joined
                 return self._fail(group, error)
         pool = self._pools.get(group)
@@ -527,7 +564,7 @@ class ModelThread:
         sentence.settle(error)
         return False
 
-    def _fail(self, group: Hashable, error: BaseException) -> None:
+    def _fail(self, group: tuple[Hashable, int], error: BaseException) -> None:
         """Every sentence of `group` ends with `error`; its pool starts afresh."""
         with self._ready:
             self._pools.pop(group, None)

@@ -70,6 +70,7 @@ def label_maps(
         rows, cols = axes[kind]
         weights = output.attentions[kind][0, :, :, : len(rows), : len(cols)]  # (L, h, rows, cols)
         for layer, per_head in enumerate(round_sig(weights)):
-            maps += [AttentionMap(kind=kind, layer=layer, head=head, rows=rows, cols=cols, weights=grid)
-                     for head, grid in enumerate(per_head)]
+            # numbers computed here, not input: not validated again one float at a time
+            maps += [AttentionMap.model_construct(kind=kind, layer=layer, head=head, rows=rows, cols=cols,
+                                                  weights=grid) for head, grid in enumerate(per_head)]
     return maps

@@ -374,7 +374,7 @@ def _behind_busy_thread(worker: ModelThread, ask):
 
 
 def test_readers_sentences_of_one_model_step_together():
-    worker, logs = ModelThread(1, lanes=2), {"a": {}, "b": {}}
+    worker, logs = ModelThread(1, lanes=1), {"a": {}, "b": {}}
     try:
         futures = _behind_busy_thread(worker, lambda: [
             worker.step_together(_stepped(m, t, n, logs[m])) for t, n in [("un", 1), ("deux", 2), ("trois", 3)]
@@ -385,6 +385,34 @@ def test_readers_sentences_of_one_model_step_together():
             assert logs[m] == {"joins": [["un", "deux", "trois"]], "steps": [3, 2, 1]}
             assert worker.load.sizes[m, 3] == 1 and worker.load.sizes[m, 1] == 1
         assert worker.load.waiting == 0 and worker.load.wait_histogram("a")[2] == 3
+    finally:
+        worker.close()
+
+
+def test_one_model_s_sentences_are_shared_out_over_a_pool_per_lane():
+    worker, log = ModelThread(1, lanes=2), {}
+    try:
+        futures = _behind_busy_thread(worker, lambda: [
+            worker.step_together(_stepped("a", f"texte {i}", 2, log)) for i in range(6)])
+        assert [f.result(timeout=10) for f in futures] == [f"texte {i} after 2 steps" for i in range(6)]
+        assert sorted(len(join) for join in log["joins"]) == [3, 3]  # three on each lane, oldest first
+        assert log["joins"][0] == ["texte 0", "texte 1", "texte 2"] and worker.load.sizes["a", 3] == 4
+    finally:
+        worker.close()
+
+
+def test_at_most_pool_rows_sentences_decode_at_once_and_the_others_wait_their_turn():
+    worker, log = ModelThread(1, lanes=1, pool_rows=2), {}
+    gone = threading.Event()
+    gone.set()  # the reader of "texte 3" typed on while it waited: never started
+    try:
+        futures = _behind_busy_thread(worker, lambda: [
+            worker.step_together(_stepped("a", f"texte {i}", 3, log), gone if i == 3 else None) for i in range(5)])
+        assert isinstance(futures[3].exception(timeout=10), Abandoned)
+        assert [f.result(timeout=10) for i, f in enumerate(futures) if i != 3] == [
+            f"texte {i} after 3 steps" for i in (0, 1, 2, 4)]
+        assert log["joins"] == [["texte 0", "texte 1"], ["texte 2", "texte 4"]]
+        assert max(log["steps"]) == 2
     finally:
         worker.close()
 
