@@ -3,9 +3,10 @@
     .venv/bin/python bench/batching.py [--readers 2,4,8,16] [--rounds 7]
 
 N readers' compares (each a different French text, all five shipped models, result cache off) are
-queued while the model thread is busy, so they wait for one turn; the time from its release to the
-last answer is measured with batching off (each compare's models one after another, the server's
-default) and on (each model decodes the N texts together: models/serving/batch.py). The two modes
+queued while the model thread is busy, so they all join at its first step; the time from its release
+to the last answer is measured with batching off (each compare's models side by side, each text on
+its own) and on (the server's default: each model steps the N texts together, models/serving/batch.py,
+docs/SERVER.md "Stepped together"). The two modes
 alternate round by round on one registry (the setting is read when a compare is queued), and the
 medians are printed with their ratio, off / on. It also counts the answers that differ between the
 two modes as the API returns them (rounded JSON): translations, maps, and the map weights that

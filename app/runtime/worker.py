@@ -47,9 +47,12 @@ iteration-level or continuous batching. Each step is a short turn of its own (IN
 again while a pool has sentences, so other work and a long job's pauses come between two steps: a
 new text is encoded and joins at the next step, a finished one's answer is handed over at once, and
 one whose reader has gone (or typed on) leaves before the next. Identical work (the same model on
-the same text, `key`) is one sentence for every reader asking; it stops when none wants it. A reader
-alone gets the same path with a pool of one, which is the one-sentence search bit for bit; in a pool
-of several, products sum in another order (models/serving/batch.py; docs/SERVER.md, "Fidelity").
+the same text, `key`) is one sentence for every reader asking; it stops when none wants it. A pool
+holds at most `pool_rows` sentences; more wait their turn, oldest first, and cost nothing if their
+reader types on meanwhile. A sentence with nothing to step with (a reader alone) runs by itself, the
+one-sentence search (`Batchable.alone`): a pool's bookkeeping at every step cost a lone compare
+about a third more time. In a pool of several, products sum in another order than one sentence's
+(models/serving/batch.py; docs/SERVER.md, "Fidelity").
 """
 
 from __future__ import annotations
@@ -85,6 +88,9 @@ PATIENCE_S = {INTERACTIVE: 0.0, ORDINARY: 0.25, EXPERIMENT: 1.0}
 # How long one turn of stepped decoding runs (`_step_turn`) before queued work gets its turn: many
 # decoding steps, so the lanes are not handed over and back at every step
 STEP_SLICE_S = 0.02
+# How long a lane steps one pool in a row while no sentence waits to join it: a few steps of one model
+# per hand-over, the others' steps following within that
+STEP_BURST_S = 0.003
 
 
 def yield_cpu(nice: int) -> None:
@@ -238,6 +244,9 @@ class Batchable:
     item: Any
     pool: Callable[[], Pool]
     model: str = ""
+    # the same answer computed by itself, for a sentence with nothing to step with (a reader alone):
+    # the one-sentence search, without a pool's bookkeeping at every step
+    alone: Callable[[], Any] | None = None
 
 
 @dataclass(eq=False)
@@ -531,6 +540,8 @@ class ModelThread:
     def _step_group(self, group: tuple[Hashable, int], joining: list[_Sentence]) -> None:
         """One step of the pool `group` (a group and shard), `joining` joining it first."""
         live = self._live.setdefault(group, {})
+        if self._by_itself(group, joining):
+            return
         if joining:
             now = time.perf_counter()
             pool = self._pools.get(group) or self._pools.setdefault(group, joining[0].spec.pool())
@@ -542,13 +553,39 @@ class ModelThread:
             except BaseException as error:  # every sentence of the group: the pool may be half-joined
                 return self._fail(group, error)
         pool = self._pools.get(group)
-        if not pool:
-            return
-        self.load.ran(len(pool), next(iter(live.values())).spec.model)
+        model = next(iter(live.values())).spec.model if live else ""
+        burst = time.perf_counter() + STEP_BURST_S
+        # steps in a row while nobody waits to join this group (no hand-over through `take` per step)
+        while pool:
+            self.load.ran(len(pool), model)
+            try:
+                ended = pool.step()
+            except BaseException as error:
+                return self._fail(group, error)
+            self._ended(live, ended)
+            if group[0] in self._joining or time.perf_counter() >= burst:
+                return
+
+    def _by_itself(self, group: tuple[Hashable, int], joining: list[_Sentence]) -> bool:
+        """Run the only sentence of `group`, with an empty pool, nobody else waiting to join and
+        one reader, by itself (`Batchable.alone`); False when that is not the case. A sentence that
+        arrives meanwhile joins once it is done, a few milliseconds later."""
+        if len(joining) != 1 or self._pools.get(group) or group[0] in self._joining:
+            return False
+        sentence = joining[0]
+        if sentence.spec.alone is None or len(sentence.waiters) != 1:
+            return False
+        self.load.waited(sentence.spec.model, time.perf_counter() - sentence.arrived)
+        self.load.ran(1, sentence.spec.model)
         try:
-            ended = pool.step()
-        except BaseException as error:
-            return self._fail(group, error)
+            result = sentence.spec.alone()
+        except BaseException as error:  # its reader's answer
+            result = error
+        self._ended({}, [(sentence, result)])
+        return True
+
+    def _ended(self, live: dict[Hashable, _Sentence], ended: list[tuple[_Sentence, Any]]) -> None:
+        """Sentences that ended at a step: out of `live`, then their answers handed over."""
         with self._ready:
             for sentence, _ in ended:
                 live.pop(sentence.spec.key, None)

@@ -66,7 +66,7 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
     maps = bool(entry.capabilities.attention_kinds)
     key, compute = (attention_maps_job if maps else translation_job)(registry, name, text, cancel=cancel)
     batchable = Batchable(("compare", name), key, registry.source(text),
-                          partial(ReaderPool, registry, entry, maps), name)
+                          partial(ReaderPool, registry, entry, maps), name, compute)
     return key, compute, batchable
 
 

@@ -14,7 +14,7 @@ from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.text import Source
 from models.decoding import Decoded, Stop, max_target_len
 from models.serving.batch import Pool, Sentence
-from models.serving.threads import beam_search, greedy, greedy_tokens, intra_op
+from models.serving.threads import beam_search, greedy, greedy_tokens, set_intra_op
 
 # rows of a pool's step below which a second intra-op thread costs more than it saves
 POOL_ROWS_PER_THREAD = 8
@@ -74,7 +74,8 @@ def sentence_pool(entry: LoadedModel) -> Pool:
 def join_pool(entry: LoadedModel, pool: Pool, sentences: list[tuple[Source, int, Stop, bool, object]]) -> None:
     """(source, max tokens, stop, keep every map, handle) per sentence into `pool`: each then
     searched as `decode` with GREEDY (`keep`) or `decode_tokens` (not) would search it alone."""
-    with torch.inference_mode(), intra_op(1):  # each encoder alone, as one sentence's search runs it
+    set_intra_op(1)  # each encoder alone, as one sentence's search runs it (a turn sets its own at its start)
+    with torch.inference_mode():
         pool.join([Sentence(source.ids, _max_len(entry, source, max_tokens), stop, keep, handle)
                    for source, max_tokens, stop, keep, handle in sentences])
 
@@ -84,8 +85,9 @@ def step_pool(pool: Pool) -> list[tuple[object, object]]:
     its result a Decoded, (ids, finished), or the Stopped its stop() asked for. Up to a few rows a
     step runs on one intra-op thread, as one sentence's search does (models/serving/threads.py);
     a wider step keeps the threads the model thread gave it."""
-    threads = 1 if len(pool) < POOL_ROWS_PER_THREAD else torch.get_num_threads()
-    with torch.inference_mode(), intra_op(threads):
+    if len(pool) < POOL_ROWS_PER_THREAD:
+        set_intra_op(1)  # left so for the pool's next steps: a turn sets its own count at its start
+    with torch.inference_mode():
         return [(row.sentence.handle, row.result) for row in pool.step()]
 
 

@@ -407,12 +407,27 @@ def test_at_most_pool_rows_sentences_decode_at_once_and_the_others_wait_their_tu
     gone.set()  # the reader of "texte 3" typed on while it waited: never started
     try:
         futures = _behind_busy_thread(worker, lambda: [
-            worker.step_together(_stepped("a", f"texte {i}", 3, log), gone if i == 3 else None) for i in range(5)])
+            worker.step_together(_stepped("a", f"texte {i}", 3, log), gone if i == 3 else None)
+            for i in range(5)])
         assert isinstance(futures[3].exception(timeout=10), Abandoned)
         assert [f.result(timeout=10) for i, f in enumerate(futures) if i != 3] == [
             f"texte {i} after 3 steps" for i in (0, 1, 2, 4)]
         assert log["joins"] == [["texte 0", "texte 1"], ["texte 2", "texte 4"]]
         assert max(log["steps"]) == 2
+    finally:
+        worker.close()
+
+
+def test_a_sentence_with_nothing_to_step_with_runs_by_itself():
+    worker, log = ModelThread(1, lanes=1), {}
+    try:
+        def stepped(text: str) -> Batchable:
+            spec = _stepped("a", text, 2, log)
+            return Batchable(spec.group, spec.key, spec.item, spec.pool, spec.model, lambda: f"{text} alone")
+        assert worker.step_together(stepped("seul")).result(timeout=10) == "seul alone" and log == {}
+        together = _behind_busy_thread(worker, lambda: [worker.step_together(stepped(t)) for t in ("un", "deux")])
+        assert [f.result(timeout=10) for f in together] == ["un after 2 steps", "deux after 2 steps"]
+        assert log["joins"] == [["un", "deux"]]
     finally:
         worker.close()
 
