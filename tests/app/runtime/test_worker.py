@@ -425,7 +425,8 @@ def test_a_sentence_with_nothing_to_step_with_runs_by_itself():
             spec = _stepped("a", text, 2, log)
             return Batchable(spec.group, spec.key, spec.item, spec.pool, spec.model, lambda: f"{text} alone")
         assert worker.step_together(stepped("seul")).result(timeout=10) == "seul alone" and log == {}
-        together = _behind_busy_thread(worker, lambda: [worker.step_together(stepped(t)) for t in ("un", "deux")])
+        together = _behind_busy_thread(worker, lambda: [worker.step_together(stepped(t))
+                                                        for t in ("un", "deux")])
         assert [f.result(timeout=10) for f in together] == ["un after 2 steps", "deux after 2 steps"]
         assert log["joins"] == [["un", "deux"]]
     finally:
