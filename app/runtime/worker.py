@@ -311,6 +311,7 @@ class ModelThread:
         self._joining: dict[Hashable, dict[Hashable, _Sentence]] = {}
         self._stepping = False
         self._rotation: deque[Hashable] = deque()  # groups in the order their next steps come
+        self._pause_until: float | None = None  # when the pause running now ends (`pause`)
         self._order = itertools.count()
         self._ready = threading.Condition()
         self._closed = False
@@ -379,6 +380,7 @@ class ModelThread:
         current = self._running[-1]
         began = time.perf_counter()
         until = began + (began - self._resumed[-1])  # as long as the step before took
+        self._pause_until = until  # a slice of stepped decoding run here ends by then (`_step_turn`)
         try:
             while True:
                 with self._ready:
@@ -395,6 +397,7 @@ class ModelThread:
                 if time.perf_counter() >= until:
                     return
         finally:
+            self._pause_until = None
             self._resumed[-1] = time.perf_counter()
 
     def _share_cores(self) -> None:
@@ -470,8 +473,11 @@ class ModelThread:
         allow. Queued again while any pool has sentences, so other work comes between two slices."""
         with self.load.turn():
             until = time.perf_counter() + STEP_SLICE_S
+            if self._pause_until is not None:  # inside a long job's pause: no longer than it gives
+                until = min(until, self._pause_until)
             order = self._rotation  # the groups not stepped in the last slice come first in this one
             busy: set[Hashable] = set()
+            taken: list[bool] = []
             lock = threading.Lock()
 
             def take() -> tuple | None:
@@ -481,8 +487,9 @@ class ModelThread:
                         if (unit not in busy and unit not in order
                                 and (self._pools.get(unit) or unit[0] in self._joining)):
                             order.append(unit)  # every pool with work, once
-                    if not order or time.perf_counter() >= until:
+                    if not order or (taken and time.perf_counter() >= until):  # one step at least
                         return None
+                    taken.append(True)
                     unit = order.popleft()
                     busy.add(unit)
                     joining, gone = self._admitted(unit, shards)
