@@ -57,7 +57,8 @@ DYNAMIC = {
     "q.verdict.": "a guess's verdict (right, close, wrong: questions.js)",
     "q.nav.": "the same verdict, marked on the chapter's link",
     # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
-    "q.3.choice.": "chapter 3's ranges", "q.4.choice.": "chapter 4's ranges", "q.6.choice.": "chapter 6's",
+    "q.3.choice.": "chapter 3's ranges", "q.6.choice.": "chapter 6's", "q.9.choice.": "chapter 9's shares",
+    "q.10.choice.": "chapter 10's ranges",
     "q.7.choice.": "chapter 7's ranges", "q.8.choice.": "chapter 8's ranges",
     "q.11.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
