@@ -57,7 +57,8 @@ DYNAMIC = {
     "q.verdict.": "a guess's verdict (right, close, wrong: questions.js)",
     "q.nav.": "the same verdict, marked on the chapter's link",
     # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
-    "q.3.choice.": "chapter 3's ranges", "q.4.choice.": "chapter 4's ranges", "q.6.choice.": "chapter 6's",
+    "q.3.choice.": "chapter 3's ranges", "q.6.choice.": "chapter 6's", "q.9.choice.": "chapter 9's shares",
+    "q.10.choice.": "chapter 10's ranges",
     "q.7.choice.": "chapter 7's ranges", "q.8.choice.": "chapter 8's ranges",
     "q.11.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
@@ -100,3 +101,28 @@ def test_every_key_written_exists():
     written = {s for s in literals() if KEY.match(s) and s.split(".")[0] in namespaces and s not in prefixes}
     missing = sorted(written - set(messages))
     assert not missing, missing
+
+
+# What is not prose: a placeholder ({name}, Plotly's %{y:.1f}), an HTML tag, an address.
+NOT_PROSE = re.compile(r"%?\{[^{}]*\}|<[^>]*>|https?://\S+")
+
+
+def french_prose() -> list[tuple[str, str]]:
+    pairs = []
+    for key, message in catalogue("fr").items():
+        for text in message.values() if isinstance(message, dict) else [message]:
+            pairs.append((key, NOT_PROSE.sub("", text)))
+    return pairs
+
+
+def test_french_spaces_do_not_break_before_their_mark():
+    """French puts a space before : ; ? ! % and inside « »; a plain one lets a line break there, so
+    it is a no-break space before ':' and a narrow one elsewhere (docs/glossary.md)."""
+    for key, text in french_prose():
+        assert not re.search(r"[ \u00a0]([;?!%»])|«[ \u00a0]|[ \u202f]:", text), key
+        assert not re.search(r"\w[;?!»]|«\w|(?<![\d/])\w:(?!\d)", text), key  # the space is not left out
+
+
+def test_french_apostrophes_are_one_kind():
+    for key, text in french_prose():
+        assert "'" not in text, f"{key}: a straight apostrophe, where docs/glossary.md asks for ’"

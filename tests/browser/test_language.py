@@ -96,10 +96,10 @@ def test_switching_keeps_everything_and_asks_nothing(open_page):
     assert page.evaluate("document.documentElement.lang") == "fr"
     assert page.evaluate(CONTROLS) == before["controls"]
     assert page.evaluate("location.search") == before["query"].replace("lang=en", "lang=fr")
-    assert "Pourquoi ne poser qu'une question à la fois" in page.get_by_test_id("heads-story").evaluate(
+    assert "Pourquoi ne poser qu’une question à la fois" in page.get_by_test_id("heads-story").evaluate(
         "el => el.closest('section').innerText")
     assert re.search(r"\d,\d", page.get_by_test_id("predict-story").inner_text())
-    assert page.title().startswith("Attention Lab : ")
+    assert page.title().startswith("Attention Lab\u00a0: ")
     assert asked == [], asked  # every view redrew its last answer
     assert "lang=fr" in page.evaluate("document.cookie")  # remembered: the next visit opens in French
     assert not problems.errors

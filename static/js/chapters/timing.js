@@ -16,7 +16,6 @@ export const figures = ["timing-plot", "timing-measure", "timing-progress", "tim
 export const asks = "self";
 
 const POLL_MS = 400;
-const ROUGHLY = 1.5; // "in roughly the time": within this factor
 const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 let lab = null;
 let answer = null; // the answer drawn
@@ -101,16 +100,13 @@ function poll() {
 function facts(a) {
   const { recurrent, parallel } = a.roles;
   const [shortest, longest] = [Math.min(...a.lengths), Math.max(...a.lengths)];
-  const ratio = a.parallel_longest_over_recurrent_shortest;
-  const faster = a.recurrent_over_parallel_longest;
-  const lengths = { longest: String(longest), shortest: String(shortest), roughly: number(ROUGHLY), ratio: fmt(ratio) };
-  const verdict = t(ratio <= ROUGHLY ? "timing.holds" : "timing.fails", lengths);
-  const side = t(faster > 1 ? "timing.transformer-faster" : "timing.lstm-faster");
+  const faster = a.recurrent_over_parallel_longest; // like with like: both encoders at the longest length
+  const verdict = t(faster > 1 ? "timing.transformer-faster" : "timing.lstm-faster");
   return {
     "device-name": a.device_name, device: a.device, threads: String(a.torch_threads),
     "measured-at": t("timing.measured-at", { when: when(a.measured_at) }), shortest: String(shortest), longest: String(longest),
     "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),
-    "transformer-over-lstm": fmt(ratio), "lstm-over-transformer": fmt(faster), verdict: `${verdict}${t("list.separator")}${side}`,
+    "lstm-over-transformer": fmt(faster), verdict,
     "encoder-recurrent": a.encoders[recurrent], "encoder-parallel": a.encoders[parallel],
     complete: t(a.complete ? "timing.complete" : "timing.incomplete", { repeats: String(a.max_repeats), limit: number(a.limit_s) }),
   };

@@ -13,7 +13,7 @@
 //                                `measure` runs once the reader has guessed
 //   fixed                        true: the question does not depend on the sentence: posed once
 import * as api from "../api.js";
-import { bucketOf } from "../catalog.js";
+import { BUCKETS, bucketOf } from "../catalog.js";
 import { number, t } from "../i18n.js";
 
 /** A piece as a reader writes it: the tokenizer's word mark dropped. */
@@ -97,16 +97,18 @@ const recurrence = {
   chapter: 2,
   measure: (text, ctx, signal) => api.recurrence(text, signal),
   pose(answer) {
-    if (answer.tokens.length < 2) return null;
-    const { choices, right, close } = amongPieces(answer.tokens, answer.change);
+    // the first piece's move is its whole state, set from zero: the recurrence shows from the second on
+    if (answer.tokens.length < 3) return null;
+    const later = answer.change.slice(1);
+    const { choices, right, close } = amongPieces(answer.tokens.slice(1), later);
     const best = Number(right);
     return {
       prompt: t("q.2.prompt", { model: answer.model, count: answer.tokens.length }),
       choices, right, close,
-      measured: answer.change[best],
+      measured: later[best],
       says: (id) => t("q.2.says", {
-        guess: choices[Number(id)].label, guessValue: power(answer.change[Number(id)]),
-        answer: choices[best].label, value: power(answer.change[best]),
+        guess: choices[Number(id)].label, guessValue: power(later[Number(id)]),
+        answer: choices[best].label, value: power(later[best]),
       }),
     };
   },
@@ -138,32 +140,37 @@ const gradients = {
   },
 };
 
-const BLEU_GAP_EDGES = [5, 15, 30];
-
 const bottleneck = {
   chapter: 4,
   // the shipped evaluation, read from the catalogue the page already has: no request
   measure: (text) => Promise.resolve({ bucket: bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
   pose({ bucket, words }, { catalog }) {
-    const best = (withAttention) => {
+    // the reader's length group against the other end of the range: the longest, or the shortest from there
+    const other = bucket === BUCKETS[BUCKETS.length - 1] ? BUCKETS[0] : BUCKETS[BUCKETS.length - 1];
+    const best = (withAttention, at) => {
       let found = null;
       for (const m of catalog.models) {
         if (Boolean(m.attention) !== withAttention) continue;
-        const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket);
+        const row = (m.metrics?.bleu_by_length || []).find((r) => r.bucket === at);
         if (row && (!found || row.bleu > found.bleu)) found = { name: m.name, bleu: row.bleu };
       }
       return found;
     };
-    const [without, within] = [best(false), best(true)];
-    if (!without || !within) return null;
-    const measured = within.bleu - without.bleu;
-    const { choices, right, close } = amongRanges(measured, BLEU_GAP_EDGES, "q.4.choice");
+    const lead = (at) => {
+      const [without, within] = [best(false, at), best(true, at)];
+      return without && within ? { without, within, gap: within.bleu - without.bleu } : null;
+    };
+    const [mine, theirs] = [lead(bucket), lead(other)];
+    if (!mine || !theirs) return null;
+    const choices = [bucket, other].map((b, i) => ({ id: String(i), label: t("q.4.choice", { bucket: b }) }));
+    const right = mine.gap >= theirs.gap ? "0" : "1";
+    const measured = right === "0" ? mine.gap : theirs.gap;
     return {
-      prompt: t("q.4.prompt", { count: words, bucket }),
-      choices, right, close, measured,
+      prompt: t("q.4.prompt", { count: words }),
+      choices, right, close: new Set(), measured,
       says: (id) => t("q.4.says", {
-        guess: choices[Number(id)].label, value: power(measured), bucket,
-        without: without.name, withoutBleu: power(without.bleu), within: within.name, withinBleu: power(within.bleu),
+        guess: choices[Number(id)].label, bucket, other, mine: power(mine.gap), theirs: power(theirs.gap),
+        without: mine.without.name, within: mine.within.name,
       }),
     };
   },
@@ -196,24 +203,26 @@ const attention = {
   },
 };
 
-/** How many times the recurrent encoder's time is the parallel one's, at the longest length. */
-const RATIO_EDGES = [1, 2, 10, 100];
+/** How many times the recurrent encoder's growth in time is the parallel one's, shortest to longest length. */
+const GROWTH_EDGES = [0.5, 2];
 
 const timing = {
   chapter: 6,
   later: true,
-  ask: () => ({ prompt: t("q.6.prompt"), choices: rangeChoices(RATIO_EDGES, "q.6.choice") }),
+  ask: () => ({ prompt: t("q.6.prompt"), choices: rangeChoices(GROWTH_EDGES, "q.6.choice") }),
   // one measurement runs at a time on the server (the chapter's own button may have started it): a
   // 429 is asked again after its Retry-After by the request lifecycle, like any view's
   measure: (text, { page }, signal) => api.timing(page.tlen, false, signal),
   pose(answer) {
-    const measured = answer.recurrent_over_parallel_longest;
-    const { choices, right, close } = amongRanges(measured, RATIO_EDGES, "q.6.choice");
+    const { recurrent, parallel } = answer.roles;
+    const measured = answer.growth[recurrent] / answer.growth[parallel];
+    const { choices, right, close } = amongRanges(measured, GROWTH_EDGES, "q.6.choice");
     return {
       prompt: t("q.6.prompt"), choices, right, close, measured,
       says: (id) => t("q.6.says", {
-        guess: choices[Number(id)].label, value: power(measured), longest: answer.lengths[answer.lengths.length - 1],
-        recurrent: answer.roles.recurrent, parallel: answer.roles.parallel, device: answer.device,
+        guess: choices[Number(id)].label, value: power(measured), device: answer.device, recurrent, parallel,
+        shortest: Math.min(...answer.lengths), longest: Math.max(...answer.lengths),
+        recurrentGrowth: power(answer.growth[recurrent]), parallelGrowth: power(answer.growth[parallel]),
       }),
     };
   },
@@ -246,15 +255,16 @@ const order = {
   chapter: 8,
   measure: (text, ctx, signal) => api.order(text, ctx.page.shuffle, signal),
   pose(answer) {
-    const off = answer.checks.pe_off.max_abs_difference;
-    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "q.8.choice");
+    // the encoding on, as trained: the claim says the order comes back, not how much it moves the maps
+    const on = answer.checks.pe_on.max_abs_difference;
+    const { choices, right, close } = amongRanges(on, CHANGE_EDGES, "q.8.choice");
     return {
       prompt: t("q.8.prompt", { shuffled: answer.shuffled_text }),
-      choices, right, close, measured: off,
+      choices, right, close, measured: on,
       says: (id) => t("q.8.says", {
         guess: choices[Number(id)].label,
-        value: power(off),
-        on: power(answer.checks.pe_on.max_abs_difference),
+        value: power(on),
+        off: power(answer.checks.pe_off.max_abs_difference),
       }),
     };
   },
@@ -266,21 +276,25 @@ const heads = {
   pose(answer) {
     const cross = answer.contributions.filter((c) => c.kind === "cross");
     if (cross.length < 2) return null;
-    const means = cross.map((c) => c.mean);
-    const best = argmax(means);
     const name = (c) => t("q.9.head", { layer: c.layer + 1, head: c.head + 1 });
-    const choices = cross.map((c, i) => ({ id: String(i), label: name(c) }));
-    const close = new Set(cross.map((c, i) => (i !== best && c.layer === cross[best].layer ? String(i) : null)).filter(Boolean));
+    const sharpest = cross[argmax(cross.map((c) => c.max_weight))];
+    const strongest = cross[argmax(cross.map((c) => c.mean))];
+    // what the sharpest head adds as a share of the most: 1 when it is itself the one that adds most
+    const measured = sharpest.mean / strongest.mean;
+    const { choices, right, close } = amongRanges(sharpest === strongest ? 1 : Math.min(measured, 0.999), [0.5, 1], "q.9.choice");
     return {
-      prompt: t("q.9.prompt", { model: answer.model, count: cross.length }),
-      choices, right: String(best), close, measured: means[best],
+      prompt: t("q.9.prompt", { model: answer.model, count: cross.length, sharpest: name(sharpest), weight: power(sharpest.max_weight) }),
+      choices, right, close, measured,
       says: (id) => t("q.9.says", {
-        guess: choices[Number(id)].label, guessValue: power(means[Number(id)]),
-        answer: choices[best].label, value: power(means[best]),
+        guess: choices[Number(id)].label, sharpest: name(sharpest), guessValue: power(sharpest.mean), share: power(measured),
+        answer: name(strongest), value: power(strongest.mean),
       }),
     };
   },
 };
+
+/** The probability the decoder gives its likeliest next piece. */
+const CONFIDENCE_EDGES = [0.5, 0.8, 0.95];
 
 const predict = {
   chapter: 10,
@@ -291,16 +305,15 @@ const predict = {
     const at = answer.steps.indexOf(steps[Math.floor((steps.length - 1) / 2)]);
     const step = answer.steps[at];
     const written = answer.target_tokens.slice(0, at).join("").replace(/▁/g, " ").trim();
-    // alphabetical, so the likeliest is not always first
-    const top = [...step.top].sort((a, b) => piece(a.token).localeCompare(piece(b.token)));
-    const ranked = step.top.map((c) => c.token);
-    const choices = top.map((c) => ({ id: c.token, label: piece(c.token) }));
-    const probability = (token) => step.top.find((c) => c.token === token).probability;
+    const [first, second] = step.top;
+    const measured = first.probability;
+    const { choices, right, close } = amongRanges(measured, CONFIDENCE_EDGES, "q.10.choice");
     return {
       prompt: written ? t("q.10.prompt", { model: answer.model, written }) : t("q.10.first", { model: answer.model }),
-      choices, right: ranked[0], close: new Set([ranked[1]]), measured: step.top[0].probability,
+      choices, right, close, measured,
       says: (id) => t("q.10.says", {
-        guess: piece(id), guessValue: power(probability(id)), answer: piece(ranked[0]), value: power(step.top[0].probability),
+        guess: choices[Number(id)].label, answer: piece(first.token), value: power(measured),
+        second: piece(second.token), secondValue: power(second.probability),
       }),
     };
   },

@@ -34,9 +34,9 @@ def test_words_fill_plurals_and_numbers_by_the_locale():
     fr, en = language.Words("fr"), language.Words("en")
     assert fr.text("gradients.tokens", count=1) == "1 jeton"
     assert fr.text("gradients.tokens", count=80) == "80 jetons"
-    assert en.text("gradients.tokens", count=1) == "1 token"
+    assert en.text("gradients.tokens", count=1) == "1 piece"
     assert fr.number(0.83) == "0,83" and en.number(0.83) == "0.83"
-    assert fr.text("footer.credit", credit="Tatoeba") == "Paires de phrases : Tatoeba."
+    assert fr.text("footer.credit", credit="Tatoeba") == "Paires de phrases\u00a0: Tatoeba."
     assert language.Words("xx").lang == "en"
 
 
@@ -46,7 +46,7 @@ def test_a_plural_message_without_a_count_takes_the_other_form_as_the_page_s_scr
     fr, en = language.Words("fr"), language.Words("en")
     assert fr.text("gradients.tokens") == "{count} jetons"
     assert fr.text("gradients.tokens", count=None) == "{count} jetons"
-    assert en.text("gradients.tokens") == "{count} tokens"
+    assert en.text("gradients.tokens") == "{count} pieces"
     assert fr.text("gradients.tokens", count=0) == "0 jeton"  # a count of 0 keeps French's own rule
 
 
@@ -59,9 +59,9 @@ def page_client():
 
 @pytest.mark.parametrize(("query", "headers", "lang", "title"), [
     ("", {}, "en", "Attention Lab: watch translation models read your sentence"),
-    ("?lang=fr", {}, "fr", "Attention Lab : regardez des modèles de traduction lire votre phrase"),
-    ("", {"accept-language": "fr-FR,fr;q=0.9"}, "fr", "Attention Lab : regardez"),
-    ("", {"cookie": "lang=fr"}, "fr", "Attention Lab : regardez"),
+    ("?lang=fr", {}, "fr", "Attention Lab\u00a0: regardez des modèles de traduction lire votre phrase"),
+    ("", {"accept-language": "fr-FR,fr;q=0.9"}, "fr", "Attention Lab\u00a0: regardez"),
+    ("", {"cookie": "lang=fr"}, "fr", "Attention Lab\u00a0: regardez"),
     ("?lang=en", {"cookie": "lang=fr"}, "en", "Attention Lab: watch"),
 ])
 def test_the_page_in_the_chosen_language(page_client, query, headers, lang, title):
