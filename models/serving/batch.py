@@ -123,7 +123,8 @@ def _padded(memories: list) -> TransformerMemory | Seq2SeqMemory:
               for layer in range(len(first.cross_kv))]
         states = torch.cat([_pad(m.states, width, 1) for m in memories])
         mask = _mask(lengths, width, states.device)
-        return TransformerMemory(states, None if mask is None else mask.unsqueeze(1), first.head_mask, kv)
+        return TransformerMemory(states, None if mask is None else mask.unsqueeze(1), first.head_mask, kv,
+                                 first.off)
     lengths = [m.keys.size(1) for m in memories]
     width = max(lengths)
     state = first.state

@@ -157,15 +157,15 @@ class ServedTransformer(Transformer):
         self.graph = None  # the recorded step (graph.StepGraph), set by models.serving.served
         self.encoder_graph = None  # the recorded encoder (graph.EncoderGraph), set with it
 
-    def encode_with_internals(self, src, head_mask=None, positional=None):
+    def encode_with_internals(self, src, head_mask=None, positional=None, off=()):
         """The derivation's, or its recording on the path it recorded: eval mode, nothing
-        differentiated, no switched-off encoder head, the configured positional encoding, no
-        padding, a length within the positional table."""
-        if (self.encoder_graph is None or not as_recorded(self)
+        differentiated, no switched-off encoder head or sub-layer, the configured positional
+        encoding, no padding, a length within the positional table."""
+        if (self.encoder_graph is None or not as_recorded(self) or off
                 or "encoder" in (head_mask or {}) or positional not in (None, self.config.positional)
                 or src.size(1) > self.pe.size(0)
                 or mask_if_needed((src != PAD_ID).unsqueeze(1)) is not None):
-            return super().encode_with_internals(src, head_mask, positional)
+            return super().encode_with_internals(src, head_mask, positional, off)
         states, weights, cross_kv = self.encoder_graph(src)
         memory = TransformerMemory(states, None, head_mask, cross_kv)
         return memory, {"attentions": {"encoder": weights}, "encoder_hidden": states}
@@ -189,7 +189,8 @@ class ServedTransformer(Transformer):
                 and "cross" not in heads and position < self.pe.size(0))
 
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
-        if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None:
+        # `step` makes the layers' forward with every sub-layer on: a switched-off one takes theirs
+        if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None or memory.off:
             return super().decode(memory, tgt_in, cache)
         B = tgt_in.size(0)
         offset = 0 if cache is None else cache[0][0].size(2)
