@@ -84,6 +84,10 @@ from app.schemas.long_lag import (
     LongLagResults,
     LossPoint,
 )
+from app.schemas.next_token import (
+    NextToken,
+    NextTokenRequest,
+)
 from app.schemas.order import (
     Order,
     OrderCheck,
@@ -149,7 +153,8 @@ __all__ = [
     "GradientsRequest", "HEADS_OFF", "HeadContribution", "HeadEffect", "HeadSpread", "HeadSwitch", "Heads",
     "HeadsRequest", "Health", "KeptPoint", "LagGradients", "LagGradientsRequest", "LagRun", "LagTask",
     "LengthBucket", "LengthTiming", "LongLagResults", "LossPoint", "Metrics", "ModelFailure", "ModelInfo",
-    "NON_FINITE", "NonFiniteAnswerError", "Numerics", "Order", "OrderCheck", "OrderRequest", "POSITIONAL",
+    "NON_FINITE", "NextToken", "NextTokenRequest", "NonFiniteAnswerError", "Numerics", "Order", "OrderCheck",
+    "OrderRequest", "POSITIONAL",
     "PageDefaults", "PositionalTable", "PredictRequest", "PredictedStep", "Prediction", "ProcessEnd",
     "Recap", "RecapRow", "Recurrence", "RecurrenceRequest", "Request", "Response", "SWITCHED_MODEL",
     "SampledCurves", "SaturationPoint", "Scaling", "ScalingRequest", "Scores", "ScoresRequest", "Snapshot",
