@@ -25,6 +25,7 @@ from app.schemas import (
     CompareRequest,
     GradientsRequest,
     HeadsRequest,
+    NextTokenRequest,
     OrderRequest,
     PredictRequest,
     RecurrenceRequest,
@@ -36,6 +37,7 @@ from app.schemas import (
 from app.services.comparison import comparison
 from app.services.gradients import gradient_curves
 from app.services.heads import heads
+from app.services.next_token import next_token
 from app.services.order import order
 from app.services.predict import prediction
 from app.services.recap import recap
@@ -95,6 +97,8 @@ def first_visit(registry: ModelRegistry, text: str = defaults.TEXT) -> list[Ask]
             Ask("/api/predict", {"text": text, "model": with_heads.name, "prefix": [], "top_k": defaults.TOP_K,
                                  "beam_size": 1}, PredictRequest,  # chapter 10
                 lambda r, b, c: prediction(r, b.text, b.model, tuple(b.prefix), b.top_k, b.beam_size, c)),
+            Ask("/api/next-token", {"text": text}, NextTokenRequest,  # chapter 10's free labels
+                lambda r, b, c: next_token(r, b.text, b.model, b.reference, c)),
         ]
     return [*asks, Ask("/api/recap", {"text": text}, TextRequest,  # chapter 11
                        lambda r, b, c: recap(r, b.text, c))]

@@ -237,3 +237,16 @@ def test_chapter_10_restores_model_beam_and_prefix(open_page, server, catalog):
     assert "forced" in page.get_by_test_id("predict-table").locator("tr").first.inner_text()
     chapter_in_url(page, "10")
     assert problems.errors == []
+
+
+def test_chapter_10_draws_one_label_per_position_with_the_api_losses(open_page, server):
+    page, problems = open_page("?ch=10")
+    answer = post(server, "/api/next-token", {})
+    plot = show(page, "labels-plot")
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.labels === n",
+                           arg=str(len(answer["labels"])))
+    assert plot.evaluate("gd => gd.data[0].y") == answer["losses"]
+    said = facts(page, "labels-story")
+    assert said["translation"] == answer["translation"] and said["count"] == str(len(answer["labels"]))
+    assert number(said["mean"]) == pytest.approx(answer["mean_loss"], rel=0.06)
+    assert problems.errors == []
