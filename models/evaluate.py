@@ -133,9 +133,6 @@ def evaluate(folder: Path, tokenizer: BPETokenizer, pairs: list[Pair], device: s
     return metrics
 
 
-SUBLAYERS = "sublayers.json"
-
-
 def evaluate_sublayers(folder: Path, tokenizer: BPETokenizer, pairs: list[Pair], device: str = "cpu") -> dict:
     """The Transformer's test BLEU and chrF with all sub-layers (`shipped`), then with each switch of
     SUBLAYER_SWITCHES off in every layer, each with the seconds its decoding took."""
@@ -176,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
         result = {"split": args.split, "split_hash": split.hash,
                   **evaluate_sublayers(folder, tokenizer, pairs, args.device)}
         if args.limit is None and args.split == "test":
-            checkpoint.write_json(folder / SUBLAYERS, result)
+            checkpoint.write_json(folder / checkpoint.SUBLAYERS, result)
         for row in result["variants"]:
             log.info("  off %-22s BLEU %6.2f [%.2f, %.2f] chrF %.2f (%.1f s)", row["off"] or "(none)",
                      row["bleu"], row["bleu_low"], row["bleu_high"], row["chrf"], row["decode_seconds"])

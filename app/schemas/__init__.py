@@ -40,6 +40,7 @@ from app.schemas.catalog import (
     Numerics,
     PageDefaults,
     SnapshotPoint,
+    SublayerScore,
 )
 from app.schemas.gradients import (
     GateMeans,
@@ -158,7 +159,8 @@ __all__ = [
     "PageDefaults", "PositionalTable", "PredictRequest", "PredictedStep", "Prediction", "ProcessEnd",
     "Recap", "RecapRow", "Recurrence", "RecurrenceRequest", "Request", "Response", "SWITCHED_MODEL",
     "SampledCurves", "SaturationPoint", "Scaling", "ScalingRequest", "Scores", "ScoresRequest", "Snapshot",
-    "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "Sweep", "SweepRow",
+    "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "SublayerScore",
+    "Sweep", "SweepRow",
     "SweepSettings", "TRAIN_LIMITS", "TextRequest", "TimingRequest", "TimingRoles", "TimingStatus",
     "Timings", "TrainContestant", "TrainEnd", "TrainFinal", "TrainInfo", "TrainLine", "TrainProbe",
     "TrainProgress", "TrainRequest", "TrainStart", "TrainSummary", "TranslateRequest", "Translation",

@@ -50,6 +50,7 @@ import * as predict from "./chapters/predict.js";
 import * as recap from "./chapters/recap.js";
 import * as recurrence from "./chapters/recurrence.js";
 import * as scaling from "./chapters/scaling.js";
+import * as sublayers from "./chapters/sublayers.js";
 import * as scores from "./chapters/scores.js";
 import * as timing from "./chapters/timing.js";
 import * as training from "./chapters/training.js";
@@ -59,5 +60,5 @@ import * as glance from "./glance.js";
 // The first screen's translation (glance.js) comes first: it answers the first key.
 export const VIEWS = [
   glance, training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
-  alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, predict, nextToken, recap,
+  alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, sublayers, predict, nextToken, recap,
 ];

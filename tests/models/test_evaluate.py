@@ -63,15 +63,15 @@ def test_the_shipped_sublayer_evaluation_scores_each_switch_beside_the_shipped_m
     from pathlib import Path
 
     from models import checkpoint
-    from models.evaluate import SUBLAYERS
     from models.transformer import SUBLAYER_SWITCHES
 
     folder = Path("checkpoints/transformer")
-    sublayers = checkpoint.read_json(folder / SUBLAYERS, None)
+    sublayers = checkpoint.read_json(folder / checkpoint.SUBLAYERS, None)
     shipped = checkpoint.read_json(folder / checkpoint.METRICS, None)
     assert sublayers["split_hash"] == shipped["split_hash"] and sublayers["pairs"] == shipped["pairs"]
     rows = {row["off"]: row for row in sublayers["variants"]}
     assert set(rows) == {None, *SUBLAYER_SWITCHES}
     assert rows[None]["bleu"] == shipped["bleu"]
+    assert checkpoint.read_sublayers(folder) == sublayers["variants"]
     for row in rows.values():
         assert row["bleu_low"] <= row["bleu"] <= row["bleu_high"]
