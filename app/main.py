@@ -33,6 +33,7 @@ from app.routes import (
     long_lag,
     maps,
     models,
+    next_token,
     order,
     pages,
     predict,
@@ -124,7 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
     app.add_middleware(RequestLog, metrics=metrics)  # outermost of ours: every answer is timed and logged
     for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, predict, snapshots, live, recap, pages, metrics_route):
+                   scaling, order, heads, predict, next_token, snapshots, live, recap, pages, metrics_route):
         document_errors(module.router)
         app.include_router(module.router)
     if settings.docs:

@@ -21,6 +21,7 @@ from models.architectures import build
 from models.config import config_from_dict, config_to_dict
 
 WEIGHTS, CONFIG, METRICS, CURVE = "model.safetensors", "config.json", "metrics.json", "curve.json"
+SUBLAYERS = "sublayers.json"  # the Transformer scored with each sub-layer switch off (models.evaluate)
 SHA256 = "weights_sha256"  # config.json's record of the weights file's sha256 (hex)
 INITIAL_SHA256 = "initial_weights_sha256"  # the digest of the weights training started from
 
@@ -116,6 +117,11 @@ def read_meta(folder: str | Path) -> dict[str, Any]:
 
 def read_metrics(folder: str | Path) -> dict[str, Any]:
     return read_json(Path(folder) / METRICS, {})
+
+
+def read_sublayers(folder: str | Path) -> list[dict[str, Any]]:
+    """sublayers.json's variants (models.evaluate --sublayers), [] when the model was not scored so."""
+    return read_json(Path(folder) / SUBLAYERS, {}).get("variants", [])
 
 
 def read_curve(folder: str | Path) -> list[dict[str, Any]]:

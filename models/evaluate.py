@@ -1,11 +1,17 @@
 """Score a trained model on the test split: sacrebleu BLEU and chrF, cased and detokenised.
 
     python -m models.evaluate --model transformer [--split test] [--limit N] [--device cpu]
+    python -m models.evaluate --model transformer --sublayers
 
 Writes `checkpoints/NAME/metrics.json`, overall and by source length in words (1-5, 6-10, 11-15,
 16+): chapter 4's claim is that the no-attention models fall behind as sentences grow. Each BLEU
 comes with the 95% interval of a bootstrap over its sentences (`bleu_low`, `bleu_high`): a bucket of
 26 sentences cannot rank models a point apart, and the page shows how loosely to read it.
+
+`--sublayers` scores the Transformer again with each of its sub-layer switches off in every layer
+(models.transformer.SUBLAYER_SWITCHES: the feed-forward networks, the residual path around the
+attention, around the feed-forward), each beside the shipped model, into `checkpoints/NAME/sublayers.json`
+(the "room to think" figures of chapter 9).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from models.batches import pad
 from models.data import Pair, load_split
 from models.decoding import greedy_batch
 from models.tokenizer import UNK_ID, BPETokenizer
+from models.transformer import SUBLAYER_SWITCHES
 
 log = logging.getLogger("models.evaluate")
 BUCKETS = (("1-5", 1, 5), ("6-10", 6, 10), ("11-15", 11, 15), ("16+", 16, 10**9))
@@ -37,8 +44,10 @@ def bucket_of(n_words: int) -> str:
 
 
 @torch.inference_mode()
-def translate_all(model, tokenizer: BPETokenizer, sources: list[str], max_tokens: int = 3000) -> list[str]:
-    """Greedy translations of many sentences, batched by length (results in input order)."""
+def translate_all(model, tokenizer: BPETokenizer, sources: list[str], max_tokens: int = 3000,
+                  **options) -> list[str]:
+    """Greedy translations of many sentences, batched by length (results in input order); `options`
+    go to the model's encode (a Transformer's `off`)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -51,7 +60,7 @@ def translate_all(model, tokenizer: BPETokenizer, sources: list[str], max_tokens
         while end < len(order) and len(ids[order[end]]) * (end - start + 1) <= max_tokens:
             end += 1
         batch = order[start:end]
-        hyps = greedy_batch(model, pad([ids[i] for i in batch]).to(device))
+        hyps = greedy_batch(model, pad([ids[i] for i in batch]).to(device), **options)
         for i, hyp in zip(batch, hyps, strict=True):
             out[i] = tokenizer.decode(hyp)
         start = end
@@ -124,6 +133,21 @@ def evaluate(folder: Path, tokenizer: BPETokenizer, pairs: list[Pair], device: s
     return metrics
 
 
+def evaluate_sublayers(folder: Path, tokenizer: BPETokenizer, pairs: list[Pair], device: str = "cpu") -> dict:
+    """The Transformer's test BLEU and chrF with all sub-layers (`shipped`), then with each switch of
+    SUBLAYER_SWITCHES off in every layer, each with the seconds its decoding took."""
+    model = checkpoint.load(folder, device)
+    refs = [p.en for p in pairs]
+    variants = []
+    for off in (None, *SUBLAYER_SWITCHES):
+        start = time.perf_counter()
+        hyps = translate_all(model, tokenizer, [p.fr for p in pairs], **({"off": (off,)} if off else {}))
+        variants.append({"off": off, **_bleu(hyps, refs),
+                         "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2),
+                         "decode_seconds": round(time.perf_counter() - start, 1)})
+    return {"pairs": len(pairs), "decoding": "greedy", "variants": variants}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True)
@@ -132,6 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--split", default="test", choices=["test", "valid"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
+    parser.add_argument("--sublayers", action="store_true",
+                        help="score the Transformer with each sub-layer switch off (writes sublayers.json)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -143,6 +169,15 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"{args.model} was trained on split {meta['split_hash']}, not {split.hash}")
     tokenizer = BPETokenizer.load(root / "tokenizer.json")
     pairs = getattr(split, args.split)[: args.limit]
+    if args.sublayers:
+        result = {"split": args.split, "split_hash": split.hash,
+                  **evaluate_sublayers(folder, tokenizer, pairs, args.device)}
+        if args.limit is None and args.split == "test":
+            checkpoint.write_json(folder / checkpoint.SUBLAYERS, result)
+        for row in result["variants"]:
+            log.info("  off %-22s BLEU %6.2f [%.2f, %.2f] chrF %.2f (%.1f s)", row["off"] or "(none)",
+                     row["bleu"], row["bleu_low"], row["bleu_high"], row["chrf"], row["decode_seconds"])
+        return result
     metrics = {"split": args.split, "split_hash": split.hash, "decoding": "greedy",
                **evaluate(folder, tokenizer, pairs, args.device)}
     if args.limit is None and args.split == "test":

@@ -22,6 +22,26 @@ from models.config import TransformerConfig
 from models.outputs import ModelOutput, TiedEmbedding
 from models.tokenizer import PAD_ID
 
+# Sub-layer switches ("room to think"): what `off` may name, each for every layer, encoder and decoder.
+# feed_forward: the feed-forward sub-layer is left out (the stream goes on from the attention alone);
+# residual_attention: an attention sub-layer's output replaces the stream instead of being added to it;
+# residual_feed_forward: the same for the feed-forward sub-layer's output.
+SUBLAYER_SWITCHES = ("feed_forward", "residual_attention", "residual_feed_forward")
+
+
+def check_off(off) -> frozenset[str]:
+    """`off` as the frozenset the layers read; a name not in SUBLAYER_SWITCHES is a ValueError."""
+    off = frozenset(off or ())
+    unknown = sorted(off - set(SUBLAYER_SWITCHES))
+    if unknown:
+        raise ValueError(f"no sub-layer switch {unknown}; the switches are {list(SUBLAYER_SWITCHES)}")
+    return off
+
+
+def add(x: torch.Tensor, sub: torch.Tensor, residual: bool) -> torch.Tensor:
+    """A sub-layer's output added to the stream x, or, its residual path off, in place of it."""
+    return x + sub if residual else sub
+
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same): (max_len, d_model).
@@ -62,15 +82,18 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, mask, head_mask=None, record: Recorder | None = None):
-        """`record`, when given, is told of the self-attention call (see `Recorder`)."""
+    def forward(self, x, mask, head_mask=None, record: Recorder | None = None,
+                off: frozenset[str] = frozenset()):
+        """`record`, when given, is told of the self-attention call (see `Recorder`); `off`: the
+        sub-layer switches (SUBLAYER_SWITCHES) that are off."""
         # x: (B, S, d); mask: (B, 1, S) visible keys
         h = self.norm1(x)
         a, weights = self.self_attn(h, h, h, mask, head_mask)
         if record is not None:
             record("encoder", self.self_attn, h, h, mask, head_mask, a, weights)
-        x = x + self.drop(a)
-        x = x + self.drop(self.ff(self.norm2(x)))
+        x = add(x, self.drop(a), "residual_attention" not in off)
+        if "feed_forward" not in off:
+            x = add(x, self.drop(self.ff(self.norm2(x))), "residual_feed_forward" not in off)
         return x, weights  # (B, S, d), (B, h, S, S)
 
 
@@ -84,12 +107,14 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(c.dropout)
 
     def forward(self, x, memory, memory_mask, past=None, self_head_mask=None, cross_head_mask=None,
-                cross_kv=None, record: Recorder | None = None):
+                cross_kv=None, record: Recorder | None = None, off: frozenset[str] = frozenset()):
         """x: (B, t, d) new target positions; past: this layer's self-attention keys and values at
         earlier positions, each (B, h, t0, d_head) (the incremental-decoding cache); cross_kv: the
         source's keys and values, projected once per sentence; record: told of both attention calls
-        (see `Recorder`; its key input is the new positions', so record without a `past`). Returns x,
-        both weights and the keys and values up to now."""
+        (see `Recorder`; its key input is the new positions', so record without a `past`); off: the
+        sub-layer switches that are off (SUBLAYER_SWITCHES). Returns x, both weights and the keys and
+        values up to now."""
+        residual = "residual_attention" not in off
         h = self.norm1(x)
         k, v = self.self_attn.keys_values(h, h)
         if past is not None:
@@ -99,13 +124,14 @@ class DecoderLayer(nn.Module):
         a, self_w = self.self_attn(h, None, None, future, self_head_mask, kv=(k, v))
         if record is not None:
             record("decoder", self.self_attn, h, h, future, self_head_mask, a, self_w)
-        x = x + self.drop(a)
+        x = add(x, self.drop(a), residual)
         h = self.norm2(x)
         a, cross_w = self.cross_attn(h, memory, memory, memory_mask, cross_head_mask, kv=cross_kv)
         if record is not None:
             record("cross", self.cross_attn, h, memory, memory_mask, cross_head_mask, a, cross_w)
-        x = x + self.drop(a)
-        x = x + self.drop(self.ff(self.norm3(x)))
+        x = add(x, self.drop(a), residual)
+        if "feed_forward" not in off:
+            x = add(x, self.drop(self.ff(self.norm3(x))), "residual_feed_forward" not in off)
         return x, self_w, cross_w, (k, v)
 
 
@@ -131,7 +157,8 @@ class TransformerMemory:
     mask: torch.Tensor | None  # (B, 1, S): True on real source tokens; None: no padding
     head_mask: dict[str, torch.Tensor] | None = None  # kind -> (layers, heads), 0 = switched off
     cross_kv: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per decoder layer, projected once
-    SHARED = ("head_mask",)  # no batch axis (see outputs.select_batch)
+    off: frozenset[str] = frozenset()  # sub-layer switches that are off (SUBLAYER_SWITCHES)
+    SHARED = ("head_mask", "off")  # no batch axis (see outputs.select_batch)
 
 
 class Transformer(nn.Module):
@@ -180,29 +207,33 @@ class Transformer(nn.Module):
             return self.pe[offset:end]
         return sinusoidal_table(end, self.config.d_model).to(self.pe)[offset:]
 
-    def encode_with_internals(self, src, head_mask=None, positional=None):
+    def encode_with_internals(self, src, head_mask=None, positional=None, off=()):
         """Like `encode`, also returning what the encoder computed on the way, as ModelOutput
         fields: {"attentions": {"encoder": (B, L, h, S, S)}, "encoder_hidden": (B, S, d)}."""
-        states, mask, weights = self._encoder(src, head_mask, positional)
+        off = check_off(off)
+        states, mask, weights = self._encoder(src, head_mask, positional, off=off)
         # contiguous (B, h, S, d_head): every decoding step reads them without a copy
         cross_kv = [tuple(t.contiguous() for t in layer.cross_attn.keys_values(states, states))
                     for layer in self.decoder_layers]
-        memory = TransformerMemory(states, mask, head_mask, cross_kv)
+        memory = TransformerMemory(states, mask, head_mask, cross_kv, off)
         return memory, {"attentions": {"encoder": torch.stack(weights, dim=1)}, "encoder_hidden": states}
 
-    def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None):
+    def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None, off=()):
         """src (B, S) -> TransformerMemory. `positional` switches the encoder's positional encoding
-        on or off (None: as configured), for chapter 8; the decoder's is not switched (see `decode`)."""
-        return self.encode_with_internals(src, head_mask, positional)[0]
+        on or off (None: as configured), for chapter 8; the decoder's is not switched (see `decode`).
+        `off` names sub-layer switches (SUBLAYER_SWITCHES) to turn off in every encoder and decoder
+        layer; the memory carries them to the decoder."""
+        return self.encode_with_internals(src, head_mask, positional, off)[0]
 
-    def _encoder(self, src, head_mask=None, positional=None, record: Recorder | None = None):
+    def _encoder(self, src, head_mask=None, positional=None, record: Recorder | None = None,
+                 off: frozenset[str] = frozenset()):
         """The encoder's pass over src (B, S): its normed states (B, S, d), the source mask (B, 1, S)
         (None without padding) and each layer's self-attention weights (B, h, S, S)."""
         mask = mask_if_needed((src != PAD_ID).unsqueeze(1))  # (B, 1, S), None without padding
         x = self._embed(src, positional=positional)
         weights = []
         for i, layer in enumerate(self.encoder_layers):
-            x, w = layer(x, mask, head_row(head_mask, "encoder", i), at_layer(record, i))
+            x, w = layer(x, mask, head_row(head_mask, "encoder", i), at_layer(record, i), off)
             weights.append(w)
         return self.encoder_norm(x), mask, weights
 
@@ -224,7 +255,8 @@ class Transformer(nn.Module):
             past = None if cache is None else cache[i]
             x, sw, cw, kv = layer(x, memory.states, memory.mask, past, head_row(memory.head_mask, "decoder", i),
                                   head_row(memory.head_mask, "cross", i),
-                                  None if memory.cross_kv is None else memory.cross_kv[i], at_layer(record, i))
+                                  None if memory.cross_kv is None else memory.cross_kv[i], at_layer(record, i),
+                                  memory.off)
             self_ws.append(sw)
             cross_ws.append(cw)
             new_cache.append(kv)
@@ -251,10 +283,11 @@ class Transformer(nn.Module):
         self._decoder(TransformerMemory(states, mask, head_mask), tgt_in, record=record)
         return calls
 
-    def forward(self, src, tgt_in, head_mask=None, positional=None) -> ModelOutput:
+    def forward(self, src, tgt_in, head_mask=None, positional=None, off=()) -> ModelOutput:
         """Teacher-forced pass: src (B, S), tgt_in (B, T) -> ModelOutput. `positional` switches the
-        encoder's positional encoding (see `encode`); the decoder adds its own as configured."""
-        memory, internals = self.encode_with_internals(src, head_mask, positional)
+        encoder's positional encoding (see `encode`); the decoder adds its own as configured. `off`:
+        sub-layer switches to turn off (see `encode`)."""
+        memory, internals = self.encode_with_internals(src, head_mask, positional, off)
         logits, weights, _ = self.decode(memory, tgt_in)
         return ModelOutput(logits=logits, attentions={**internals["attentions"], **weights},
                            encoder_hidden=internals["encoder_hidden"])

@@ -10,4 +10,5 @@ def decode_options(body: TranslateRequest | AttentionRequest) -> DecodeOptions:
         top_k=getattr(body, "top_k", 0),
         positional=body.positional,
         heads_off=tuple((h.kind, h.layer, h.head) for h in body.heads_off),
+        sublayers_off=tuple(sorted(getattr(body, "sublayers_off", ()))),
     )

@@ -40,8 +40,9 @@ def load_model(folder: Path, name: str, device: torch.device, layout: str = PLAI
     curve = _read_or(checkpoint.read_curve, folder, [])
     meta = checkpoint.read_meta(folder)
     seed = meta.get("training", {}).get("seed", 0)
+    sublayers = _read_or(checkpoint.read_sublayers, folder, [])
     return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve, seed,
-                       kept_point(meta.get("progress")), folder, snapshot_steps(folder, meta))
+                       kept_point(meta.get("progress")), folder, snapshot_steps(folder, meta), sublayers)
 
 
 def snapshot_steps(folder: Path, meta: dict) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ class LoadedModel:
     kept: dict[str, Any] | None = None  # where training kept these weights (config.json's progress)
     folder: Path | None = None  # its checkpoint folder
     snapshots: list[dict[str, Any]] = field(default_factory=list)  # snapshots/index.json's steps (step 0 first)
+    sublayers: list[dict[str, Any]] = field(default_factory=list)  # sublayers.json's variants ([]: not scored)
 
     def timeline(self) -> list[SnapshotPoint]:
         """Training as the scrubber walks it: the seeded initialization, the stored snapshots, then

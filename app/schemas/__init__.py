@@ -40,6 +40,7 @@ from app.schemas.catalog import (
     Numerics,
     PageDefaults,
     SnapshotPoint,
+    SublayerScore,
 )
 from app.schemas.gradients import (
     GateMeans,
@@ -83,6 +84,10 @@ from app.schemas.long_lag import (
     LagTask,
     LongLagResults,
     LossPoint,
+)
+from app.schemas.next_token import (
+    NextToken,
+    NextTokenRequest,
 )
 from app.schemas.order import (
     Order,
@@ -149,11 +154,13 @@ __all__ = [
     "GradientsRequest", "HEADS_OFF", "HeadContribution", "HeadEffect", "HeadSpread", "HeadSwitch", "Heads",
     "HeadsRequest", "Health", "KeptPoint", "LagGradients", "LagGradientsRequest", "LagRun", "LagTask",
     "LengthBucket", "LengthTiming", "LongLagResults", "LossPoint", "Metrics", "ModelFailure", "ModelInfo",
-    "NON_FINITE", "NonFiniteAnswerError", "Numerics", "Order", "OrderCheck", "OrderRequest", "POSITIONAL",
+    "NON_FINITE", "NextToken", "NextTokenRequest", "NonFiniteAnswerError", "Numerics", "Order", "OrderCheck",
+    "OrderRequest", "POSITIONAL",
     "PageDefaults", "PositionalTable", "PredictRequest", "PredictedStep", "Prediction", "ProcessEnd",
     "Recap", "RecapRow", "Recurrence", "RecurrenceRequest", "Request", "Response", "SWITCHED_MODEL",
     "SampledCurves", "SaturationPoint", "Scaling", "ScalingRequest", "Scores", "ScoresRequest", "Snapshot",
-    "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "Sweep", "SweepRow",
+    "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "SublayerScore",
+    "Sweep", "SweepRow",
     "SweepSettings", "TRAIN_LIMITS", "TextRequest", "TimingRequest", "TimingRoles", "TimingStatus",
     "Timings", "TrainContestant", "TrainEnd", "TrainFinal", "TrainInfo", "TrainLine", "TrainProbe",
     "TrainProgress", "TrainRequest", "TrainStart", "TrainSummary", "TranslateRequest", "Translation",

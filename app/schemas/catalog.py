@@ -111,6 +111,17 @@ class KeptPoint(Response):
     valid_loss: float | None = Field(None, description="validation loss there (breaks BLEU ties)")
 
 
+class SublayerScore(Response):
+    off: Literal["feed_forward", "residual_attention", "residual_feed_forward"] | None = Field(
+        description="the sub-layer switch off in every layer (POST /api/translate's `sublayers_off`); "
+                    "null: none")
+    bleu: float = Field(description="test-split BLEU, greedy, with that switch off")
+    bleu_low: float = Field(description="2.5th percentile of a 1000-sample bootstrap")
+    bleu_high: float = Field(description="97.5th percentile")
+    chrf: float
+    decode_seconds: float = Field(description="how long the test split's decoding took")
+
+
 class SnapshotPoint(Response):
     step: int = Field(description="optimizer steps of training behind these weights")
     epoch: float | None = None
@@ -142,6 +153,10 @@ class ModelInfo(Response):
     curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
     kept: KeptPoint | None = Field(None, description="the curve point whose weights were kept (the best "
                                                      "validation BLEU, then loss); null: not recorded")
+    sublayers: list[SublayerScore] = Field(
+        [], description="the test split scored with each sub-layer switch off (checkpoints/NAME/"
+                        "sublayers.json, models.evaluate --sublayers), the shipped model first; [] if not "
+                        "scored")
     snapshots: list[SnapshotPoint] = Field([], description="training as POST /api/snapshots can replay it, "
                                                            "initialization first, shipped weights last; [] "
                                                            "for a model trained without snapshots")

@@ -3,6 +3,8 @@ model's failure line in a comparison."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import ConfigDict, Field, field_validator
 
 from app.limits import MAX_BEAM_SIZE
@@ -14,6 +16,12 @@ POSITIONAL = Field(None, description="Transformer only: the encoder's positional
                                      "(false); default: as the model was trained. The decoder always adds "
                                      "its own")
 HEADS_OFF = Field([], max_length=64, description="Transformer only: heads switched off")
+_SUBLAYERS_OFF = Field([], max_length=3, json_schema_extra={"uniqueItems": True},
+                      description="Transformer only, in every layer: `feed_forward` leaves out the "
+                                  "feed-forward sub-layers; `residual_attention` / `residual_feed_forward` "
+                                  "replace the stream by the attention's / feed-forward's output instead of "
+                                  "adding it; each at most once")
+_SublayerSwitch = Literal["feed_forward", "residual_attention", "residual_feed_forward"]
 
 
 class TranslateRequest(TextRequest):
@@ -25,6 +33,14 @@ class TranslateRequest(TextRequest):
     top_k: int = Field(0, ge=0, le=10, description="report the k likeliest next pieces at each step (0: off)")
     positional: bool | None = POSITIONAL
     heads_off: list[HeadSwitch] = HEADS_OFF
+    sublayers_off: list[_SublayerSwitch] = _SUBLAYERS_OFF
+
+    @field_validator("sublayers_off")
+    @classmethod
+    def _each_once(cls, switches: list[str]) -> list[str]:
+        if len(set(switches)) != len(switches):
+            raise ValueError("name each sub-layer switch at most once")
+        return switches
 
 
 class AttentionRequest(TextRequest):

@@ -25,6 +25,7 @@ from app.schemas import (
     CompareRequest,
     GradientsRequest,
     HeadsRequest,
+    NextTokenRequest,
     OrderRequest,
     PredictRequest,
     RecurrenceRequest,
@@ -32,16 +33,20 @@ from app.schemas import (
     ScalingRequest,
     ScoresRequest,
     TextRequest,
+    TranslateRequest,
 )
 from app.services.comparison import comparison
 from app.services.gradients import gradient_curves
 from app.services.heads import heads
+from app.services.inference import DecodeOptions
+from app.services.next_token import next_token
 from app.services.order import order
 from app.services.predict import prediction
 from app.services.recap import recap
 from app.services.recurrence import recurrence
 from app.services.scaling import scaling
 from app.services.scores import attention_scores
+from app.services.translation import translation
 from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
@@ -92,9 +97,16 @@ def first_visit(registry: ModelRegistry, text: str = defaults.TEXT) -> list[Ask]
                 HeadsRequest,  # chapter 9
                 lambda r, b, c: heads(r, b.text, b.model, tuple((h.kind, h.layer, h.head) for h in b.heads_off),
                                       b.reference, c)),
+            *(Ask("/api/translate", {"text": text, "model": with_heads.name, "sublayers_off": off},
+                  TranslateRequest,  # chapter 9's room to think
+                  lambda r, b, c: translation(r, b.model, b.text,
+                                              DecodeOptions(sublayers_off=tuple(b.sublayers_off)), c))
+              for off in ([], ["feed_forward"], ["residual_attention"], ["residual_feed_forward"])),
             Ask("/api/predict", {"text": text, "model": with_heads.name, "prefix": [], "top_k": defaults.TOP_K,
                                  "beam_size": 1}, PredictRequest,  # chapter 10
                 lambda r, b, c: prediction(r, b.text, b.model, tuple(b.prefix), b.top_k, b.beam_size, c)),
+            Ask("/api/next-token", {"text": text}, NextTokenRequest,  # chapter 10's free labels
+                lambda r, b, c: next_token(r, b.text, b.model, b.reference, c)),
         ]
     return [*asks, Ask("/api/recap", {"text": text}, TextRequest,  # chapter 11
                        lambda r, b, c: recap(r, b.text, c))]

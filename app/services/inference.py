@@ -28,6 +28,7 @@ class DecodeOptions:
     top_k: int = 0  # next-token alternatives reported per step; 0: none
     positional: bool | None = None  # Transformer only: switch the encoder's positional encoding (chapter 8)
     heads_off: tuple[tuple[str, int, int], ...] = ()  # Transformer only: (kind, layer, head) (chapter 9)
+    sublayers_off: tuple[str, ...] = ()  # Transformer only: SUBLAYER_SWITCHES off (chapter 9)
 
 
 GREEDY = DecodeOptions()
@@ -40,11 +41,13 @@ def stop_when(cancel: threading.Event | None) -> Stop:
 
 def model_options(entry: LoadedModel, options: DecodeOptions) -> dict:
     """The keyword arguments `models.decoding` passes to the model, checked against what it has."""
-    switched = options.positional is not None or options.heads_off
+    switched = [field for field, value in (("positional", options.positional is not None),
+                                           ("heads_off", options.heads_off),
+                                           ("sublayers_off", options.sublayers_off)) if value]
     if not entry.capabilities.switches:
         if switched:
-            raise InvalidOptionError("positional" if options.positional is not None else "heads_off",
-                                     f"{entry.name!r} has no positional or head switches")
+            raise InvalidOptionError(switched[0],
+                                     f"{entry.name!r} has no positional, head or sub-layer switches")
         return {}
     kwargs: dict = {}
     if options.positional is not None:
@@ -54,6 +57,8 @@ def model_options(entry: LoadedModel, options: DecodeOptions) -> dict:
             kwargs["head_mask"] = entry.model.head_mask(options.heads_off)
         except ValueError as error:
             raise InvalidOptionError("heads_off", str(error)) from error
+    if options.sublayers_off:
+        kwargs["off"] = options.sublayers_off
     return kwargs
 
 

@@ -216,7 +216,8 @@ def _joined(parts: list, width: int, mask: torch.Tensor | None) -> TransformerMe
         kv = [tuple(torch.cat([_pad(m.cross_kv[layer][j], width, 2) for m in parts]) for j in (0, 1))
               for layer in range(len(first.cross_kv))]
         states = torch.cat([_pad(m.states, width, 1) for m in parts])
-        return TransformerMemory(states, None if mask is None else mask.unsqueeze(1), first.head_mask, kv)
+        return TransformerMemory(states, None if mask is None else mask.unsqueeze(1), first.head_mask, kv,
+                                 first.off)
     state = first.state
     joined = (tuple(torch.cat([m.state[j] for m in parts]) for j in range(len(state)))
               if isinstance(state, tuple) else torch.cat([m.state for m in parts]))
@@ -230,7 +231,7 @@ def _trimmed(memory, width: int, mask: torch.Tensor | None):
     if isinstance(memory, TransformerMemory):
         kv = [tuple(t[:, :, :width] for t in layer) for layer in memory.cross_kv]
         return TransformerMemory(memory.states[:, :width], None if mask is None else mask.unsqueeze(1),
-                                 memory.head_mask, kv)
+                                 memory.head_mask, kv, memory.off)
     projected = None if memory.projected is None else memory.projected[:, :width]
     return Seq2SeqMemory(memory.keys[:, :width], mask, memory.state, projected)
 

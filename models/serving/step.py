@@ -160,15 +160,15 @@ class ServedTransformer(Transformer):
         self.encoder_graph = None  # the recorded encoder (graph.EncoderGraph), set with it
         self.rows_graph = None  # the recorded step of sentences at several positions (graph.RowsGraph)
 
-    def encode_with_internals(self, src, head_mask=None, positional=None):
+    def encode_with_internals(self, src, head_mask=None, positional=None, off=()):
         """The derivation's, or its recording on the path it recorded: eval mode, nothing
-        differentiated, no switched-off encoder head, the configured positional encoding, no
-        padding, a length within the positional table."""
-        if (self.encoder_graph is None or not as_recorded(self)
+        differentiated, no switched-off encoder head or sub-layer, the configured positional
+        encoding, no padding, a length within the positional table."""
+        if (self.encoder_graph is None or not as_recorded(self) or off
                 or "encoder" in (head_mask or {}) or positional not in (None, self.config.positional)
                 or src.size(1) > self.pe.size(0)
                 or mask_if_needed((src != PAD_ID).unsqueeze(1)) is not None):
-            return super().encode_with_internals(src, head_mask, positional)
+            return super().encode_with_internals(src, head_mask, positional, off)
         states, weights, cross_kv = self.encoder_graph(src)
         memory = TransformerMemory(states, None, head_mask, cross_kv)
         return memory, {"attentions": {"encoder": weights}, "encoder_hidden": states}
@@ -192,7 +192,8 @@ class ServedTransformer(Transformer):
                 and "cross" not in heads and position < self.pe.size(0))
 
     def decode(self, memory: TransformerMemory, tgt_in: torch.Tensor, cache=None):
-        if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None:
+        # `step` makes the layers' forward with every sub-layer on: a switched-off one takes theirs
+        if self.training or tgt_in.size(1) != 1 or memory.cross_kv is None or memory.off:
             return super().decode(memory, tgt_in, cache)
         B = tgt_in.size(0)
         offset = 0 if cache is None else cache[0][0].size(2)
@@ -218,6 +219,8 @@ def decode_rows(model: Transformer, memory: TransformerMemory, ids: torch.Tensor
     the past keys and values (B, h, T, dh) left-padded: sentence b's own are the last seen[b] of the
     T columns, the others padding no query sees (weight exactly 0). Returns logits (B, V), the maps
     {"decoder": (B, L, h, 1, T + 1), "cross": (B, L, h, 1, S)} and the cache, T + 1 wide."""
+    if memory.off:  # `step` makes the layers with every sub-layer on
+        raise ValueError("sentences with a sub-layer switched off are not stepped together")
     width = 0 if cache is None else cache[0][0].size(2)
     # (B, 1, 1, T + 1): sentence b's keys are the last seen[b] + 1 columns
     past_mask = torch.arange(width + 1, device=ids.device) >= (width - seen).unsqueeze(1)

@@ -44,11 +44,13 @@ import * as lagGradients from "./chapters/lag-gradients.js";
 import * as live from "./chapters/live.js";
 import * as liveRun from "./chapters/live-run.js";
 import * as longLag from "./chapters/long-lag.js";
+import * as nextToken from "./chapters/next-token.js";
 import * as order from "./chapters/order.js";
 import * as predict from "./chapters/predict.js";
 import * as recap from "./chapters/recap.js";
 import * as recurrence from "./chapters/recurrence.js";
 import * as scaling from "./chapters/scaling.js";
+import * as sublayers from "./chapters/sublayers.js";
 import * as scores from "./chapters/scores.js";
 import * as timing from "./chapters/timing.js";
 import * as training from "./chapters/training.js";
@@ -58,5 +60,5 @@ import * as glance from "./glance.js";
 // The first screen's translation (glance.js) comes first: it answers the first key.
 export const VIEWS = [
   glance, training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
-  alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, predict, recap,
+  alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, sublayers, predict, nextToken, recap,
 ];

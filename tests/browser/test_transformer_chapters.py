@@ -237,3 +237,36 @@ def test_chapter_10_restores_model_beam_and_prefix(open_page, server, catalog):
     assert "forced" in page.get_by_test_id("predict-table").locator("tr").first.inner_text()
     chapter_in_url(page, "10")
     assert problems.errors == []
+
+
+def test_chapter_10_draws_one_label_per_position_with_the_api_losses(open_page, server):
+    page, problems = open_page("?ch=10")
+    answer = post(server, "/api/next-token", {})
+    plot = show(page, "labels-plot")
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.labels === n",
+                           arg=str(len(answer["labels"])))
+    assert plot.evaluate("gd => gd.data[0].y") == answer["losses"]
+    said = facts(page, "labels-story")
+    assert said["translation"] == answer["translation"] and said["count"] == str(len(answer["labels"]))
+    assert number(said["mean"]) == pytest.approx(answer["mean_loss"], rel=0.06)
+    assert problems.errors == []
+
+
+def test_chapter_9_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):
+    info = with_heads(catalog)
+    page, problems = open_page("?ch=9")
+    table = page.get_by_test_id("sublayers-table")
+    table.scroll_into_view_if_needed()
+    page.wait_for_function("document.querySelectorAll('#sublayers-table tr').length === 4")
+    scores = {s["off"]: s for s in info.get("sublayers", [])}
+    for off in (None, "feed_forward", "residual_attention", "residual_feed_forward"):
+        answer = post(server, "/api/translate", {"model": info["name"], "sublayers_off": [off] if off else []})
+        row = table.locator(f"tr[data-off={off or 'none'}]")
+        page.wait_for_function("([sel, t]) => document.querySelector(sel + ' td').textContent === t",
+                               arg=[f"#sublayers-table tr[data-off={off or 'none'}]", answer["translation"]])
+        bleu = row.locator("td").nth(1).inner_text()
+        if off in scores:
+            assert number(bleu.split(" ")[0]) == pytest.approx(scores[off]["bleu"], rel=0.01)
+        else:
+            assert bleu == "–"
+    assert problems.errors == []

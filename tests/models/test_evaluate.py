@@ -55,3 +55,23 @@ def test_a_sample_scores_as_sacrebleu_scores_its_sentences():
         bleu = sacrebleu.corpus_bleu([hyp] * 7, [[ref] * 7]).score
         low, high = evaluate.bleu_interval([hyp] * 7, [ref] * 7, resamples=20)
         assert low == pytest.approx(bleu) and high == pytest.approx(bleu)
+
+
+def test_the_shipped_sublayer_evaluation_scores_each_switch_beside_the_shipped_model():
+    """checkpoints/transformer/sublayers.json (python -m models.evaluate --sublayers): its row with
+    nothing off is the shipped evaluation's BLEU on the same split, and every switch has its row."""
+    from pathlib import Path
+
+    from models import checkpoint
+    from models.transformer import SUBLAYER_SWITCHES
+
+    folder = Path("checkpoints/transformer")
+    sublayers = checkpoint.read_json(folder / checkpoint.SUBLAYERS, None)
+    shipped = checkpoint.read_json(folder / checkpoint.METRICS, None)
+    assert sublayers["split_hash"] == shipped["split_hash"] and sublayers["pairs"] == shipped["pairs"]
+    rows = {row["off"]: row for row in sublayers["variants"]}
+    assert set(rows) == {None, *SUBLAYER_SWITCHES}
+    assert rows[None]["bleu"] == shipped["bleu"]
+    assert checkpoint.read_sublayers(folder) == sublayers["variants"]
+    for row in rows.values():
+        assert row["bleu_low"] <= row["bleu"] <= row["bleu_high"]

@@ -242,3 +242,66 @@ def test_the_positional_switch_is_the_encoders_the_decoder_keeps_its_own():
     unpositioned = Transformer(dataclasses.replace(CFG, positional=False)).eval()
     unpositioned.load_state_dict(model.state_dict())
     assert not torch.equal(unpositioned(src, tgt).attentions["decoder"][:, 0], on.attentions["decoder"][:, 0])
+
+
+def _sublayer_model() -> Transformer:
+    torch.manual_seed(5)
+    return Transformer(CFG).eval()
+
+
+@torch.no_grad()
+def test_every_sublayer_on_is_the_normal_forward_bit_for_bit():
+    model = _sublayer_model()
+    src, tgt = torch.randint(3, 40, (2, 7)), torch.randint(3, 40, (2, 5))
+    normal, switched = model(src, tgt), model(src, tgt, off=())
+    assert torch.equal(normal.logits, switched.logits)
+    for kind in normal.attentions:
+        assert torch.equal(normal.attentions[kind], switched.attentions[kind])
+
+
+@torch.no_grad()
+def test_feed_forward_off_leaves_out_exactly_the_feed_forward_sublayers():
+    """With the feed-forward off the pass equals the same model whose W_2 and b_2 are zero (so each
+    FFN adds nothing) in every layer, and nothing else: the attention of the first encoder layer,
+    which reads the stream before any feed-forward, is unchanged, the logits are not."""
+    model = _sublayer_model()
+    src, tgt = torch.randint(3, 40, (1, 7)), torch.randint(3, 40, (1, 5))
+    normal, off = model(src, tgt), model(src, tgt, off=("feed_forward",))
+    zeroed = _sublayer_model()
+    for layer in [*zeroed.encoder_layers, *zeroed.decoder_layers]:
+        layer.ff.W_2.weight.zero_()
+        layer.ff.W_2.bias.zero_()
+    torch.testing.assert_close(off.logits, zeroed(src, tgt).logits, atol=1e-6, rtol=1e-6)
+    assert torch.equal(off.attentions["encoder"][:, 0], normal.attentions["encoder"][:, 0])
+    assert not torch.allclose(off.logits, normal.logits)
+
+
+@torch.no_grad()
+def test_residual_off_replaces_the_stream_by_the_sublayer_output():
+    layer = EncoderLayer(CFG).eval()
+    x = torch.randn(1, 6, 32)
+    h = layer.norm1(x)
+    a, _ = layer.self_attn(h, h, h, None)
+    out, _ = layer(x, None, off=frozenset({"residual_attention"}))
+    torch.testing.assert_close(out, a + layer.ff(layer.norm2(a)))
+    out, _ = layer(x, None, off=frozenset({"residual_feed_forward"}))
+    torch.testing.assert_close(out, layer.ff(layer.norm2(x + a)))
+    out, _ = layer(x, None, off=frozenset({"feed_forward"}))
+    torch.testing.assert_close(out, x + a)
+
+
+def test_an_unknown_sublayer_switch_is_refused_by_name():
+    with pytest.raises(ValueError, match="feed_forward"):
+        _sublayer_model()(torch.tensor([[3, 4]]), torch.tensor([[1]]), off=("ffn",))
+
+
+@torch.no_grad()
+def test_the_switch_reaches_the_decoder_through_the_memory():
+    """Greedy decoding (encode, then one step at a time) reads `off` from the memory: its first
+    step's logits are the teacher-forced pass's with the same switch."""
+    model = _sublayer_model()
+    src, bos = torch.randint(3, 40, (1, 6)), torch.tensor([[1]])
+    memory = model.encode(src, off=("residual_feed_forward",))
+    assert memory.off == {"residual_feed_forward"}
+    logits, _, _ = model.decode(memory, bos)
+    torch.testing.assert_close(logits, model(src, bos, off=("residual_feed_forward",)).logits)

@@ -1,0 +1,70 @@
+// Chapter 9, room to think: the Transformer's feed-forward sub-layers and residual paths, each
+// switched off in every layer (POST /api/translate's sublayers_off). The reader's sentence is
+// translated live with each; the test-split BLEU of each comes from the shipped evaluation
+// (GET /api/models' `sublayers`, models.evaluate --sublayers).
+import * as api from "../api.js";
+import { el } from "../dom.js";
+import { fillStory, fmt } from "../facts.js";
+import { t } from "../i18n.js";
+import { couldNot } from "../requests.js";
+
+export const chapter = "9";
+export const title = "room to think";
+export const figures = ["sublayers-table", "sublayers-story"];
+export const asks = "text";
+
+const SWITCHES = [null, "feed_forward", "residual_attention", "residual_feed_forward"];
+const NAMES = { none: "sublayers.none", feed_forward: "sublayers.feed_forward", residual_attention: "sublayers.residual_attention",
+  residual_feed_forward: "sublayers.residual_feed_forward" };
+let lab = null;
+let model = null; // the Transformer's catalogue entry: its name and its shipped sub-layer scores
+
+export function mount(context) {
+  lab = context;
+  model = lab.catalog.withHeads[0] || null;
+}
+
+export const keys = () => [null];
+export const panels = () => [lab.part("sublayers-table")];
+export const wants = () => model !== null;
+export const ask = (text, signal) => Promise.all(SWITCHES.map((off) =>
+  api.translateWith(text, model.name, off ? [off] : [], signal)));
+export const failure = (error) => couldNot(t("sublayers.what"), error);
+
+/** Per switch: its name, the live translation, and its shipped test BLEU (null when not scored). */
+function lines(answers) {
+  return SWITCHES.map((off, i) => {
+    const score = (model.sublayers || []).find((s) => s.off === off) || null;
+    return { off, name: t(NAMES[off || "none"]), translation: answers[i].translation, score };
+  });
+}
+
+const bleu = (score) => (score ? t("sublayers.bleu", { bleu: fmt(score.bleu), low: fmt(score.bleu_low), high: fmt(score.bleu_high) }) : "–");
+
+export function draw(answers) {
+  const made = lines(answers);
+  lab.part("sublayers-table").replaceChildren(...made.map((line) => {
+    const tr = el("tr");
+    tr.dataset.off = line.off || "none";
+    const said = el("td", "", line.translation);
+    said.lang = "en";
+    tr.append(el("th", "", line.name), said, el("td", "", bleu(line.score)));
+    return tr;
+  }));
+  const [all, ...off] = made;
+  const least = off.reduce((best, line) => (line.score && (!best.score || line.score.bleu > best.score.bleu) ? line : best), off[0]);
+  fillStory(lab.part("sublayers-story"), { model: model.name, shipped: all.score ? fmt(all.score.bleu) : "–",
+    translation: all.translation, "best-off": least.name, "best-off-bleu": least.score ? fmt(least.score.bleu) : "–" });
+}
+
+export function describe(answers) {
+  return t("sublayers.describe", { model: model.name, rows: lines(answers).map((l) => `${l.name}: “${l.translation}”, ${bleu(l.score)}`).join(t("list.separator")) });
+}
+
+export function rows(answers) {
+  return {
+    caption: t("sublayers.caption", { model: model.name }),
+    headers: [t("sublayers.switch"), t("sublayers.translation"), t("sublayers.test-bleu")],
+    rows: lines(answers).map((l) => [l.name, l.translation, bleu(l.score)]),
+  };
+}
