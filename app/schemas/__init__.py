@@ -71,6 +71,7 @@ from app.schemas.live import (
     TrainLine,
     TrainProbe,
     TrainProgress,
+    TrainQueued,
     TrainRequest,
     TrainStart,
     TrainSummary,
@@ -156,6 +157,6 @@ __all__ = [
     "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "Sweep", "SweepRow",
     "SweepSettings", "TRAIN_LIMITS", "TextRequest", "TimingRequest", "TimingRoles", "TimingStatus",
     "Timings", "TrainContestant", "TrainEnd", "TrainFinal", "TrainInfo", "TrainLine", "TrainProbe",
-    "TrainProgress", "TrainRequest", "TrainStart", "TrainSummary", "TranslateRequest", "Translation",
-    "Verdict", "once_each",
+    "TrainProgress", "TrainQueued", "TrainRequest", "TrainStart", "TrainSummary", "TranslateRequest",
+    "Translation", "Verdict", "once_each",
 ]

@@ -68,7 +68,9 @@ def server_log(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(chromium, tiny_checkpoints, server_log) -> str:
     """Base URL of a uvicorn serving the app on the tiny models; stopped at the end of the session."""
-    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
+    # no shares: every test's reader asks from the one address, many times the budgets of one visit
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
+           "ATTENTION_LAB_SHARES": "false"}
     with server_log.open("w+") as log, serve(env, APP, timeout=60, log_level="info", log=log) as url:
         yield url
 
