@@ -69,6 +69,7 @@ from app.schemas.live import (
     TrainFinal,
     TrainInfo,
     TrainLine,
+    TrainPlace,
     TrainProbe,
     TrainProgress,
     TrainQueued,
@@ -156,7 +157,7 @@ __all__ = [
     "SampledCurves", "SaturationPoint", "Scaling", "ScalingRequest", "Scores", "ScoresRequest", "Snapshot",
     "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "Sweep", "SweepRow",
     "SweepSettings", "TRAIN_LIMITS", "TextRequest", "TimingRequest", "TimingRoles", "TimingStatus",
-    "Timings", "TrainContestant", "TrainEnd", "TrainFinal", "TrainInfo", "TrainLine", "TrainProbe",
-    "TrainProgress", "TrainQueued", "TrainRequest", "TrainStart", "TrainSummary", "TranslateRequest",
-    "Translation", "Verdict", "once_each",
+    "Timings", "TrainContestant", "TrainEnd", "TrainFinal", "TrainInfo", "TrainLine", "TrainPlace",
+    "TrainProbe", "TrainProgress", "TrainQueued", "TrainRequest", "TrainStart", "TrainSummary",
+    "TranslateRequest", "Translation", "Verdict", "once_each",
 ]

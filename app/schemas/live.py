@@ -126,7 +126,7 @@ class TrainEnd(Response):
     error: str | None = None
 
 
-class Place(Response):
+class TrainPlace(Response):
     place: int = Field(description="1: next to start")
     starts_in: int = Field(description="seconds until the run is expected to start, from the runs measured "
                                        "on this replica")
@@ -135,7 +135,7 @@ class Place(Response):
 class TrainQueued(Response):
     """A line written while the run waits in the line for a training slot (again as its place moves)."""
 
-    queued: Place
+    queued: TrainPlace
 
 
 # A line of the training process, passed on by POST /api/train: each is checked against this as it
