@@ -1,5 +1,6 @@
 """POST /api/train and GET /api/train: the contract, the limits (422 before any work), one run per
-replica (429), and a run's process ending with its client."""
+replica and the line for it (one place per client, 429 past it), and a run's process ending with its
+client."""
 
 from __future__ import annotations
 
