@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
+from limits import parse
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -88,6 +89,18 @@ class Settings(BaseSettings):
     train_slots: int = Field(1, ge=1)
     # A run's resident memory cap in MB: past it the process is killed and the reader told why.
     train_memory_mb: int = Field(768, ge=128)
+    # Each client's share of the expensive experiments (app/runtime/shares.py), in the `limits`
+    # package's notation (asks per moving window); docs/SERVER.md says why these budgets. A client is
+    # its address (behind a trusted proxy, uvicorn's --forwarded-allow-ips: X-Forwarded-For's first
+    # untrusted one). False: no shares (one reader's tests from one address).
+    shares: bool = True
+    share_train: str = "3/10 minutes"  # POST /api/train: a run is up to ~2 minutes of one core
+    share_timing: str = "3/10 minutes"  # POST /api/timing with refresh: 4-20 s of the model thread
+    share_gradients: str = "60/minute"  # POST /api/gradients: backward passes through every model
+    share_long_lag: str = "60/minute"  # POST /api/long-lag/gradients
+    # Redis that keeps the shares' counters when several replicas serve (redis://host:6379/0);
+    # None: each replica counts in its own memory.
+    redis_url: str | None = None
     # The app's log: one line per request at info (app/request_log.py); warning keeps only faults.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Seconds a client has to send a request's head (line and headers), from connecting or from the
@@ -112,6 +125,23 @@ class Settings(BaseSettings):
     @property
     def limits(self) -> Limits:
         return Limits(self.max_chars, self.max_target_tokens, self.max_gradient_length)
+
+    @property
+    def share_budgets(self) -> dict[str, str]:
+        """The shares by experiment name, empty when they are off."""
+        if not self.shares:
+            return {}
+        return {"train": self.share_train, "timing": self.share_timing, "gradients": self.share_gradients,
+                "long_lag": self.share_long_lag}
+
+    @field_validator("share_train", "share_timing", "share_gradients", "share_long_lag")
+    @classmethod
+    def _a_budget(cls, value: str) -> str:
+        try:
+            parse(value)
+        except ValueError as error:
+            raise ValueError(f"a budget is 'N/period' (e.g. '3/10 minutes'), got {value!r}") from error
+        return value
 
     @field_validator("checkpoints")
     @classmethod

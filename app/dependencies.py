@@ -9,6 +9,7 @@ from fastapi import Depends, Header, Request
 from app.disconnect import MAX_KEY_BYTES, STATE_KEY
 from app.runtime.gone import Gone
 from app.runtime.registry import ModelRegistry
+from app.runtime.shares import Quota, Shares
 
 
 # async: FastAPI runs a plain def dependency on the thread pool, which model requests may hold;
@@ -22,8 +23,29 @@ async def client_gone(request: Request) -> Gone:
     return request.scope.get("state", {}).get(STATE_KEY) or Gone()
 
 
+class ClientShare:
+    """One client's shares: `take(name)` spends an ask (ShareSpentError, 429, when none is left)."""
+
+    def __init__(self, shares: Shares | None, client: str):
+        self.shares = shares
+        self.client = client
+
+    def take(self, name: str) -> Quota | None:
+        if self.shares is None or name not in self.shares.items:
+            return None
+        return self.shares.take(name, self.client)
+
+
+async def client_share(request: Request) -> ClientShare:
+    """The asking client is its address: behind a trusted proxy, uvicorn's ProxyHeadersMiddleware
+    (--forwarded-allow-ips) has already put X-Forwarded-For's first untrusted address there."""
+    client = request.client.host if request.client else "unknown"
+    return ClientShare(getattr(request.app.state, "shares", None), client)
+
+
 Registry = Annotated[ModelRegistry, Depends(get_registry)]
 ClientGone = Annotated[Gone, Depends(client_gone)]
+Share = Annotated[ClientShare, Depends(client_share)]
 
 # Read by app/disconnect.py before the route runs; declared here so the schema documents it and a
 # key too long to be honoured is refused (422) instead of silently ignored.

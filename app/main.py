@@ -57,6 +57,7 @@ from app.runtime.errors import (
 )
 from app.runtime.loading import load_registry
 from app.runtime.metrics import Metrics
+from app.runtime.shares import Shares
 from app.runtime.worker import Abandoned, ModelThread
 from app.schemas import NON_FINITE, ErrorBody
 from app.services import ahead
@@ -111,6 +112,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.registry = app.state.ahead = None
     app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb)
+    budgets = settings.share_budgets
+    app.state.shares = Shares(budgets, settings.redis_url) if budgets else None
     metrics = app.state.metrics = Metrics()
     metrics.watch(lambda: app.state.registry, app.state.live)
     app.add_middleware(Compress)
@@ -181,8 +184,8 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(BusyError)
     def busy(request: Request, error: BusyError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=429,
-                            headers={"Retry-After": str(error.retry_after)})
+        headers = {"Retry-After": str(error.retry_after), **getattr(error, "headers", {})}
+        return JSONResponse({"detail": str(error)}, status_code=429, headers=headers)
 
     @app.exception_handler(Abandoned)
     @app.exception_handler(Stopped)

@@ -1,6 +1,7 @@
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from app.dependencies import Share
 from app.routes import NDJSON, Answered
 from app.schemas import ErrorBody, TrainInfo, TrainRequest
 from app.services.live import LiveRuns
@@ -25,12 +26,19 @@ async def describe(request: Request) -> TrainInfo:
                          "{contestant, step, seconds, loss, accuracy, token_accuracy, map?} (TrainProgress), "
                          "each contestant's last line with done: true (TrainFinal), a summary (TrainSummary), "
                          "and the process's own line (TrainEnd: peak memory, and an error when it was "
-                         "stopped).",
+                         "stopped). When every slot is taken the run waits in a line first, and says so in "
+                         "lines of its own: {queued: {place, starts_in}} (TrainQueued), again as its place "
+                         "moves.",
           "content": {NDJSON: {}}},
-    429: {"model": ErrorBody}})
-async def train(body: TrainRequest, request: Request) -> StreamingResponse:
+    429: {"model": ErrorBody, "description": "this client already has a run going or waiting, the line is "
+                                             "full, or the client's share of runs is used (Retry-After, "
+                                             "RateLimit-Policy and RateLimit say when to ask again)"}})
+async def train(body: TrainRequest, request: Request, share: Share) -> StreamingResponse:
     """Train the contestants live on the task, in a process of its own; the lines stream as they
-    come. Limits are checked before any work (422); one run at a time per replica (429)."""
+    come. Limits are checked before any work (422); one run at a time per replica, and each client's
+    share of runs (429)."""
     live = runs(request)
-    lines = live.start(live.settings(body.model_dump(exclude_none=True)))
+    config = live.settings(body.model_dump(exclude_none=True))
+    share.take("train")
+    lines = live.start(config, share.client)
     return StreamingResponse(lines, media_type=NDJSON, headers={"X-Accel-Buffering": "no"})

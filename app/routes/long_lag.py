@@ -1,6 +1,6 @@
 from fastapi import APIRouter
 
-from app.dependencies import ClientGone, Registry
+from app.dependencies import ClientGone, Registry, Share
 from app.routes import Answered
 from app.schemas import ErrorBody, LagGradients, LagGradientsRequest, LongLagResults
 from app.services import long_lag
@@ -14,7 +14,9 @@ def results(registry: Registry) -> LongLagResults:
     return long_lag.results(registry)
 
 
-@router.post("/long-lag/gradients", response_model=LagGradients, responses={404: {"model": ErrorBody}})
-def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone) -> LagGradients:
+@router.post("/long-lag/gradients", response_model=LagGradients,
+             responses={404: {"model": ErrorBody}, 429: {"model": ErrorBody}})
+def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone, share: Share) -> LagGradients:
     """The gradient curves of the tiny models trained at one lag (and before training)."""
+    share.take("long_lag")
     return long_lag.lag_gradients(registry, body.lag, body.filler, body.initialized, gone)

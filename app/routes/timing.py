@@ -2,7 +2,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from app.dependencies import Registry
+from app.dependencies import Registry, Share
 from app.routes import Answered
 from app.schemas import ErrorBody, TimingRequest, Timings, TimingStatus
 from app.services.timing import bench
@@ -12,14 +12,17 @@ router = APIRouter(prefix="/api", tags=["timing"], route_class=Answered)
 
 @router.post("/timing", response_model=Timings, responses={
     404: {"model": ErrorBody},
-    429: {"model": ErrorBody, "description": "a measurement is running; the Retry-After header says when to "
-                                             "ask again, GET /api/timing/status how far it is"}})
-def timing(registry: Registry, body: Annotated[TimingRequest | None, Body()] = None) -> Timings:
+    429: {"model": ErrorBody, "description": "a measurement is running (GET /api/timing/status says how far it "
+                                             "is), or this client's share of refreshes is used; Retry-After "
+                                             "says when to ask again"}})
+def timing(registry: Registry, share: Share, body: Annotated[TimingRequest | None, Body()] = None) -> Timings:
     """Chapter 6: wall time of a recurrent (LSTM) encoder against one without recurrence (the
     Transformer's), by input length, on this server's device. Takes up to ~20 s the first time;
     the result is kept and answered at once after (`measured_at` says when it was measured;
     `refresh` measures again)."""
     body = body or TimingRequest()
+    if body.refresh:  # a kept result costs nothing; a new measurement spends the client's share
+        share.take("timing")
     return bench(registry).timing(registry, body.lengths, body.refresh, body.recurrent, body.parallel)
 
 

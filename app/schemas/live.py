@@ -126,7 +126,20 @@ class TrainEnd(Response):
     error: str | None = None
 
 
-# A line of POST /api/train: each is checked against this as it passes through the server
+class TrainPlace(Response):
+    place: int = Field(description="1: next to start")
+    starts_in: int = Field(description="seconds until the run is expected to start, from the runs measured "
+                                       "on this replica")
+
+
+class TrainQueued(Response):
+    """A line written while the run waits in the line for a training slot (again as its place moves)."""
+
+    queued: TrainPlace
+
+
+# A line of the training process, passed on by POST /api/train: each is checked against this as it
+# passes through the server
 TrainLine = TrainStart | TrainFinal | TrainProgress | TrainSummary | TrainEnd
 
 
@@ -137,5 +150,6 @@ class TrainInfo(Response):
     limits: LiveLimits
     slots: int = Field(description="runs this replica takes at once")
     running: int = Field(description="runs going on now")
+    waiting: int = Field(0, description="runs waiting in the line for a slot")
     reference: Sweep | None = Field(description="the shipped sweep: final accuracy against length for each "
                                                 "contestant at the default budget")

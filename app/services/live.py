@@ -3,8 +3,12 @@ run in a process of its own beside the server, never on the model thread.
 
 A run is a child process (`python -m models.live run SETTINGS`) at one torch thread and a higher
 nice value, so translation keeps its cores, and killed if the server dies; its progress lines are
-passed on to the client as they come. Each replica runs at most `slots` at once (another asks:
-BusyError, 429 with Retry-After); each run is capped in steps and seconds (checked before any
+passed on to the client as they come. Each replica runs at most `slots` at once; another reader
+waits in a line, first come first served, and is told its place and expected start as lines of
+their own (TrainQueued) until a slot is handed to it: a slot given back goes to the head of the line
+before anyone who asks after, the reader whose run just ended included. A client holds at most one
+place, running or waiting, and the line is bounded (`line_limit`): past either, BusyError (429 with
+Retry-After). Each run is capped in steps and seconds (checked before any
 work) and in resident memory (the process is killed past `memory_mb`); it ends, process and all,
 when its client leaves.
 """
@@ -17,11 +21,14 @@ import json
 import logging
 import math
 import os
+import statistics
 import sys
+import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +36,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from app.config import REPO_ROOT
 from app.runtime.errors import BusyError, InvalidOptionError
-from app.schemas import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine
+from app.schemas import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine, TrainQueued
 from models import live
 from models.live_config import LiveLimits
 
@@ -39,19 +46,39 @@ LINE = TypeAdapter(TrainLine)
 log = logging.getLogger("attention_lab")
 POLL_S = 0.25  # how often the run's memory is read
 START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch, scoring, writing
+LINE_LIMIT = 8  # readers waiting for a slot, per replica
+MEASURED = 8  # recent runs whose durations give the expected start of those waiting
+PLACE_EVERY_S = 5.0  # how often a waiting reader is told its place again, when it moved
+
+
+@dataclass(eq=False)
+class Ticket:
+    """A place in the line: `handed` is set once a slot is this ticket's."""
+
+    client: str
+    config: live.LiveConfig
+    loop: asyncio.AbstractEventLoop  # the server's: a slot may be given back from any thread (a finalizer)
+    handed: asyncio.Event = field(default_factory=asyncio.Event)
+    lease: Lease | None = None
 
 
 class LiveRuns:
     """The replica's training slots and how a run is started, watched and ended."""
 
     def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 768,
-                 limits: LiveLimits | None = None):
+                 limits: LiveLimits | None = None, line_limit: int = LINE_LIMIT):
         self.checkpoints = checkpoints
         self.slots = slots
         self.memory_mb = memory_mb
         self.limits = limits or LiveLimits()
+        self.line_limit = line_limit
         self.running = 0
         self.ends_by = 0.0  # when the latest run ends at the latest (monotonic clock)
+        self.started_at = 0.0  # when the latest run started (monotonic clock)
+        self.waiting: deque[Ticket] = deque()
+        self.holders: set[str] = set()  # clients with a run going or a place in the line
+        self.durations: deque[float] = deque(maxlen=MEASURED)  # seconds of the latest whole runs
+        self.lock = threading.Lock()  # a finalizer may give a slot back from another thread
 
     def describe(self) -> TrainInfo:
         """What GET /api/train answers: tasks, contestants, defaults, limits and the sweep."""
@@ -59,7 +86,7 @@ class LiveRuns:
             tasks=list(live.TASKS),
             contestants=[TrainContestant(name=n, attention=live.attention_of(n)) for n in live.CONTESTANTS],
             defaults=live.LiveConfig(), limits=self.limits, slots=self.slots, running=self.running,
-            reference=self.reference())
+            waiting=len(self.waiting), reference=self.reference())
 
     def reference(self) -> Sweep | None:
         """The shipped sweep (final accuracy against length at the default budget), if any."""
@@ -91,28 +118,99 @@ class LiveRuns:
             raise InvalidOptionError("seed", f"must be 0 to {lim.max_seed}, got {config.seed}")
         return config
 
-    def start(self, config: live.LiveConfig) -> AsyncIterator[str]:
-        """Take a slot (BusyError when none is free) and return the run's NDJSON lines; the slot is
-        given back when the lines end, or when nobody ever reads them."""
-        if self.running >= self.slots:
-            taken = f"every live training slot is taken ({self.slots} on this replica)"
-            raise BusyError(taken, self.retry_after())
-        self.running += 1
-        self.ends_by = time.monotonic() + wall_cap(config)
-        lease = Lease(self)
-        lines = self._lines(config, lease)
-        weakref.finalize(lines, lease.release)  # never iterated (the client left first): freed anyway
+    def start(self, config: live.LiveConfig, client: str = "") -> AsyncIterator[str]:
+        """The run's NDJSON lines: at once when a slot is free and nobody waits, else after lines
+        that tell the reader's place in the line. BusyError when `client` already holds a place, or
+        the line is full. The slot or the place is given back when the lines end, or when nobody
+        ever reads them."""
+        with self.lock:
+            return self._start(config, client)
+
+    def _start(self, config: live.LiveConfig, client: str) -> AsyncIterator[str]:
+        if client in self.holders:
+            raise BusyError("live training: you already have a run going or waiting (one per reader)",
+                            self.retry_after())
+        if self.running < self.slots and not self.waiting:
+            self.holders.add(client)
+            lease = self._take(config, client)
+            lines = self._lines(config, lease)
+            weakref.finalize(lines, lease.release)  # never iterated (the client left first): freed anyway
+            return lines
+        if len(self.waiting) >= self.line_limit:
+            raise BusyError(f"live training: every slot is taken ({self.slots} on this replica) and the line "
+                            f"is full ({self.line_limit} waiting)", self.retry_after())
+        self.holders.add(client)
+        ticket = Ticket(client, config, asyncio.get_running_loop())
+        self.waiting.append(ticket)
+        lines = self._queued(ticket)
+        weakref.finalize(lines, self._leave, ticket)
         return lines
+
+    def place(self, ticket: Ticket) -> tuple[int, int]:
+        """The ticket's place (1: next) and the seconds until it is expected to start: what the
+        running run has left of a typical run, then a typical run per round of slots ahead of it."""
+        with self.lock:
+            place = self.waiting.index(ticket) + 1
+        typical = self.typical_s(ticket.config)
+        left = max(0.0, self.started_at + typical - time.monotonic())
+        return place, math.ceil(left + (place - 1) // self.slots * typical)
+
+    def typical_s(self, config: live.LiveConfig) -> float:
+        """A run's expected duration: the median of the latest measured runs, or its cap before any."""
+        return statistics.median(self.durations) if self.durations else wall_cap(config)
 
     def retry_after(self) -> int:
         """Seconds until the running run ends at the latest (its caps), at least 1."""
         return max(1, math.ceil(self.ends_by - time.monotonic()))
+
+    def _take(self, config: live.LiveConfig, client: str) -> Lease:
+        self.running += 1
+        self.started_at = time.monotonic()
+        self.ends_by = self.started_at + wall_cap(config)
+        return Lease(self, client)
+
+    def _give_back(self, client: str) -> None:
+        """A run ended: its slot goes to the head of the line, or is free."""
+        with self.lock:
+            self.holders.discard(client)
+            self.running -= 1
+            if self.waiting:
+                ticket = self.waiting.popleft()
+                ticket.lease = self._take(ticket.config, ticket.client)
+                ticket.loop.call_soon_threadsafe(ticket.handed.set)
+
+    def _leave(self, ticket: Ticket) -> None:
+        """A waiting reader left: its place, or the slot it was just handed, goes to the next."""
+        with self.lock:
+            if ticket in self.waiting:
+                self.waiting.remove(ticket)
+                self.holders.discard(ticket.client)
+                return
+        if ticket.lease is not None:
+            ticket.lease.release()
+
+    async def _queued(self, ticket: Ticket) -> AsyncIterator[str]:
+        try:
+            told = None
+            while not ticket.handed.is_set():
+                place = self.place(ticket)
+                if told is None or place[0] != told[0]:
+                    told = place
+                    queued = TrainQueued(queued={"place": place[0], "starts_in": place[1]})
+                    yield queued.model_dump_json() + "\n"
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(ticket.handed.wait(), PLACE_EVERY_S)
+            async for line in self._lines(ticket.config, ticket.lease):
+                yield line
+        finally:
+            self._leave(ticket)
 
     async def _lines(self, config: live.LiveConfig, lease: Lease) -> AsyncIterator[str]:
         process = await asyncio.create_subprocess_exec(
             *command(config), cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         peak = [0.0]
+        began = time.monotonic()
         watch = asyncio.create_task(self._watch(process, wall_cap(config), peak))
         try:
             why = None
@@ -129,6 +227,8 @@ class LiveRuns:
             why = why or (watch.result() if watch.done() else None)
             if why is None and process.returncode != 0:
                 why = f"the training process failed (exit {process.returncode})"
+            if why is None:
+                self.durations.append(time.monotonic() - began)
             last = TrainEnd(process=ProcessEnd(peak_mb=round(peak[0], 1), exit=process.returncode), error=why)
             yield last.model_dump_json(exclude_none=True) + "\n"
         finally:  # also when the client leaves: the process goes with it
@@ -169,14 +269,15 @@ def wall_cap(config: live.LiveConfig) -> float:
 class Lease:
     """One taken slot, given back once whatever happens."""
 
-    def __init__(self, runs: LiveRuns):
+    def __init__(self, runs: LiveRuns, client: str):
         self.runs = runs
+        self.client = client
         self.held = True
 
     def release(self) -> None:
         if self.held:
             self.held = False
-            self.runs.running -= 1
+            self.runs._give_back(self.client)
 
 
 async def end(process) -> None:

@@ -23,8 +23,10 @@ def tiny_checkpoints(tmp_path_factory) -> Path:
 
 
 def tiny_settings(folder: Path, **overrides) -> Settings:
-    """Two lanes for /api/compare whatever the machine's cores, so its tests see the same order."""
-    return Settings(**{"checkpoints": folder, "device": "cpu", "cache_size": 0, "lanes": 2, **overrides})
+    """Two lanes for /api/compare whatever the machine's cores, so its tests see the same order; no
+    shares (every test asks from one address; tests/app/test_shares.py turns them on)."""
+    return Settings(**{"checkpoints": folder, "device": "cpu", "cache_size": 0, "lanes": 2, "shares": False,
+                       **overrides})
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,12 @@
 """POST /api/train and GET /api/train: the contract, the limits (422 before any work), one run per
-replica (429), and a run's process ending with its client."""
+replica and the line for it (one place per client, 429 past it), and a run's process ending with its
+client."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import select
 import signal
@@ -95,18 +97,66 @@ def test_the_same_settings_give_the_same_run(client):
     assert firsts() == firsts()
 
 
-def test_a_second_run_while_one_runs_is_told_when_to_retry(client):
+def test_a_second_reader_waits_in_line_then_runs_when_the_slot_is_free(client):
     runs = client.app.state.live
-    taken = runs.start(runs.settings({}))  # holds the replica's one slot until dropped
-    response = client.post("/api/train", json=QUICK)
-    assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
-    # the refusal names what is busy: the training slot, not a timing measurement
-    detail = response.json()["detail"]
-    assert detail.startswith("every live training slot is taken") and "timing" not in detail, detail
-    del taken  # never read: its slot is given back all the same
-    assert client.get("/api/train").json()["running"] == 0
+    taken = runs.start(runs.settings({}), "someone else")  # holds the replica's one slot until dropped
     with client.stream("POST", "/api/train", json=QUICK) as response:
         assert response.status_code == 200
+        lines = response.iter_lines()
+        queued = json.loads(next(lines))["queued"]
+        assert queued["place"] == 1 and queued["starts_in"] >= 1
+        assert client.get("/api/train").json()["waiting"] == 1
+        del taken  # never read: its slot goes to the head of the line
+        rest = [json.loads(line) for line in lines]
+    assert "settings" in rest[0] and rest[-1]["process"]["exit"] == 0
+    assert client.get("/api/train").json()["running"] == 0
+
+
+def test_one_client_holds_one_place_and_the_refusal_names_live_training(client):
+    runs = client.app.state.live
+    taken = runs.start(runs.settings({}), "testclient")  # TestClient's own address
+    response = client.post("/api/train", json=QUICK)
+    assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
+    detail = response.json()["detail"]
+    assert detail.startswith("live training: you already have a run") and "timing" not in detail, detail
+    del taken
+    assert client.get("/api/train").json()["running"] == 0
+
+
+def test_a_full_line_is_refused_naming_it(client, monkeypatch):
+    runs = client.app.state.live
+    monkeypatch.setattr(runs, "line_limit", 0)
+    taken = runs.start(runs.settings({}), "someone else")
+    response = client.post("/api/train", json=QUICK)
+    assert response.status_code == 429 and "the line is full" in response.json()["detail"]
+    del taken
+    assert client.get("/api/train").json()["running"] == 0
+
+
+def test_the_reader_whose_run_ended_waits_behind_those_already_waiting():
+    async def scenario():
+        runs = live_service.LiveRuns(None)
+        config = runs.settings(QUICK)
+        first = runs.start(config, "a")
+        second = runs.start(config, "b")
+        assert json.loads(await anext(second))["queued"]["place"] == 1
+        del first  # a's run ends (never read here: its finalizer gives the slot back)
+        await asyncio.sleep(0)
+        assert runs.running == 1 and not runs.waiting  # the slot went to b, not back to the pool
+        again = runs.start(config, "a")  # a asks again at once: behind b
+        told = json.loads(await anext(again))["queued"]
+        assert told == {"place": 1, "starts_in": again_expected(runs, config)}
+        await again.aclose()
+        await second.aclose()
+        assert runs.running == 0 and not runs.waiting and not runs.holders
+
+    asyncio.run(scenario())
+
+
+def again_expected(runs, config) -> int:
+    """What the line promises the next in line: the running run's expected rest (its cap, nothing
+    measured yet), rounded up."""
+    return math.ceil(max(0.0, runs.started_at + live_service.wall_cap(config) - time.monotonic()))
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")

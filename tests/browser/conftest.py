@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import httpx
@@ -68,7 +69,9 @@ def server_log(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(chromium, tiny_checkpoints, server_log) -> str:
     """Base URL of a uvicorn serving the app on the tiny models; stopped at the end of the session."""
-    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
+    # no shares: every test's reader asks from the one address, many times the budgets of one visit
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
+           "ATTENTION_LAB_SHARES": "false"}
     with server_log.open("w+") as log, serve(env, APP, timeout=60, log_level="info", log=log) as url:
         yield url
 
@@ -175,6 +178,21 @@ def show(page, testid: str):
                               " text: el.textContent.slice(0, 200), update: window.attentionLab.lastUpdate})")
         raise AssertionError(f"plot {testid!r} not shown for the current text: {state}") from error
     return plot
+
+
+def sent_so_far(page) -> None:
+    """Return once every request the page started before now has been reported to the test's
+    listeners: the page fetches a marker, and Playwright reports a page's requests in the order it
+    made them. A test asserting that the page asked nothing calls this (after the work that could
+    have asked is done) instead of waiting a fixed time."""
+    marker = f"/api/health?sent-so-far={uuid.uuid4().hex}"
+    with page.expect_request(lambda request: marker in request.url):
+        page.evaluate("url => { fetch(url); }", marker)
+
+
+def asked_of_the_page(asked: list[str]) -> list[str]:
+    """`asked` without sent_so_far's markers."""
+    return [url for url in asked if "sent-so-far=" not in url]
 
 
 def show_everything(page) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import show, show_everything
+from tests.browser.conftest import asked_of_the_page, sent_so_far, show, show_everything
 from tests.browser.test_figures_unseen import AUDIT, AXE, WCAG
 
 pytestmark = pytest.mark.browser
@@ -50,8 +50,9 @@ def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
         assert page.locator(".plot[data-state='drawn']").evaluate_all(
             f"els => els.flatMap(el => el.data.filter(t => t.type === 'heatmap' && t.colorscale)"
             f".map(t => t.colorscale[0][1])).filter(c => c === '{VIRIDIS_START}')") == []
-        page.wait_for_timeout(300)
-        assert asked == [], "switching the contrast redraws from the answers drawn, asking nothing"
+        sent_so_far(page)  # the redraw is done: whatever it asked has been reported by now
+        assert asked_of_the_page(asked) == [], "switching the contrast redraws from the answers drawn, " \
+                                               "asking nothing"
 
         show_everything(page)  # every figure drawn at high contrast: its lines dark enough, axe content
         drawn = page.locator(".plot[data-state='drawn']").evaluate_all(LINE_CONTRASTS)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from app.config import REPO_ROOT
-from tests.browser.conftest import show_everything
+from tests.browser.conftest import asked_of_the_page, sent_so_far, show_everything
 
 pytestmark = pytest.mark.browser
 
@@ -33,9 +33,10 @@ def switch_to_french(page) -> list[str]:
     try:
         page.get_by_test_id("lang-fr").click()
         page.wait_for_selector("html[data-switched=fr]", state="attached")
+        sent_so_far(page)  # every view has redrawn: whatever they asked has been reported by now
     finally:
         page.remove_listener("request", listen)
-    return asked
+    return asked_of_the_page(asked)
 
 
 def messages(lang: str) -> list[str]:

@@ -3,6 +3,9 @@ stops it, and the page reports what was measured, without a page error."""
 
 from __future__ import annotations
 
+import re
+
+import httpx
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -71,4 +74,28 @@ def test_a_finished_run_says_what_it_measured_and_stays_beside_the_next(open_pag
     assert status.startswith("Copying 4 symbols") and "after 40 steps" in status  # copy: the default task
     names = page.get_by_test_id("live-loss").evaluate("el => el.data.map(t => t.name)")
     assert names == ["lstm (previous run)", "lstm-additive (previous run)", "lstm", "lstm-additive"]
+    assert problems.errors == []
+
+
+def test_a_reader_waiting_in_line_is_told_their_place_then_trains(open_page, server):
+    """Another client (127.0.0.2) holds the replica's one slot: the reader's run waits in line, the
+    status says its place and expected start as the server streamed them, and the run starts once
+    the slot is free."""
+    page, problems = open_page("?tl=4&tsteps=40&tc=lstm,lstm-additive")
+    page.get_by_test_id("live-start").scroll_into_view_if_needed()
+    other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=60)
+    with other, other.stream("POST", f"{server}/api/train", json={"length": 4, "steps": 3000}) as holding:
+        assert holding.status_code == 200
+        lines = holding.iter_lines()
+        next(lines)  # the settings: the other run has the slot
+        page.get_by_test_id("live-start").click()
+        page.wait_for_function("() => document.getElementById('live-status').textContent.includes('in line')")
+        said = page.get_by_test_id("live-status").inner_text()
+        assert re.fullmatch(r"Another run has the training slot: yours is number 1 in line and should start "
+                            r"in about \d+ s\.", said), said
+        assert httpx.get(f"{server}/api/train").json()["waiting"] == 1
+    # the other client hung up: its slot is the reader's
+    page.wait_for_function("() => document.getElementById('live-status').textContent.startsWith('Training ')")
+    page.wait_for_function("() => document.documentElement.dataset.liveRunning === ''", timeout=120_000)
+    assert page.get_by_test_id("live-status").inner_text().startswith("Copying 4 symbols")
     assert problems.errors == []

@@ -65,7 +65,7 @@ async function start() {
   if (runs.length) runs = [runs[runs.length - 1]]; // the last finished run stays beside
   runs.push({ settings, lines: new Map(), finals: new Map(), maps: new Map(), summary: null, error: null });
   busy(true);
-  say(t("run.training", { contestants: settings.contestants.join(", "), task: t(`task.${settings.task}`), length: String(settings.length) }));
+  training(settings);
   prepareMaps(settings.contestants);
   stopped = false;
   await lab.ask();
@@ -75,6 +75,8 @@ async function start() {
 }
 
 function take(run, line) {
+  if (line.queued) return waiting(line.queued);
+  if (line.settings) training(run.settings); // a run that waited in line has its slot now
   if (line.error) run.error = line.error;
   if (line.probe) run.probe = line.probe;
   if (line.summary) run.summary = line.summary;
@@ -87,6 +89,15 @@ function take(run, line) {
   if (line.map) drawMap(run, line.contestant, line);
   drawCurves();
   lab.shown(run); // the sentences and tables in step with every streamed line
+}
+
+function training(settings) {
+  say(t("run.training", { contestants: settings.contestants.join(", "), task: t(`task.${settings.task}`), length: String(settings.length) }));
+}
+
+/** Another reader's run has the slot: this one's place in the server's line and its expected start. */
+function waiting({ place, starts_in }) {
+  say(t("run.queued", { place: String(place), seconds: String(starts_in) }));
 }
 
 function busy(on) {
