@@ -37,6 +37,9 @@ from serving import ROOT, serve, write_report  # bench/serving.py: this script's
 # `make serve`'s uvicorn limits (Makefile UVICORN_LIMITS), as uvicorn's own environment variables
 UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE": "5",
                   "UVICORN_LIMIT_CONCURRENCY": "1024", "UVICORN_BACKLOG": "256"}
+# every simulated reader asks from this one address: no per-client shares (app/runtime/shares.py),
+# which would count them all as one client; a server given with --url keeps its own setting
+SERVER_ENV = {**UVICORN_LIMITS, "ATTENTION_LAB_SHARES": "false"}
 SUBJECTS = ["Je", "Tu", "Il", "Elle", "Nous", "Vous", "Ils", "Mon frère", "La voisine", "Le professeur"]
 VERBS = ["mange", "regarde", "cherche", "aime", "prépare", "oublie", "achète", "lit"]
 OBJECTS = ["du pain", "une pomme", "le journal", "la lettre", "un livre", "les clés", "ce film", "la soupe"]

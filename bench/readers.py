@@ -48,6 +48,9 @@ from serving import serve, write_report  # bench/serving.py: this script's folde
 # `make serve`'s uvicorn limits (Makefile UVICORN_LIMITS), as uvicorn's own environment variables
 UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE": "5",
                   "UVICORN_LIMIT_CONCURRENCY": "1024", "UVICORN_BACKLOG": "256", "MALLOC_ARENA_MAX": "2"}
+# every simulated reader asks from this one address: no per-client shares (app/runtime/shares.py),
+# which would count them all as one client; a server given with --url keeps its own setting
+SERVER_ENV = {**UVICORN_LIMITS, "ATTENTION_LAB_SHARES": "false"}
 SUBJECTS = ["Je", "Tu", "Il", "Elle", "Nous", "Vous", "Ils", "Mon frère", "La voisine", "Le professeur"]
 VERBS = ["mange", "regarde", "cherche", "aime", "prépare", "oublie", "achète", "lit"]
 OBJECTS = ["du pain", "une pomme", "le journal", "la lettre", "un livre", "les clés", "ce film", "la soupe"]
@@ -348,7 +351,7 @@ def main() -> None:
     if args.url:
         rows = measure(args.url.rstrip("/"))
     else:
-        with serve(env=UVICORN_LIMITS) as url:
+        with serve(env=SERVER_ENV) as url:
             time.sleep(10)  # the default sentence's answers computed ahead, as a replica has them by then
             rows = measure(url)
     held_by_place = {where: held(rows, where) for where in places}
