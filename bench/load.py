@@ -238,7 +238,7 @@ def main() -> None:
     if args.url:
         figures = run(args.url.rstrip("/"), args.pid, args.clients, args.seconds)
     else:
-        env = dict(UVICORN_LIMITS)
+        env = dict(SERVER_ENV)
         if args.malloc_arena_max:
             env["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
         with serve(env) as url:
