@@ -402,7 +402,7 @@ def test_length_control_and_gate_views(fresh_page, health, server):
     page.keyboard.press("End")  # keyboard: the longest input the server takes
     page.wait_for_function("n => document.getElementById('grad-plot').data[0].x.length === n", arg=longest)
     assert plot.evaluate("gd => gd.data.map(t => t.name)") == curve_names(server)
-    assert page.locator("#grad-length-value").inner_text() == f"{longest} tokens"
+    assert page.locator("#grad-length-value").inner_text() == f"{longest} pieces"
     assert f"len={longest}" in page.url
     gates = show(page, "gates-plot")
     assert gates.evaluate("gd => gd.data[0].z.length") == 3  # input, forget, output averaged
