@@ -602,11 +602,10 @@ class ModelThread:
                 self.dropped.count(result)
             sentence.settle(result)
 
-    def _dropped(self, sentence: _Sentence, error: BaseException) -> bool:
-        """`sentence` ends with `error` unstarted (nobody wants it); False, for filtering."""
+    def _dropped(self, sentence: _Sentence, error: BaseException) -> None:
+        """`sentence` ends with `error` unstarted (nobody wants it)."""
         self.dropped.count(error)
         sentence.settle(error)
-        return False
 
     def _fail(self, group: tuple[Hashable, int], error: BaseException) -> None:
         """Every sentence of `group` ends with `error`; its pool starts afresh."""
