@@ -12,7 +12,8 @@ from functools import partial
 from typing import Any
 
 from app.runtime.cache import MISSING, ResultCache
-from app.runtime.worker import ORDINARY, Batchable, ModelThread
+from app.runtime.stepping import Batchable
+from app.runtime.worker import ORDINARY, ModelThread
 
 
 @dataclass

@@ -11,7 +11,7 @@ the translation with no maps, computed the cheaper way /api/translate does (the 
 translation).
 
 Every model's job also says how it runs stepped together with other readers' compares of that
-model (worker.Batchable, `ReaderPool`: one decoding step for every reader's sentence at a time,
+model (stepping.Batchable, `ReaderPool`: one decoding step for every reader's sentence at a time,
 models/serving/batch.py), which is how the model thread runs them unless Settings.batch_compares is
 off (app/runtime/worker.py).
 """
@@ -27,8 +27,9 @@ from functools import partial
 
 from app.runtime.gone import Gone
 from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.stepping import Batchable
 from app.runtime.text import Source
-from app.runtime.worker import Abandoned, Batchable
+from app.runtime.worker import Abandoned
 from app.schemas import Attention, ModelFailure, Translation
 from app.services.inference import join_pool, sentence_pool, step_pool
 from app.services.maps import attention_maps_job, attention_of
@@ -71,7 +72,7 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
 
 
 class ReaderPool:
-    """Readers' texts on one model, decoded a step at a time together (worker.Pool over
+    """Readers' texts on one model, decoded a step at a time together (stepping.Pool over
     models/serving/batch.Pool): per text what `_job`'s compute answers, within float rounding."""
 
     def __init__(self, registry: ModelRegistry, entry: LoadedModel, maps: bool):

@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from app.runtime.worker import EXPERIMENT, INTERACTIVE, Abandoned, Batchable, ModelThread
+from app.runtime.stepping import Batchable
+from app.runtime.worker import EXPERIMENT, INTERACTIVE, Abandoned, ModelThread
 from models.decoding import Stopped
 
 
@@ -333,7 +334,7 @@ def test_closing_cancels_what_is_queued():
 
 
 class CountingPool:
-    """A worker.Pool whose sentences are (text, steps): each ends after its number of steps with
+    """A stepping.Pool whose sentences are (text, steps): each ends after its number of steps with
     "text after N steps", or a Stopped when its stop() says so before a step. It records the
     sentences of every join and the size of every step."""
 
