@@ -3,18 +3,17 @@
 // server at once, and after a pause in typing every view is asked about the new text, each round
 // replacing the last (requests.js). Nothing here knows one chapter from another. The page's
 // language is the one the server wrote it in (<html lang>: ?lang=, else the reader's last choice,
-// else Accept-Language, else English); the switch changes it in place: the template's words are
-// rewritten from the catalogue and every view redraws its last answer, so the sentence, the chapter
-// and every control stay as they are and no model is asked again.
+// else Accept-Language, else English); the switch changes it in place (language-switch.js).
 import * as api from "./api.js";
 import { loadCatalog } from "./catalog.js";
-import { language, LANGUAGES, pageLanguage, t, translatePage, useLanguage } from "./i18n.js";
+import { language, pageLanguage, t, useLanguage } from "./i18n.js";
 import { Composer, say, sayAgain } from "./composer.js";
 import { contrastSwitch, startContrast } from "./contrast.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
-import { Embed, offerEmbeds, relabelEmbeds } from "./embed.js";
+import { Embed, offerEmbeds } from "./embed.js";
 import { Keeper } from "./keep.js";
+import { languageSwitch } from "./language-switch.js";
 import { Nav } from "./nav.js";
 import { loadPlotly } from "./plots.js";
 import { Questions } from "./questions.js";
@@ -48,40 +47,6 @@ function update({ lab, page, composer }) {
   const tell = (failures) => say(() => (failures.length
     ? t("status.views-failed", { failures: failures.join(t("list.separator")) }) : null), "error");
   round.update(page.text, tell).then(() => round.announce(page.text));
-}
-
-const A_YEAR_S = 365 * 24 * 3600;
-
-/** Show the page in `lang`, in place; remembered for the next visit (the server reads the cookie). */
-async function switchLanguage(lang, state) {
-  if (!LANGUAGES.includes(lang)) return;
-  document.cookie = `lang=${lang}; Path=/; Max-Age=${A_YEAR_S}; SameSite=Lax`;
-  if (lang === language()) return;
-  await useLanguage(lang);
-  translatePage();
-  state.questions?.relabel();
-  relabelEmbeds();
-  for (const link of document.querySelectorAll(".languages a[data-lang]")) {
-    if (link.dataset.lang === lang) link.setAttribute("aria-current", "true");
-    else link.removeAttribute("aria-current");
-  }
-  sayAgain();
-  if (!state.page) return;
-  state.page.set({ lang });
-  state.composer.showCount();
-  $("numerics").textContent = state.catalog.numericsLine;
-  await state.lab.redraw();
-  document.documentElement.dataset.switched = lang; // for tests: every view redrawn in `lang`
-  window.dispatchEvent(new CustomEvent("lab:language", { detail: { lang } }));
-}
-
-function languageSwitch(state) {
-  for (const link of document.querySelectorAll(".languages a[data-lang]")) {
-    link.addEventListener("click", (event) => {
-      event.preventDefault();
-      switchLanguage(link.dataset.lang, state).catch((error) => console.error(error));
-    });
-  }
 }
 
 async function start() {
