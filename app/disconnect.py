@@ -11,9 +11,8 @@ is `http.disconnect`, either when the client closes the connection or when the r
 A client may also say which of its requests a new one replaces, sooner than closing the old one's
 connection: requests that carry the same `X-Supersede-Key` header (the page sends one key per visit
 with every POST /api/compare) are one stream of asks, and a newer one sets the older one's flag as
-it arrives. Chromium closed an aborted request's connection ~21 ms after `abort()` (median, the page
-typing into a 2-core server), ~14 ms after the newer request had arrived, and the older request's
-models kept both cores busy until then (docs/SERVER.md).
+it arrives. Chromium closes an aborted request's connection only after the newer request has
+arrived, and the older request's models would keep both cores busy until then (docs/SERVER.md).
 """
 
 from __future__ import annotations

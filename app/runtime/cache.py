@@ -2,10 +2,10 @@
 instant. Values are response models (app/schemas/) that nobody mutates after they are stored.
 
 Bounded twice: by entries and by an estimate of the memory the entries hold. One long sentence's
-Transformer maps can weigh ~25 MiB as Python objects, so a count alone could grow a replica by
-gigabytes; a result bigger than the whole budget is simply not kept. Checked on the shipped models
-(docs/SERVER.md, "Load and memory"): the estimate is 1.05x a deep sys.getsizeof for the big results
-that fill the budget, and the process's RSS grows as the estimate does while the cache fills."""
+Transformer maps are large as Python objects, so a count alone could grow a replica by gigabytes; a
+result bigger than the whole budget is simply not kept. The estimate follows a deep sys.getsizeof
+for the big results that fill the budget (tests/app/runtime/test_cache.py holds it within 1.0-1.2x;
+docs/SERVER.md, "Load and memory"), so the process grows as the estimate does while the cache fills."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from prometheus_client.registry import Collector
 
 PREFIX = "attention_lab"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-# from a cached answer (~1 ms) to a long gradient or timing run (seconds)
+# from a cached answer (milliseconds) to a long gradient or timing run (seconds)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 

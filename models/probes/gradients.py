@@ -85,7 +85,7 @@ class Rescale(torch.autograd.Function):
     """Identity on the way forward. On the way back it scales the recurrent state's gradient by a
     power of two that brings its largest entry near 1, and records the exponent (and the squared
     norm it arrived with): a vanilla RNN's gradient shrinks geometrically, and in float32 it would
-    reach the denormal range (CPU arithmetic there is ~10x slower) and then zero (invisible on a
+    reach the denormal range (where CPU arithmetic is slow) and then zero (invisible on a
     log plot)."""
 
     @staticmethod

@@ -1,11 +1,10 @@
-// Ask early, show late. The views change only after a pause in typing (~70 ms), but the server
-// need not wait that long: a text is asked about right away, so when the pause is over the
+// Ask early, show late. The views change only after a pause in typing (PAUSE_MS, main.js), but the
+// server need not wait that long: a text is asked about right away, so when the pause is over the
 // answers are here or on their way, and the update takes what is there.
 //
 // One request per text carries every model (POST /api/compare, answers streamed as each model
-// finishes). Five requests per keystroke, and five aborts at the next, took CPU from the models
-// on a 2-core machine: with one, the last answer came 84-85 ms after the key instead of 110-154
-// (bench/bench_page.py, interleaved runs).
+// finishes). Five requests per keystroke, and five aborts at the next, take CPU from the models
+// on a 2-core machine, so the last answer comes later than with one (bench/bench_page.py).
 //
 // A newer text makes the older one's request worthless: it is aborted, and the server drops
 // work whose client has gone (app/disconnect.py), so the newest text never queues behind it.

@@ -95,7 +95,7 @@ export class UrlState {
 
   /**
    * Like `set`, with the URL written once the browser is idle (within half a second): a new text's
-   * views draw first. history.replaceState took ~3.7 ms of the ~9.5 ms between the pause in typing
+   * views draw first. history.replaceState is a large share of the time between the pause in typing
    * and the first model drawn (Chromium, bench/bench_page.py); the address only needs to be right
    * by the time someone copies it.
    */

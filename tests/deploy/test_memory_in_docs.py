@@ -39,7 +39,8 @@ def _setting_default(name: str) -> int:
 
 def test_deploy_readme_gives_the_pinned_peak_per_replica():
     text = (DEPLOY / "README.md").read_text()
-    section = text[text.index("### Memory per replica"):text.index("\n## ", text.index("### Memory per replica"))]
+    start = text.index("### Memory per replica")
+    section = text[start:text.index("\n## ", start)]
     peaks = re.findall(r"\*\*([\d,]+) MiB peak \(VmHWM\) per replica\*\*", section)
     assert peaks == [str(MEASURED_RSS_MIB)], peaks
     assert re.search(rf"\|\s*\+ ~{MIB_PER_CACHED_RESULT} MiB\s*\|", section), "the cached result's cost"
