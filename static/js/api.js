@@ -165,6 +165,9 @@ export const scores = (text, model, row, temperature, signal) =>
 export const timing = (lengths, refresh, signal) =>
   request("POST", "/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
 export const timingStatus = (signal) => request("GET", "/api/timing/status", undefined, signal);
+/** Chapter 5's one line: softmax(QK^T / sqrt(d_k)) V on `head` of the first encoder layer. */
+export const lookup = (text, head, signal) => request("POST", "/api/lookup", { text, head }, signal);
+
 /** Chapter 7: softmax saturation against d_k, sampled and on the model's own scores. */
 export const scaling = (text, signal) => request("POST", "/api/scaling", { text }, signal);
 /** Chapter 8: the source shuffled (`seed`), encoder maps with positional encoding off and on. */

@@ -1,6 +1,6 @@
-"""Chapters 7 to 10 in the browser, on the tiny models: each chapter opens from a shared URL and
-draws its figures for the typed sentence, its controls work and live in the URL, and every number
-its prose states is the API's own."""
+"""Chapter 5's one line and chapters 7 to 10 in the browser, on the tiny models: each chapter opens
+from a shared URL and draws its figures for the typed sentence, its controls work and live in the
+URL, and every number its prose states is the API's own."""
 
 from __future__ import annotations
 
@@ -19,6 +19,28 @@ def post(server: str, path: str, body: dict) -> dict:
     answer = httpx.post(f"{server}{path}", json={"text": SENTENCE, **body}, timeout=60)
     answer.raise_for_status()
     return answer.json()
+
+
+def test_chapter_5_draws_one_head_s_softmax_rows_and_states_the_check(open_page, server):
+    page, problems = open_page("?ch=5&lhead=1")
+    plot = show(page, "lookup-plot")
+    page.wait_for_function("document.getElementById('lookup-plot').dataset.head === '1'")
+    answer = post(server, "/api/lookup", {"head": 1})
+    assert plot.evaluate("gd => gd.data[0].z") == answer["weights"]
+    assert plot.evaluate("gd => gd.layout.yaxis.ticktext.length") == len(answer["source_tokens"])
+    said = facts(page, "lookup-story")
+    S, d_k = answer["shapes"]["Q"]
+    assert said["line"] == f"softmax(({S}×{d_k}) · ({d_k}×{S}) / √{d_k}) · ({S}×{d_k}) = {S}×{d_k}"
+    assert said["head"] == "2" and said["d-k"] == str(d_k)
+    assert number(said["difference"]) == pytest.approx(answer["max_abs_difference"], rel=0.06)
+    assert number(said["top-weight"]) == pytest.approx(max(map(max, answer["weights"])), rel=0.06)
+    described = plot.get_attribute("aria-describedby")
+    assert described and "first encoder layer" in page.locator(f"[id='{described}']").inner_text()
+    page.get_by_test_id("lookup-head").select_option("0")
+    page.wait_for_function("new URLSearchParams(location.search).get('lhead') === '0'")
+    page.wait_for_function("document.getElementById('lookup-plot').dataset.head === '0'")
+    assert plot.evaluate("gd => gd.data[0].z") == post(server, "/api/lookup", {"head": 0})["weights"]
+    assert problems.errors == []
 
 
 def test_chapter_7_states_the_saturation_the_api_measured(open_page, server):
