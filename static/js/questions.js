@@ -76,6 +76,7 @@ class Question {
   constructor(spec, context, questions) {
     Object.assign(this, { spec, context, questions });
     const root = chapterRoot(spec.chapter);
+    this.root = root;
     this.reveal = wrapReveal(root);
     this.card = el("section", "question");
     this.card.dataset.question = String(spec.chapter);
@@ -156,6 +157,7 @@ class Question {
     this.text = text;
     this.clear();
     this.reveal.hidden = true;
+    this.hideVerdict(true);
     this.skip.hidden = false;
     if (this.spec.later) {
       this.offer(this.spec.ask(this.context));
@@ -284,7 +286,17 @@ class Question {
   /** Show the chapter (answered, skipped, or not askable). */
   open() {
     this.reveal.hidden = false;
+    this.hideVerdict(false);
     this.skip.hidden = true;
+  }
+
+  /**
+   * A claim that states the question's answer marks that part (`data-verdict` in its message): hidden
+   * while the question waits, by an attribute of the section, so that the message rewritten in another
+   * language stays hidden too (questions.css).
+   */
+  hideVerdict(hidden) {
+    this.root.toggleAttribute("data-verdict-hidden", hidden);
   }
 
   /** "Just show me": the card steps aside and the chapter shows. */

@@ -98,7 +98,7 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         return str(in_range(value, [0.5, 0.8, 0.95])), value
     if chapter == "8":
         checks = post(server, "order", {"text": text, "seed": defaults["seed"]})["checks"]
-        value = checks["pe_on"]["max_abs_difference"]
+        value = checks["pe_off"]["max_abs_difference"]  # the claim's own case
         return str(in_range(value, [1e-3, 0.1])), value
     if chapter == "9":
         model = next(m["name"] for m in catalog if "encoder" in m["attention_kinds"])
@@ -214,6 +214,33 @@ def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, s
         assert any(part in request["url"] for part in ("/api/", "/static/", "/vendor/")), request
         body = request["body"].lower()
         assert not any(word in body for word in ("guess", "verdict", "choice", "question", "progress")), request
+    assert not problems.errors
+
+
+def test_chapter_8_s_claim_keeps_its_verdict_until_the_answer(first_visit, server):
+    """q.8 asks what chapter 8's claim states: the claim's verdict is hidden until the answer, in
+    either language, from the first paint, and again when the question is asked again."""
+    written = httpx.get(f"{server}/?ask=1", timeout=60).text
+    assert "data-verdict-hidden" in written.split('id="chapter-8"')[1].split(">")[0]
+    page, problems, _ = first_visit
+    first_load(page, f"{server}/?ch=8&text={FIRST}")
+    claim = page.locator("section[data-chapter='8'] .chapter__claim")
+    verdict, wait = claim.locator("[data-verdict]"), claim.locator("[data-verdict-wait]")
+    card = posed(page, "8")
+    assert verdict.is_hidden() and wait.is_visible()
+    assert "same map" not in claim.inner_text()
+    page.get_by_test_id("lang-fr").click()
+    page.wait_for_function("document.documentElement.lang === 'fr'")
+    assert claim.locator("[data-verdict]").is_hidden() and "ensemble" not in claim.inner_text()
+    page.get_by_test_id("lang-en").click()
+    page.wait_for_function("document.documentElement.lang === 'en'")
+    card.locator("button[data-choice='0']").click()
+    claim.locator("[data-verdict]").wait_for(state="visible")
+    assert claim.locator("[data-verdict-wait]").is_hidden() and "same map" in claim.inner_text()
+    type_sentence(page, SECOND)  # answered: the claim stays whole for a new sentence
+    assert claim.locator("[data-verdict]").is_visible()
+    card.get_by_test_id("question-8-again").click()
+    assert claim.locator("[data-verdict]").is_hidden()
     assert not problems.errors
 
 

@@ -255,16 +255,16 @@ const order = {
   chapter: 8,
   measure: (text, ctx, signal) => api.order(text, ctx.page.shuffle, signal),
   pose(answer) {
-    // the encoding on, as trained: the claim says the order comes back, not how much it moves the maps
-    const on = answer.checks.pe_on.max_abs_difference;
-    const { choices, right, close } = amongRanges(on, CHANGE_EDGES, "q.8.choice");
+    // the claim's own case, the encoding off; the claim's verdict stays hidden until the answer (questions.js)
+    const off = answer.checks.pe_off.max_abs_difference;
+    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "q.8.choice");
     return {
       prompt: t("q.8.prompt", { shuffled: answer.shuffled_text }),
-      choices, right, close, measured: on,
+      choices, right, close, measured: off,
       says: (id) => t("q.8.says", {
         guess: choices[Number(id)].label,
-        value: power(on),
-        off: power(answer.checks.pe_off.max_abs_difference),
+        value: power(off),
+        on: power(answer.checks.pe_on.max_abs_difference),
       }),
     };
   },
