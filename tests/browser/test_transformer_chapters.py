@@ -274,6 +274,36 @@ def test_chapter_10_draws_one_label_per_position_with_the_api_losses(open_page, 
     assert problems.errors == []
 
 
+def test_chapter_10_scores_a_typed_reference_beside_the_translation_and_says_a_refusal(open_page, server):
+    page, problems = open_page("?ch=10")
+    plot = show(page, "labels-plot")
+    own = post(server, "/api/next-token", {})
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.labels === n",
+                           arg=str(len(own["labels"])))
+    box, said = page.get_by_test_id("labels-reference"), page.get_by_test_id("labels-reference-status")
+    where = "() => [scrollY, document.getElementById('labels-plot').getBoundingClientRect().top," \
+            " document.getElementById('labels-reference-status').getBoundingClientRect().height]"
+    before = page.evaluate(where)
+    box.press_sequentially("I'm eating bread.", delay=30)
+    reference = post(server, "/api/next-token", {"reference": "I'm eating bread."})
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.reference === n",
+                           arg=str(len(reference["labels"])))
+    assert plot.evaluate("gd => gd.data[0].y") == own["losses"]
+    assert plot.evaluate("gd => gd.data[1].y") == reference["losses"]
+    assert said.get_attribute("data-state") == "scored"
+    assert number(said.inner_text().split("mean loss ")[1].split(" ")[0]) == pytest.approx(
+        reference["mean_loss"], rel=0.06)
+    assert page.evaluate(where) == before, "typing a reference moved the page"
+    box.fill("bread " * 100)  # over the server's limit: refused in words, the model's own bars kept
+    page.wait_for_function("document.getElementById('labels-reference-status').dataset.state === 'bad'")
+    assert "reference" in said.inner_text() and "500" in said.inner_text()
+    page.wait_for_function("document.getElementById('labels-plot').dataset.reference === ''")
+    assert plot.evaluate("gd => gd.data.length") == 1 and plot.evaluate("gd => gd.data[0].y") == own["losses"]
+    assert page.evaluate(where) == before
+    refused = "Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)"
+    assert [e for e in problems.errors if e != refused] == []  # Chromium's own line for the refused request
+
+
 def test_chapter_9_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):
     info = with_heads(catalog)
     page, problems = open_page("?ch=9")
