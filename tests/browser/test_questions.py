@@ -244,6 +244,35 @@ def test_chapter_8_s_claim_keeps_its_verdict_until_the_answer(first_visit, serve
     assert not problems.errors
 
 
+def test_chapter_9_s_sub_layer_part_has_its_own_question_from_the_shipped_scores(first_visit, server, catalog):
+    """A question of one part of a chapter: asked once the chapter's own is answered, it hides that
+    part only, and its answer is the shipped evaluation's (GET /api/models' `sublayers`)."""
+    model = next(m for m in catalog if "encoder" in m["attention_kinds"])
+    scores = {s["off"]: s["bleu"] for s in model["sublayers"]}
+    right = str(in_range(scores["feed_forward"] / scores[None], [0.25, 0.75]))
+    page, problems, _ = first_visit
+    first_load(page, f"{server}/?ch=9&text={FIRST}")
+    part = page.locator("[data-reveal='9-sublayers']")
+    own = posed(page, "9")
+    assert part.evaluate("el => el.hidden") and page.locator("[data-reveal='9']").evaluate("el => el.hidden")
+    own.locator("button[data-choice]").first.click()
+    card = posed(page, "9-sublayers")
+    hidden = "el => el.hidden"
+    assert part.evaluate(hidden) and not page.locator("[data-reveal='9']").evaluate(hidden)
+    assert f"{scores[None]:.3g}" in card.locator(".question__prompt").text_content()
+    card.locator(f"button[data-choice='{right}']").click()
+    result = card.locator(".question__result[data-verdict]")
+    result.wait_for()
+    assert result.get_attribute("data-verdict") == "right" and not part.evaluate("el => el.hidden")
+    assert float(result.get_attribute("data-measured")) == pytest.approx(scores["feed_forward"])
+    # the navigation marks the chapter's own question, not its part's
+    mark = page.locator(".site-nav a[data-chapter='9'] .site-nav__progress")
+    assert mark.get_attribute("data-progress") == own.locator(".question__result").get_attribute("data-verdict")
+    type_sentence(page, SECOND)  # the shipped scores do not change with the sentence: answered for good
+    assert not part.evaluate(hidden) and card.get_by_test_id("question-9-sublayers-again").is_hidden()
+    assert not problems.errors
+
+
 def test_the_timing_question_is_measured_after_the_guess(first_visit, server):
     """Chapter 6 does not depend on the sentence: its question is posed at once, and the server's
     timing (kept once measured) is asked for only after the guess."""
@@ -265,7 +294,7 @@ def test_just_show_me_shows_everything_and_is_remembered(first_visit, server):
     page, problems, _ = first_visit
     first_load(page, f"{server}/")
     reveals = page.locator("[data-reveal]")
-    assert reveals.count() == len(CHAPTERS) + 1  # and chapter 6's
+    assert reveals.count() == len(CHAPTERS) + 2  # and chapter 6's, and chapter 9's part on its sub-layers
     assert all(reveals.evaluate_all("els => els.map(e => e.hidden)"))
     page.get_by_test_id("question-mode-show").check()
     assert not any(reveals.evaluate_all("els => els.map(e => e.hidden)"))

@@ -98,10 +98,10 @@ export function describe(answer) {
 
 export function rows(answer) {
   const { own, reference } = answer;
-  const lines = (scored, which) => scored.labels.map((piece, i) => [which, String(i + 1), showToken(piece), fmt(scored.losses[i])]);
+  const lines = (scored, which) => scored.labels.map((piece, i) => [String(i + 1), which, showToken(piece), fmt(scored.losses[i])]);
   return {
     caption: t("labels.caption", { model: own.model, translation: own.translation }),
-    headers: [t("labels.scored"), t("labels.position"), t("labels.label"), t("labels.y-axis")],
+    headers: [t("labels.position"), t("labels.scored"), t("labels.label"), t("labels.y-axis")],
     rows: [...lines(own, own.translation), ...(reference ? lines(reference, reference.translation) : [])],
   };
 }

@@ -12,6 +12,8 @@
 //                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
 //                                `measure` runs once the reader has guessed
 //   fixed                        true: the question does not depend on the sentence: posed once
+//   part                         optional: the id of the part of the chapter it precedes and hides
+//                                (asked once the chapter's own question is answered), not the chapter
 import * as api from "../api.js";
 import { BUCKETS, bucketOf } from "../catalog.js";
 import { number, t } from "../i18n.js";
@@ -357,4 +359,29 @@ const point = {
   },
 };
 
-export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, predict, point];
+/** Shares of the shipped BLEU kept with every feed-forward sub-layer off: under a quarter, to three quarters, above. */
+const KEPT_EDGES = [0.25, 0.75];
+
+const roomToThink = {
+  chapter: 9,
+  part: "sublayers",
+  fixed: true, // the shipped evaluation does not change with the sentence: posed once
+  // the Transformer scored with its sub-layers switched off (GET /api/models' `sublayers`): no request
+  measure: () => Promise.resolve(null),
+  pose(_, { catalog }) {
+    const model = catalog.withHeads[0];
+    const scores = model?.sublayers || [];
+    const all = scores.find((s) => s.off === null);
+    const off = scores.find((s) => s.off === "feed_forward");
+    if (!all || !off || !(all.bleu > 0)) return null;
+    const kept = off.bleu / all.bleu;
+    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "q.9.sublayers.choice");
+    return {
+      prompt: t("q.9.sublayers.prompt", { model: model.name, bleu: plain(all.bleu) }),
+      choices, right, close, measured: off.bleu,
+      says: (id) => t("q.9.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
+    };
+  },
+};
+
+export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, roomToThink, predict, point];
