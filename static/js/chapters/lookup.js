@@ -27,7 +27,9 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("lookup-plot")];
-export const ask = (text, signal) => api.lookup(text, lab.page.lhead, signal);
+/** The URL's head, within the heads the catalogue says the model has (a link may name one it lacks). */
+const headAsked = () => Math.max(0, Math.min(lab.page.lhead, (lab.catalog.withHeads[0]?.heads ?? 1) - 1));
+export const ask = (text, signal) => api.lookup(text, headAsked(), signal);
 export const failure = (error) => couldNot(t("lookup.what"), error);
 
 const weightMap = (answer) => ({ weights: answer.weights, rows: answer.source_tokens, cols: answer.source_tokens });
