@@ -48,12 +48,14 @@ def tiny_metrics(seed: int) -> dict:
 
 
 def tiny_sublayers(seed: int) -> dict:
-    """Made-up figures in the shape of sublayers.json: the model scored with each sub-layer switch off."""
+    """Made-up figures in the shape of sublayers.json: the model scored with each sub-layer switch off
+    (whole BLEU points, which the page's two significant digits write exactly)."""
     base = tiny_metrics(seed)["bleu"]
     kept = {None: 1.0, "feed_forward": 0.05, "residual_attention": 0.3, "residual_feed_forward": 0.6}
+    bleu = {off: float(round(base * k)) for off, k in kept.items()}
     return {"split": "test", "split_hash": f"{seed:016x}", "pairs": 6300, "decoding": "greedy",
-            "variants": [{"off": off, "bleu": base * k, "bleu_low": base * k - 1, "bleu_high": base * k + 1,
-                          "chrf": base * k + 15, "decode_seconds": 1.5} for off, k in kept.items()]}
+            "variants": [{"off": off, "bleu": b, "bleu_low": b - 1, "bleu_high": b + 1, "chrf": b + 15,
+                          "decode_seconds": 1.5} for off, b in bleu.items()]}
 
 
 SUBLAYER_MODELS = ("transformer",)  # the tiny models scored with their sub-layers switched off
