@@ -31,6 +31,7 @@ from app.routes import (
     health,
     live,
     long_lag,
+    lookup,
     maps,
     models,
     next_token,
@@ -127,8 +128,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_wait=settings.max_wait)
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
     app.add_middleware(RequestLog, metrics=metrics)  # outermost of ours: every answer is timed and logged
-    for module in (health, models, translate, maps, compare, recurrence, scores, timing, gradients, long_lag,
-                   scaling, order, heads, predict, next_token, snapshots, live, recap, pages, metrics_route):
+    for module in (health, models, translate, maps, compare, recurrence, scores, lookup, timing, gradients,
+                   long_lag, scaling, order, heads, predict, next_token, snapshots, live, recap, pages,
+                   metrics_route):
         document_errors(module.router)
         app.include_router(module.router)
     if settings.docs:

@@ -47,6 +47,18 @@ def tiny_metrics(seed: int) -> dict:
                                for b, n, d in buckets]}
 
 
+def tiny_sublayers(seed: int) -> dict:
+    """Made-up figures in the shape of sublayers.json: the model scored with each sub-layer switch off
+    (whole BLEU points, which the page's two significant digits write exactly)."""
+    base = tiny_metrics(seed)["bleu"]
+    kept = {None: 1.0, "feed_forward": 0.05, "residual_attention": 0.3, "residual_feed_forward": 0.6}
+    bleu = {off: float(round(base * k)) for off, k in kept.items()}
+    return {"split": "test", "split_hash": f"{seed:016x}", "pairs": 6300, "decoding": "greedy",
+            "variants": [{"off": off, "bleu": b, "bleu_low": b - 1, "bleu_high": b + 1, "chrf": b + 15,
+                          "decode_seconds": 1.5} for off, b in bleu.items()]}
+
+
+SUBLAYER_MODELS = ("transformer",)  # the tiny models scored with their sub-layers switched off
 SNAPSHOT_MODELS = ("lstm-additive", "transformer")  # the tiny models trained "with snapshots"
 SNAPSHOT_STEPS = (1, 2)  # their stored snapshots; step 0 is the initialization, 3 the shipped weights
 SENTENCES = [Pair("Je mange du pain.", "I eat bread."), Pair("Le chat dort.", "The cat sleeps.")]
@@ -66,6 +78,8 @@ def write_tiny_checkpoints(folder: Path, names=MODEL_NAMES, extra: dict[str, Mod
         checkpoint.save(build(model_config), folder / name, {"name": name})
         checkpoint.write_json(folder / name / checkpoint.METRICS, tiny_metrics(seed))
         checkpoint.write_json(folder / name / checkpoint.CURVE, CURVE)
+        if name in SUBLAYER_MODELS:
+            checkpoint.write_json(folder / name / checkpoint.SUBLAYERS, tiny_sublayers(seed))
         if name in SNAPSHOT_MODELS:
             write_tiny_snapshots(folder, name, seed)
     return folder

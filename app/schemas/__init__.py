@@ -87,6 +87,10 @@ from app.schemas.long_lag import (
     LongLagResults,
     LossPoint,
 )
+from app.schemas.lookup import (
+    Lookup,
+    LookupRequest,
+)
 from app.schemas.next_token import (
     NextToken,
     NextTokenRequest,
@@ -155,7 +159,8 @@ __all__ = [
     "Dropped", "EXAMPLE_TEXT", "ErrorBody", "Example", "GateMeans", "Gates", "GradientCurve", "Gradients",
     "GradientsRequest", "HEADS_OFF", "HeadContribution", "HeadEffect", "HeadSpread", "HeadSwitch", "Heads",
     "HeadsRequest", "Health", "KeptPoint", "LagGradients", "LagGradientsRequest", "LagRun", "LagTask",
-    "LengthBucket", "LengthTiming", "LongLagResults", "LossPoint", "Metrics", "ModelFailure", "ModelInfo",
+    "LengthBucket", "LengthTiming", "LongLagResults", "Lookup", "LookupRequest", "LossPoint", "Metrics",
+    "ModelFailure", "ModelInfo",
     "NON_FINITE", "NextToken", "NextTokenRequest", "NonFiniteAnswerError", "Numerics", "Order", "OrderCheck",
     "OrderRequest", "POSITIONAL",
     "PageDefaults", "PositionalTable", "PredictRequest", "PredictedStep", "Prediction", "ProcessEnd",

@@ -25,6 +25,7 @@ from app.schemas import (
     CompareRequest,
     GradientsRequest,
     HeadsRequest,
+    LookupRequest,
     NextTokenRequest,
     OrderRequest,
     PredictRequest,
@@ -39,6 +40,7 @@ from app.services.comparison import comparison
 from app.services.gradients import gradient_curves
 from app.services.heads import heads
 from app.services.inference import DecodeOptions
+from app.services.lookup import lookup
 from app.services.next_token import next_token
 from app.services.order import order
 from app.services.predict import prediction
@@ -86,6 +88,8 @@ def first_visit(registry: ModelRegistry, text: str = defaults.TEXT) -> list[Ask]
                  lambda r, b, c: attention_scores(r, b.text, b.model, b.row, b.temperature, c))
              for name in aligning]  # chapter 5
     asks += [
+        Ask("/api/lookup", {"text": text, "head": 0}, LookupRequest,  # chapter 5's one line
+            lambda r, b, c: lookup(r, b.text, b.model, b.head, c)),
         Ask("/api/scaling", {"text": text}, ScalingRequest,  # chapter 7
             lambda r, b, c: scaling(r, b.text, b.model, tuple(b.d_k) if b.d_k else None, b.keys, c)),
         Ask("/api/order", {"text": text, "seed": defaults.SEED}, OrderRequest,  # chapter 8

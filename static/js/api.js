@@ -165,6 +165,9 @@ export const scores = (text, model, row, temperature, signal) =>
 export const timing = (lengths, refresh, signal) =>
   request("POST", "/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
 export const timingStatus = (signal) => request("GET", "/api/timing/status", undefined, signal);
+/** Chapter 5's one line: softmax(QK^T / sqrt(d_k)) V on `head` of the first encoder layer. */
+export const lookup = (text, head, signal) => request("POST", "/api/lookup", { text, head }, signal);
+
 /** Chapter 7: softmax saturation against d_k, sampled and on the model's own scores. */
 export const scaling = (text, signal) => request("POST", "/api/scaling", { text }, signal);
 /** Chapter 8: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
@@ -177,11 +180,12 @@ export const heads = (text, model, headsOff, signal) =>
   request("POST", "/api/heads", { text, model, heads_off: headsOff }, signal);
 /** Chapter 11: the recap's rows measured on `text`, one request for them all. */
 export const recap = (text, signal) => request("POST", "/api/recap", { text }, signal);
-/** Chapter 10: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
 /** A greedy translation by the Transformer with some of its sub-layer switches off (chapter 9). */
 export const translateWith = (text, model, sublayersOff, signal) =>
   request("POST", "/api/translate", { text, model, sublayers_off: sublayersOff }, signal);
-export const nextToken = (text, model, signal) =>
-  request("POST", "/api/next-token", model ? { text, model } : { text }, signal);
+/** Chapter 10's free labels: the loss at each position of the model's own translation, or of an English `reference`. */
+export const nextToken = (text, model, signal, reference = null) =>
+  request("POST", "/api/next-token", { text, ...(model ? { model } : {}), ...(reference ? { reference } : {}) }, signal);
+/** Chapter 10: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
 export const predict = (text, model, prefix, topK, beamSize, signal) =>
   request("POST", "/api/predict", { text, model, prefix, top_k: topK, beam_size: beamSize }, signal);

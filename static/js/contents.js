@@ -44,6 +44,7 @@ import * as lagGradients from "./chapters/lag-gradients.js";
 import * as live from "./chapters/live.js";
 import * as liveRun from "./chapters/live-run.js";
 import * as longLag from "./chapters/long-lag.js";
+import * as lookup from "./chapters/lookup.js";
 import * as nextToken from "./chapters/next-token.js";
 import * as order from "./chapters/order.js";
 import * as predict from "./chapters/predict.js";
@@ -60,5 +61,5 @@ import * as glance from "./glance.js";
 // The first screen's translation (glance.js) comes first: it answers the first key.
 export const VIEWS = [
   glance, training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
-  alignment, alignmentReplay, scores, timing, scaling, order, heads, headsReplay, headsLab, sublayers, predict, nextToken, recap,
+  alignment, alignmentReplay, scores, lookup, timing, scaling, order, heads, headsReplay, headsLab, sublayers, predict, nextToken, recap,
 ];

@@ -76,19 +76,23 @@ class Question {
   constructor(spec, context, questions) {
     Object.assign(this, { spec, context, questions });
     const root = chapterRoot(spec.chapter);
-    this.reveal = wrapReveal(root);
+    this.root = root;
+    // a question of one part of a chapter (`part`: the element's id) hides that part only, after the chapter's own
+    this.key = spec.part ? `${spec.chapter}-${spec.part}` : String(spec.chapter);
+    this.reveal = spec.part ? root.querySelector(`#${spec.part}`) : wrapReveal(root);
+    if (spec.part) this.reveal.dataset.reveal = this.key;
     this.card = el("section", "question");
-    this.card.dataset.question = String(spec.chapter);
-    this.card.dataset.testid = `question-${spec.chapter}`;
+    this.card.dataset.question = this.key;
+    this.card.dataset.testid = `question-${this.key}`;
     label(this.card, "q.label", { chapter: spec.chapter }, "aria-label");
     this.kicker = label(el("p", "question__kicker"), "q.kicker");
     this.prompt = el("p", "question__prompt");
-    this.prompt.id = `question-${spec.chapter}-prompt`;
+    this.prompt.id = `question-${this.key}-prompt`;
     this.choices = el("div", "question__choices");
     this.choices.setAttribute("role", "group");
     this.choices.setAttribute("aria-labelledby", this.prompt.id);
     this.result = el("p", "question__result");
-    this.result.dataset.testid = `question-${spec.chapter}-result`;
+    this.result.dataset.testid = `question-${this.key}-result`;
     this.result.setAttribute("aria-live", "polite");
     this.result.hidden = true;
     this.result.tabIndex = -1; // the keyboard lands on the comparison once the guess is made
@@ -97,11 +101,11 @@ class Question {
     this.skip.addEventListener("click", () => this.pass());
     this.again = label(el("button", "question__skip question__again"), "q.again");
     this.again.type = "button";
-    this.again.dataset.testid = `question-${spec.chapter}-again`;
+    this.again.dataset.testid = `question-${this.key}-again`;
     this.again.hidden = true;
     this.again.addEventListener("click", () => this.askAgain());
     this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip, this.again);
-    const written = root.querySelector("[data-question]"); // the template's, of the same build
+    const written = spec.part ? null : root.querySelector("[data-question]"); // the template's, of the same build
     if (written) written.replaceWith(this.card);
     else this.reveal.before(this.card);
     this.lab = null; // the request lifecycle's hands, once mounted
@@ -156,6 +160,7 @@ class Question {
     this.text = text;
     this.clear();
     this.reveal.hidden = true;
+    this.hideVerdict(true);
     this.skip.hidden = false;
     if (this.spec.later) {
       this.offer(this.spec.ask(this.context));
@@ -240,7 +245,7 @@ class Question {
     delete this.result.dataset.i18n;
     this.result.textContent = `${t(`q.verdict.${verdict}`)} ${posed.says(id)}`;
     this.result.hidden = false;
-    this.questions.progress(this.spec.chapter, verdict);
+    if (!this.spec.part) this.questions.progress(this.spec.chapter, verdict); // the navigation marks a chapter's own
     this.open();
     this.seen = true;
     this.questions.told();
@@ -284,7 +289,17 @@ class Question {
   /** Show the chapter (answered, skipped, or not askable). */
   open() {
     this.reveal.hidden = false;
+    this.hideVerdict(false);
     this.skip.hidden = true;
+  }
+
+  /**
+   * A claim that states the question's answer marks that part (`data-verdict` in its message): hidden
+   * while the question waits, by an attribute of the section, so that the message rewritten in another
+   * language stays hidden too (questions.css).
+   */
+  hideVerdict(hidden) {
+    if (!this.spec.part) this.root.toggleAttribute("data-verdict-hidden", hidden);
   }
 
   /** "Just show me": the card steps aside and the chapter shows. */
@@ -330,7 +345,7 @@ export class Questions {
 
   /** Which chapters the reader may see the measurements of (store `revealed`: the recap reads it). */
   told() {
-    const hidden = this.asking ? this.list.filter((q) => !q.seen).map((q) => String(q.spec.chapter)) : [];
+    const hidden = this.asking ? this.list.filter((q) => !q.seen && !q.spec.part).map((q) => String(q.spec.chapter)) : [];
     store.set("revealed", { hidden: new Set(hidden) });
   }
 
@@ -366,7 +381,7 @@ export class Questions {
   relabel() {
     for (const q of this.list) {
       q.relabel();
-      if (q.result.dataset.verdict) this.progress(q.spec.chapter, q.result.dataset.verdict);
+      if (q.result.dataset.verdict && !q.spec.part) this.progress(q.spec.chapter, q.result.dataset.verdict);
     }
   }
 

@@ -4,7 +4,8 @@
 // experiment's input length), factor (its per-step view), filler and lag (the long-lag
 // experiment); ch (the chapter in view, its number in the story), curve and x (chapter 1's
 // quantity and axis), show (chapter 1's one model, empty: all), step (chapter 2's piece, from 0),
-// row and temp (chapter 5's output word, from 0, and temperature), tlen (chapter 6's lengths,
+// row and temp (chapter 5's output word, from 0, and temperature), lhead (chapter 5's head of the one
+// line, from 0), tlen (chapter 6's lengths,
 // comma-separated; absent: the server's), shuffle and ohead (chapter 8's seed and head, from 0),
 // off (chapter 9's heads switched off, "kind.L.H;..." counted from 1), rollout (1: shown) and sel
 // (the source pieces whose attention is summed, from 0, comma-separated); pmodel, beam and prefix
@@ -67,6 +68,7 @@ export class UrlState {
     const lengths = (q.get("tlen") || "").split(",").map(Number);
     this.shuffle = count(q.get("shuffle")) || opening.seed;
     this.ohead = count(q.get("ohead"));
+    this.lhead = count(q.get("lhead"));
     const fits = (h) => catalog.withHeads.some((m) => h.layer < m.layers && h.head < m.heads);
     this.off = parseOff(q.get("off")).filter(fits);
     this.rollout = q.get("rollout") === "1";
@@ -111,7 +113,7 @@ export class UrlState {
       lang: this.lang, text: this.text, glance: this.glance || "", model: this.model || "", kind: this.kind, head: `${this.layer + 1}.${this.head + 1}`,
       len: String(this.length), factor: this.factor, filler: this.filler, lag: String(this.lag || ""),
       ch: this.ch || "", curve: this.curve, x: this.x, show: this.show, step: String(this.step),
-      row: String(this.row), temp: String(this.temp), shuffle: String(this.shuffle), ohead: String(this.ohead),
+      row: String(this.row), temp: String(this.temp), lhead: String(this.lhead), shuffle: String(this.shuffle), ohead: String(this.ohead),
       off: this.off.map(offKey).join(";"), rollout: this.rollout ? "1" : "", sel: this.sel.join(","),
       pmodel: this.pmodel || "", beam: String(this.beam), prefix: this.prefix.join(" "),
     });

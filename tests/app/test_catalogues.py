@@ -60,6 +60,7 @@ DYNAMIC = {
     "q.3.choice.": "chapter 3's ranges", "q.6.choice.": "chapter 6's", "q.9.choice.": "chapter 9's shares",
     "q.10.choice.": "chapter 10's ranges",
     "q.7.choice.": "chapter 7's ranges", "q.8.choice.": "chapter 8's ranges",
+    "q.9.sublayers.choice.": "chapter 9's shares of BLEU kept",
     "q.11.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
 SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js"))]

@@ -54,9 +54,8 @@ def test_the_first_visit_is_every_chapter_in_reading_order(tiny_checkpoints):
     with load_registry(tiny_checkpoints, device="cpu", cache_size=0) as registry:
         paths = [ask.path for ask in ahead.first_visit(registry)]
     assert paths == ["/api/compare", "/api/recurrence", "/api/gradients", "/api/scores", "/api/scores",
-                     "/api/scaling", "/api/order", "/api/heads", *["/api/translate"] * 4, "/api/predict",
-                     "/api/next-token",
-                     "/api/recap"]
+                     "/api/lookup", "/api/scaling", "/api/order", "/api/heads", *["/api/translate"] * 4,
+                     "/api/predict", "/api/next-token", "/api/recap"]
 
 
 def test_a_first_visit_finds_every_answer_computed_ahead(tiny_checkpoints):

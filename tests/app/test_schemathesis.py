@@ -19,8 +19,8 @@ from tests.app.conftest import tiny_settings
 # Checked by the server, not by the schema (they depend on the settings or on the model asked for),
 # each said in its field's description and refused as 422 naming the field: a schema-valid request
 # refused for one of these is what the schema promises, not a "valid request rejected".
-SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "heads_off", "model", "models", "permutation",
-                  "positional", "prefix", "reference", "row"}
+SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "head", "heads_off", "model", "models",
+                  "permutation", "positional", "prefix", "reference", "row"}
 # POST /api/scaling: its schema bounds the work (12 widths up to 1,024, 32 keys: seconds at worst), but
 # 20 such cases would take a minute of the suite; its bounds and bad input are tested in
 # tests/app/services/test_scaling.py.

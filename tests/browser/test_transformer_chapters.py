@@ -1,6 +1,6 @@
-"""Chapters 7 to 10 in the browser, on the tiny models: each chapter opens from a shared URL and
-draws its figures for the typed sentence, its controls work and live in the URL, and every number
-its prose states is the API's own."""
+"""Chapter 5's one line and chapters 7 to 10 in the browser, on the tiny models: each chapter opens
+from a shared URL and draws its figures for the typed sentence, its controls work and live in the
+URL, and every number its prose states is the API's own."""
 
 from __future__ import annotations
 
@@ -19,6 +19,28 @@ def post(server: str, path: str, body: dict) -> dict:
     answer = httpx.post(f"{server}{path}", json={"text": SENTENCE, **body}, timeout=60)
     answer.raise_for_status()
     return answer.json()
+
+
+def test_chapter_5_draws_one_head_s_softmax_rows_and_states_the_check(open_page, server):
+    page, problems = open_page("?ch=5&lhead=1")
+    plot = show(page, "lookup-plot")
+    page.wait_for_function("document.getElementById('lookup-plot').dataset.head === '1'")
+    answer = post(server, "/api/lookup", {"head": 1})
+    assert plot.evaluate("gd => gd.data[0].z") == answer["weights"]
+    assert plot.evaluate("gd => gd.layout.yaxis.ticktext.length") == len(answer["source_tokens"])
+    said = facts(page, "lookup-story")
+    S, d_k = answer["shapes"]["Q"]
+    assert said["line"] == f"softmax(({S}×{d_k}) · ({d_k}×{S}) / √{d_k}) · ({S}×{d_k}) = {S}×{d_k}"
+    assert said["head"] == "2" and said["d-k"] == str(d_k)
+    assert number(said["difference"]) == pytest.approx(answer["max_abs_difference"], rel=0.06)
+    assert number(said["top-weight"]) == pytest.approx(max(map(max, answer["weights"])), rel=0.06)
+    described = plot.get_attribute("aria-describedby")
+    assert described and "first encoder layer" in page.locator(f"[id='{described}']").inner_text()
+    page.get_by_test_id("lookup-head").select_option("0")
+    page.wait_for_function("new URLSearchParams(location.search).get('lhead') === '0'")
+    page.wait_for_function("document.getElementById('lookup-plot').dataset.head === '0'")
+    assert plot.evaluate("gd => gd.data[0].z") == post(server, "/api/lookup", {"head": 0})["weights"]
+    assert problems.errors == []
 
 
 def test_chapter_7_states_the_saturation_the_api_measured(open_page, server):
@@ -250,6 +272,36 @@ def test_chapter_10_draws_one_label_per_position_with_the_api_losses(open_page, 
     assert said["translation"] == answer["translation"] and said["count"] == str(len(answer["labels"]))
     assert number(said["mean"]) == pytest.approx(answer["mean_loss"], rel=0.06)
     assert problems.errors == []
+
+
+def test_chapter_10_scores_a_typed_reference_beside_the_translation_and_says_a_refusal(open_page, server):
+    page, problems = open_page("?ch=10")
+    plot = show(page, "labels-plot")
+    own = post(server, "/api/next-token", {})
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.labels === n",
+                           arg=str(len(own["labels"])))
+    box, said = page.get_by_test_id("labels-reference"), page.get_by_test_id("labels-reference-status")
+    where = "() => [scrollY, document.getElementById('labels-plot').getBoundingClientRect().top," \
+            " document.getElementById('labels-reference-status').getBoundingClientRect().height]"
+    before = page.evaluate(where)
+    box.press_sequentially("I'm eating bread.", delay=30)
+    reference = post(server, "/api/next-token", {"reference": "I'm eating bread."})
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.reference === n",
+                           arg=str(len(reference["labels"])))
+    assert plot.evaluate("gd => gd.data[0].y") == own["losses"]
+    assert plot.evaluate("gd => gd.data[1].y") == reference["losses"]
+    assert said.get_attribute("data-state") == "scored"
+    assert number(said.inner_text().split("mean loss ")[1].split(" ")[0]) == pytest.approx(
+        reference["mean_loss"], rel=0.06)
+    assert page.evaluate(where) == before, "typing a reference moved the page"
+    box.fill("bread " * 100)  # over the server's limit: refused in words, the model's own bars kept
+    page.wait_for_function("document.getElementById('labels-reference-status').dataset.state === 'bad'")
+    assert "reference" in said.inner_text() and "500" in said.inner_text()
+    page.wait_for_function("document.getElementById('labels-plot').dataset.reference === ''")
+    assert plot.evaluate("gd => gd.data.length") == 1 and plot.evaluate("gd => gd.data[0].y") == own["losses"]
+    assert page.evaluate(where) == before
+    refused = "Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)"
+    assert [e for e in problems.errors if e != refused] == []  # Chromium's own line for the refused request
 
 
 def test_chapter_9_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):

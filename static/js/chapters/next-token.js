@@ -1,6 +1,8 @@
 // Chapter 10, the free labels of next-token prediction (POST /api/next-token): the model's own
 // greedy translation of the reader's sentence, scored in one teacher-forced pass, one label per
-// position, and the loss at each in nats (a bar per position).
+// position, and the loss at each in nats (a bar per position). An English reference typed in the
+// box is scored the same way and drawn beside it; a reference the server refuses is said in the
+// box's status line, and the model's own bars stay.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
@@ -9,49 +11,97 @@ import { couldNot } from "../requests.js";
 
 export const chapter = "10";
 export const title = "free labels";
-export const figures = ["labels-plot", "labels-story"];
+export const figures = ["labels-plot", "labels-story", "labels-reference", "labels-reference-status"];
 export const asks = "text";
+
+const OWN = "#0072B2"; // Okabe-Ito blue, as before the box
+const REFERENCE = "#D55E00"; // vermillion: the reader's reference
+const PAUSE_MS = 300; // the box asks once typing pauses this long
 
 let lab = null;
 
 export function mount(context) {
   lab = context;
+  lab.part("labels-reference").addEventListener("input", () => lab.ask({ lazy: true, pause: PAUSE_MS }));
 }
 
 export const keys = () => [null];
 export const panels = () => [lab.part("labels-plot")];
-export const ask = (text, signal) => api.nextToken(text, null, signal);
 export const failure = (error) => couldNot(t("labels.what"), error);
 
-function facts(answer) {
-  const worst = answer.losses.indexOf(Math.max(...answer.losses));
-  return { model: answer.model, translation: answer.translation, count: String(answer.labels.length),
-    mean: fmt(answer.mean_loss), worst: showToken(answer.labels[worst]), "worst-loss": fmt(answer.losses[worst]) };
+/** The model's own translation scored; with a reference in the box, that too (a refusal kept as its words). */
+export async function ask(text, signal) {
+  const typed = lab.part("labels-reference").value.trim();
+  const own = await api.nextToken(text, null, signal);
+  if (!typed) return { own, typed };
+  try {
+    return { own, typed, reference: await api.nextToken(text, null, signal, typed) };
+  } catch (error) {
+    if (error.status !== 422) throw error; // an abort, a lost server: the lifecycle's to say
+    return { own, typed, refused: error };
+  }
 }
 
+function facts(own) {
+  const worst = own.losses.indexOf(Math.max(...own.losses));
+  return { model: own.model, translation: own.translation, count: String(own.labels.length),
+    mean: fmt(own.mean_loss), worst: showToken(own.labels[worst]), "worst-loss": fmt(own.losses[worst]) };
+}
+
+/** What the status line under the box says. */
+function status(answer) {
+  if (answer.refused) return t("labels.reference-refused", { why: answer.refused.message });
+  if (!answer.reference) return t("labels.reference-hint");
+  const { reference, own } = answer;
+  return t("labels.reference-said", { reference: reference.translation, count: reference.labels.length,
+    mean: fmt(reference.mean_loss), own: fmt(own.mean_loss) });
+}
+
+const positions = (scored) => scored.labels.map((piece, i) => `${i + 1}. ${plotText(showToken(piece))}`);
+
 export function draw(answer) {
-  fillStory(lab.part("labels-story"), facts(answer));
+  const { own, reference } = answer;
+  fillStory(lab.part("labels-story"), facts(own));
+  const said = lab.part("labels-reference-status");
+  said.textContent = status(answer);
+  said.dataset.state = answer.refused ? "bad" : reference ? "scored" : "empty";
   const div = lab.part("labels-plot");
-  const x = answer.labels.map((piece, i) => `${i + 1}. ${plotText(showToken(piece))}`);
-  const data = [{ type: "bar", x, y: answer.losses, marker: { color: "#0072B2" },
-    hovertemplate: t("labels.hover"), showlegend: false }];
-  div.dataset.labels = String(answer.labels.length);
-  drawPlot(div, data, baseLayout({ margin: { l: 56, r: 12, t: 10, b: 64 },
+  const bar = (scored, color, axis = "") => ({ type: "bar", x: positions(scored), y: scored.losses, marker: { color },
+    xaxis: `x${axis}`, yaxis: `y${axis}`, hovertemplate: t("labels.hover"), showlegend: false });
+  const data = [bar(own, OWN)];
+  const axes = {
     xaxis: { title: { text: t("labels.x-axis") }, type: "category" },
-    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: "#eceef3" } }),
-  `${answer.model}-labels`, answer);
+    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: "#eceef3" },
+  };
+  let annotations = [];
+  if (reference) {
+    data.push(bar(reference, REFERENCE, "2"));
+    axes.xaxis.domain = [0, 0.47];
+    axes.xaxis2 = { type: "category", domain: [0.53, 1], anchor: "y2", title: { text: t("labels.x-axis") } };
+    axes.yaxis2 = { anchor: "x2", matches: "y", rangemode: "tozero", gridcolor: "#eceef3" };
+    const heading = (text, x) => ({ text: plotText(text), xref: "paper", yref: "paper", x, y: 1, yanchor: "bottom", showarrow: false, font: { size: 12 } });
+    annotations = [heading(t("labels.own-title", { mean: fmt(own.mean_loss) }), 0.235),
+      heading(t("labels.reference-title", { mean: fmt(reference.mean_loss) }), 0.765)];
+  }
+  div.dataset.labels = String(own.labels.length);
+  div.dataset.reference = reference ? String(reference.labels.length) : "";
+  drawPlot(div, data, baseLayout({ margin: { l: 56, r: 12, t: reference ? 26 : 10, b: 64 }, ...axes, annotations }),
+    `${own.model}-labels`, answer);
 }
 
 export function describe(answer) {
-  const said = facts(answer);
-  return t("labels.describe", { model: said.model, translation: said.translation, count: String(answer.labels.length),
+  const said = facts(answer.own);
+  const own = t("labels.describe", { model: said.model, translation: said.translation, count: String(answer.own.labels.length),
     mean: said.mean, worst: said.worst, loss: said["worst-loss"] });
+  return answer.reference ? `${own} ${status(answer)}` : own;
 }
 
 export function rows(answer) {
+  const { own, reference } = answer;
+  const lines = (scored, which) => scored.labels.map((piece, i) => [String(i + 1), which, showToken(piece), fmt(scored.losses[i])]);
   return {
-    caption: t("labels.caption", { model: answer.model, translation: answer.translation }),
-    headers: [t("labels.position"), t("labels.label"), t("labels.y-axis")],
-    rows: answer.labels.map((piece, i) => [String(i + 1), showToken(piece), fmt(answer.losses[i])]),
+    caption: t("labels.caption", { model: own.model, translation: own.translation }),
+    headers: [t("labels.position"), t("labels.scored"), t("labels.label"), t("labels.y-axis")],
+    rows: [...lines(own, own.translation), ...(reference ? lines(reference, reference.translation) : [])],
   };
 }

@@ -12,6 +12,8 @@
 //                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
 //                                `measure` runs once the reader has guessed
 //   fixed                        true: the question does not depend on the sentence: posed once
+//   part                         optional: the id of the part of the chapter it precedes and hides
+//                                (asked once the chapter's own question is answered), not the chapter
 import * as api from "../api.js";
 import { BUCKETS, bucketOf } from "../catalog.js";
 import { number, t } from "../i18n.js";
@@ -255,16 +257,16 @@ const order = {
   chapter: 8,
   measure: (text, ctx, signal) => api.order(text, ctx.page.shuffle, signal),
   pose(answer) {
-    // the encoding on, as trained: the claim says the order comes back, not how much it moves the maps
-    const on = answer.checks.pe_on.max_abs_difference;
-    const { choices, right, close } = amongRanges(on, CHANGE_EDGES, "q.8.choice");
+    // the claim's own case, the encoding off; the claim's verdict stays hidden until the answer (questions.js)
+    const off = answer.checks.pe_off.max_abs_difference;
+    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "q.8.choice");
     return {
       prompt: t("q.8.prompt", { shuffled: answer.shuffled_text }),
-      choices, right, close, measured: on,
+      choices, right, close, measured: off,
       says: (id) => t("q.8.says", {
         guess: choices[Number(id)].label,
-        value: power(on),
-        off: power(answer.checks.pe_off.max_abs_difference),
+        value: power(off),
+        on: power(answer.checks.pe_on.max_abs_difference),
       }),
     };
   },
@@ -357,4 +359,29 @@ const point = {
   },
 };
 
-export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, predict, point];
+/** Shares of the shipped BLEU kept with every feed-forward sub-layer off: under a quarter, to three quarters, above. */
+const KEPT_EDGES = [0.25, 0.75];
+
+const roomToThink = {
+  chapter: 9,
+  part: "sublayers",
+  fixed: true, // the shipped evaluation does not change with the sentence: posed once
+  // the Transformer scored with its sub-layers switched off (GET /api/models' `sublayers`): no request
+  measure: () => Promise.resolve(null),
+  pose(_, { catalog }) {
+    const model = catalog.withHeads[0];
+    const scores = model?.sublayers || [];
+    const all = scores.find((s) => s.off === null);
+    const off = scores.find((s) => s.off === "feed_forward");
+    if (!all || !off || !(all.bleu > 0)) return null;
+    const kept = off.bleu / all.bleu;
+    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "q.9.sublayers.choice");
+    return {
+      prompt: t("q.9.sublayers.prompt", { model: model.name, bleu: plain(all.bleu) }),
+      choices, right, close, measured: off.bleu,
+      says: (id) => t("q.9.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
+    };
+  },
+};
+
+export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, roomToThink, predict, point];
