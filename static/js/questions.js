@@ -7,7 +7,7 @@
 // with the questions on; the navigation follows it.
 import { explain } from "./api.js";
 import { chapterRoot, el } from "./dom.js";
-import { label, t } from "./i18n.js";
+import { label, listOf, t } from "./i18n.js";
 import { QUESTIONS } from "./questions/bank.js";
 import * as store from "./store.js";
 
@@ -49,7 +49,7 @@ function followTour(tour) {
   const list = items[0].parentElement;
   for (const item of items) item.hidden = !tour.includes(item.querySelector("a").dataset.chapter);
   for (const ch of tour) list.append(items.find((li) => li.querySelector("a").dataset.chapter === ch));
-  label(list.parentElement, "tour.nav", { chapters: tour.join(", ") }, "aria-label");
+  label(list.parentElement, "tour.nav", { chapters: listOf(tour) }, "aria-label");
   document.body.dataset.tour = tour.join(",");
 }
 

@@ -6,7 +6,7 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 import { fmt, mapTable, sharpness, strongest } from "./facts.js";
-import { decimal, label, t } from "./i18n.js";
+import { decimal, label, listOf, t } from "./i18n.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
 import { couldNot } from "./requests.js";
 
@@ -27,7 +27,7 @@ export function replayView({ chapter, container, key, candidates }) {
     const found = candidates(context.catalog);
     replay.model = found.find((m) => m.snapshots && m.snapshots.length > 1) || null;
     if (!replay.model) {
-      const who = found.map((m) => m.name).join(", ") || t("replay.none-loaded");
+      const who = listOf(found.map((m) => m.name)) || t("replay.none-loaded");
       place.replaceChildren(label(el("p", "panel panel--note"), "replay.no-snapshots", { who }));
       return;
     }

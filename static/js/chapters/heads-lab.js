@@ -7,7 +7,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fillStory, fmt, mapTable, strongest } from "../facts.js";
-import { label, t } from "../i18n.js";
+import { label, listOf, t } from "../i18n.js";
 import {
   changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
 } from "../heads-weighing.js";
@@ -201,8 +201,8 @@ export function describe(shown, key, plot) {
     const s = summedShown();
     if (!s || !s.sel.length) return ""; // shown empty: its message says why
     const top = s.y.indexOf(Math.max(...s.y));
-    return t("heads-lab.summed-describe", { words: s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) })).join(", "),
-      top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: s.y.map(fmt).join(t("list.separator")) });
+    return t("heads-lab.summed-describe", { words: listOf(s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) }))),
+      top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: listOf(s.y.map(fmt)) });
   }
   if (plot?.id === "heads-rollout") {
     const { layer, map } = rolloutShown(shown);

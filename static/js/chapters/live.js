@@ -5,7 +5,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { pct } from "../facts.js";
-import { label, t } from "../i18n.js";
+import { label, listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -94,7 +94,7 @@ export function describe(answer, key, plot) {
   const near = sweepOf(answer, task).filter((r) => r.length === length);
   if (!near.length) return t("live.no-sweep-at", { task: t(`task.${task}`), length: String(length) });
   return t("live.describe", { task: t(`task.${task}`), length: String(length),
-    each: near.map((r) => t("live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) })).join(", ") });
+    each: listOf(near.map((r) => t("live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) }))) });
 }
 
 export function rows(answer, key, plot) {

@@ -4,7 +4,7 @@
 // shared (store `lag`) with the figure of the tiny models' gradients at that lag (lag-gradients.js).
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
-import { t } from "../i18n.js";
+import { listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
@@ -91,7 +91,9 @@ function lagFacts(answer) {
 function holdsOut(cellLags) {
   const longest = Math.max(...cellLags.map(([, lag]) => lag));
   const best = cellLags.filter(([, lag]) => lag === longest);
-  return best.length === cellLags.length ? t("lag.both") : t("lag.longer", { cells: best.map(([c]) => c.toUpperCase()).join(t("list.and")) });
+  if (best.length === cellLags.length) return t("lag.both");
+  const cells = listOf(best.map(([c]) => c.toUpperCase()));
+  return t(best.length === 1 ? "lag.longer" : "lag.longer-several", { cells });
 }
 
 /** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
@@ -100,7 +102,7 @@ export function describe(answer, key, plot) {
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
   const cells = (answer.cells || []).map((cell) => t("lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
-  return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: cells.join(", "), holds: facts[`lag-${filler}-holds`] || "–" });
+  return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: listOf(cells), holds: facts[`lag-${filler}-holds`] || "–" });
 }
 
 export function rows(answer, key, plot) {

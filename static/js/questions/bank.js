@@ -14,7 +14,7 @@
 //   fixed                        true: the question does not depend on the sentence: posed once
 import * as api from "../api.js";
 import { BUCKETS, bucketOf } from "../catalog.js";
-import { number, t } from "../i18n.js";
+import { figure, t } from "../i18n.js";
 
 /** A piece as a reader writes it: the tokenizer's word mark dropped. */
 export const piece = (token) => token.replace(/^▁/, "") || token;
@@ -55,19 +55,8 @@ function amongRanges(value, edges, prefix) {
   };
 }
 
-const plain = (x) => number(x, { maximumSignificantDigits: 3 });
-
-const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
-
-/** A tiny or huge number as "6.5 × 10⁻²⁶" (the mantissa by the language's rules); plainly between 0.01 and 1000. */
-export function power(x) {
-  if (x === 0 || (Math.abs(x) >= 0.01 && Math.abs(x) < 1000)) return plain(x);
-  let exponent = Math.floor(Math.log10(Math.abs(x)));
-  let mantissa = Number((x / 10 ** exponent).toPrecision(2));
-  if (Math.abs(mantissa) >= 10) [mantissa, exponent] = [mantissa / 10, exponent + 1];
-  const raised = String(exponent).replace(/[-0-9]/g, (c) => SUPERSCRIPT[c]);
-  return `${number(mantissa)} × 10${raised}`;
-}
+/** A question's number: three significant digits between 0.01 and 1000, else a power of ten (the page's `figure`). */
+export const power = (x) => figure(x, { digits: 3, small: 0.01, large: 1000, zeros: false });
 
 /** The best validation BLEU a model reached in its training log. */
 const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).filter((b) => typeof b === "number"));
