@@ -13,7 +13,6 @@
 //                                `measure` runs once the reader has guessed
 //   fixed                        true: the question does not depend on the sentence: posed once
 import * as api from "../api.js";
-import { BUCKETS, bucketOf } from "../catalog.js";
 import { figure, t } from "../i18n.js";
 
 /** A piece as a reader writes it: the tokenizer's word mark dropped. */
@@ -132,10 +131,11 @@ const gradients = {
 const bottleneck = {
   chapter: 4,
   // the shipped evaluation, read from the catalogue the page already has: no request
-  measure: (text) => Promise.resolve({ bucket: bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
+  measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
   pose({ bucket, words }, { catalog }) {
     // the reader's length group against the other end of the range: the longest, or the shortest from there
-    const other = bucket === BUCKETS[BUCKETS.length - 1] ? BUCKETS[0] : BUCKETS[BUCKETS.length - 1];
+    const [shortest, longest] = [catalog.buckets[0], catalog.buckets.at(-1)];
+    const other = bucket === longest ? shortest : longest;
     const best = (withAttention, at) => {
       let found = null;
       for (const m of catalog.models) {
@@ -325,7 +325,7 @@ function chain(catalog) {
 const point = {
   chapter: 11,
   // the shipped evaluation, read from the catalogue the page already has: no request
-  measure: (text) => Promise.resolve({ bucket: bucketOf(text) }),
+  measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text) }),
   pose({ bucket }, { catalog }) {
     const links = chain(catalog);
     if (!links) return null;
