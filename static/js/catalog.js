@@ -3,7 +3,7 @@
 // itself, so a new checkpoint folder shows up with no edit here.
 import * as api from "./api.js";
 import { has, label, t } from "./i18n.js";
-import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
+import { MODEL_MARKERS, MODEL_PALETTE, themed } from "./plots.js";
 
 class Catalog {
   constructor(health, models) {
@@ -40,7 +40,7 @@ class Catalog {
   /** A model's colour and marker follow its place in the catalogue (unknown names: grey). */
   colour(name) {
     const i = this.index.get(name);
-    return i === undefined ? "#667085" : MODEL_PALETTE[i % MODEL_PALETTE.length];
+    return i === undefined ? themed("muted") : MODEL_PALETTE[i % MODEL_PALETTE.length];
   }
 
   marker(name) {

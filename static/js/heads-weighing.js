@@ -4,7 +4,7 @@
 // answer's own numbers. A helper of chapters/heads-lab.js.
 import { fmt } from "./facts.js";
 import { listOf, t } from "./i18n.js";
-import { WEIGHT_SCALE, baseLayout, draw, onPlot, plotText, showEmpty } from "./plots.js";
+import { baseLayout, draw, OKABE_ITO, onPlot, plotText, showEmpty, themed, WEIGHT_SCALE } from "./plots.js";
 import { offKey } from "./url-state.js";
 
 export const headName = (h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
@@ -94,9 +94,9 @@ export function drawRanking(div, answer) {
   }
   const ranking = answer.alignment.ranking;
   const labels = ranking.map((r) => (r.off ? t("heads.short-off", { name: shortName(r) }) : shortName(r)));
-  draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: "#009E73" },
+  draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: OKABE_ITO.green },
     hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
   baseLayout({ margin: { l: 90, r: 8, t: 8, b: 40 }, yaxis: { autorange: "reversed", type: "category" },
-    xaxis: { range: [0, 1], title: { text: t("heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: "#eceef3" } }),
+    xaxis: { range: [0, 1], title: { text: t("heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: themed("grid") } }),
   `${answer.model}-translation-heads`, answer.alignment);
 }

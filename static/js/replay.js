@@ -7,7 +7,7 @@ import * as api from "./api.js";
 import { el } from "./dom.js";
 import { fmt, mapTable, sharpness, strongest } from "./facts.js";
 import { decimal, label, listOf, t } from "./i18n.js";
-import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
+import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, OKABE_ITO, showEmpty, themed } from "./plots.js";
 import { couldNot } from "./requests.js";
 
 const PLAY_MS = 1400; // a frame's time on screen while playing
@@ -139,8 +139,8 @@ export function replayView({ chapter, container, key, candidates }) {
     });
     drawPlot(parts.curvePlot, [
       { type: "scatter", mode: "lines+markers", x: replay.timeline.map((p) => p.step), y: replay.timeline.map((p) => p.valid_bleu),
-        line: { color: "#667085" }, hovertemplate: t("replay.hover") },
-      { type: "scatter", mode: "markers", x: [here.step], y: [here.valid_bleu], marker: { size: 14, color: "#D55E00" }, hoverinfo: "skip" },
+        line: { color: themed("muted") }, hovertemplate: t("replay.hover") },
+      { type: "scatter", mode: "markers", x: [here.step], y: [here.valid_bleu], marker: { size: 14, color: OKABE_ITO.vermillion }, hoverinfo: "skip" },
     ], layout, `training-${replay.model.name}-bleu`, replay.timeline);
   }
 

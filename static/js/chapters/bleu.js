@@ -4,7 +4,7 @@
 import { tenths } from "../facts.js";
 import { language, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "4";
@@ -108,7 +108,7 @@ function plotBleu(div, bucket, selected) {
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 36, b: 48 },
     xaxis: bucketAxis(),
-    yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: themed("grid"), zeroline: false },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom", font: { size: 12 } },
     shapes: at < 0 ? [] : [{
       type: "rect", xref: "x", yref: "paper", x0: at - 0.5, x1: at + 0.5, y0: 0, y1: 1,

@@ -12,9 +12,7 @@ import {
   changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
 } from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
-import {
-  MAP_SIDES, shareColumnHover, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, plotText, showEmpty, showToken, tokenAxis,
-} from "../plots.js";
+import { , attentionTrace, baseLayout, draw as drawPlot, hoverShapes, MAP_SIDES, OKABE_ITO, plotText, shareColumnHover, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 import { offKey } from "../url-state.js";
@@ -163,9 +161,9 @@ function drawSummed() {
     return;
   }
   div.dataset.selected = sel.join(",");
-  drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
+  drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: OKABE_ITO.blue },
     customdata: map.rows.map((tok) => plotText(showToken(tok))), hovertemplate: t("heads-lab.summed-hover") }],
-  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("heads-lab.summed") }, gridcolor: "#eceef3" } }),
+  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("heads-lab.summed") }, gridcolor: themed("grid") } }),
   `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
 }
 

@@ -7,7 +7,7 @@ import { el } from "../dom.js";
 import { pct } from "../facts.js";
 import { label, listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "4";
@@ -126,7 +126,7 @@ function drawSweep(div, answer, { task, length }) {
   drawPlot(div, traces, baseLayout({
     xaxis: { title: { text: t("live.x-axis", { task: t(`task.${task}`), steps: String(sweep.settings.steps) }) } },
     yaxis: { title: { text: t("live.exact") }, range: [0, 1.02], tickformat: ".0%" },
-    shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: "#8a93a6" } }],
+    shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: themed("guide") } }],
     legend: { orientation: "h", y: 1.15 },
   }), "live-reference", { settings: sweep.settings, rows: found });
 }

@@ -4,7 +4,7 @@
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
-import { baseLayout, draw as drawPlot, plotText, showToken } from "../plots.js";
+import { baseLayout, draw as drawPlot, OKABE_ITO, plotText, showToken, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 
 export const chapter = "10";
@@ -33,12 +33,12 @@ export function draw(answer) {
   fillStory(lab.part("labels-story"), facts(answer));
   const div = lab.part("labels-plot");
   const x = answer.labels.map((piece, i) => `${i + 1}. ${plotText(showToken(piece))}`);
-  const data = [{ type: "bar", x, y: answer.losses, marker: { color: "#0072B2" },
+  const data = [{ type: "bar", x, y: answer.losses, marker: { color: OKABE_ITO.blue },
     hovertemplate: t("labels.hover"), showlegend: false }];
   div.dataset.labels = String(answer.labels.length);
   drawPlot(div, data, baseLayout({ margin: { l: 56, r: 12, t: 10, b: 64 },
     xaxis: { title: { text: t("labels.x-axis") }, type: "category" },
-    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: "#eceef3" } }),
+    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: themed("grid") } }),
   `${answer.model}-labels`, answer);
 }
 

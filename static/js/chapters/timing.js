@@ -7,7 +7,7 @@ import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { label, language, number, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "6";
@@ -152,8 +152,8 @@ function drawTiming(div, shown, catalog) {
   }));
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("timing.x-axis") }, type: "log", gridcolor: "#eceef3" },
-    yaxis: { title: { text: t("timing.y-axis") }, type: "log", gridcolor: "#eceef3" },
+    xaxis: { title: { text: t("timing.x-axis") }, type: "log", gridcolor: themed("grid") },
+    yaxis: { title: { text: t("timing.y-axis") }, type: "log", gridcolor: themed("grid") },
     legend: { x: 0, y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `encoder-timing-${shown.device}`, shown);
