@@ -238,7 +238,7 @@ class Question {
     this.result.dataset.verdict = verdict;
     this.result.dataset.measured = String(posed.measured);
     delete this.result.dataset.i18n;
-    this.result.textContent = `${t(`q.verdict.${verdict}`)} ${posed.says(id)}`;
+    this.result.textContent = t("q.result", { verdict: t(`q.verdict.${verdict}`), says: posed.says(id) });
     this.result.hidden = false;
     this.questions.progress(this.spec.chapter, verdict);
     this.open();
@@ -278,7 +278,7 @@ class Question {
       }
     }
     const verdict = this.result.dataset.verdict;
-    if (verdict && this.posed && this.guess !== undefined) this.result.textContent = `${t(`q.verdict.${verdict}`)} ${this.posed.says(this.guess)}`;
+    if (verdict && this.posed && this.guess !== undefined) this.result.textContent = t("q.result", { verdict: t(`q.verdict.${verdict}`), says: this.posed.says(this.guess) });
   }
 
   /** Show the chapter (answered, skipped, or not askable). */

@@ -218,7 +218,7 @@ class Line {
     if (this.view.name) return this.view.name(this.key);
     // the view's title in the page's words: its message "view.<title, dashed>" (contents.js)
     const title = t(`view.${this.view.title.replace(/[^a-z0-9]+/gi, "-")}`);
-    return this.key === null ? title : `${title}, ${this.key}`;
+    return this.key === null ? title : t("status.view-of", { view: title, key: this.key });
   }
 }
 
@@ -357,7 +357,7 @@ class Round {
     lab.ahead(text); // asked while typing already (an example picked is asked here)
     const failures = new Map(); // label -> why
     let done = false;
-    const tell = () => this.current && onFailures([...failures].map(([label, why]) => `${label}: ${why}`));
+    const tell = () => this.current && onFailures([...failures].map(([label, why]) => t("status.view-failed", { view: label, why })));
     const report = (line, outcome) => {
       if (!outcome || !this.current) return;
       if (outcome.why) failures.set(outcome.label, outcome.why);

@@ -158,7 +158,7 @@ function drawMap(run, name, line) {
     hovertemplate: t("run.map-hover"),
   }], baseLayout({
     margin: { l: 44, r: 8, t: 28, b: 40 },
-    title: { text: plotText(`step ${line.step}`), font: { size: 12 }, x: 0.02 },
+    title: { text: plotText(t("run.map-step", { step: line.step })), font: { size: 12 }, x: 0.02 },
     xaxis: { title: { text: t("run.source-symbol") }, tickvals: src.map((_, i) => i), ticktext: src },
     yaxis: { title: { text: t("run.output") }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
   }), `live-map-${name}`, { step: line.step, source: run.probe.source, target: run.probe.target, weights: line.map });

@@ -105,7 +105,7 @@ export function rows(shown, key, plot) {
     const { table, similarity } = shown.positional_encoding;
     return {
       caption: t("order.pe-caption"),
-      headers: [t("order.position"), ...table[0].map((_, d) => `${t("order.dimension")} ${d}`), ...similarity.map((_, j) => `· PE(${j})`)],
+      headers: [t("order.position"), ...table[0].map((_, d) => t("order.dimension-at", { index: String(d) })), ...similarity.map((_, j) => `· PE(${j})`)],
       rows: table.map((row, i) => [String(i), ...row.map(fmt), ...similarity[i].map(fmt)]),
     };
   }
