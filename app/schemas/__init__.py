@@ -129,6 +129,7 @@ from app.schemas.snapshots import (
     SnapshotRequest,
 )
 from app.schemas.timing import (
+    EncoderSize,
     LengthTiming,
     TimingRequest,
     TimingRoles,
@@ -153,7 +154,8 @@ from app.schemas.translation import (
 __all__ = [
     "AlignedHead", "Alignment", "Alternative", "Attention", "AttentionKind", "AttentionMap",
     "AttentionRequest", "BeamNodeOut", "Blend", "Candidate", "CompareRequest", "Curve", "CurvePoint",
-    "Dropped", "EXAMPLE_TEXT", "ErrorBody", "Example", "GateMeans", "Gates", "GradientCurve", "Gradients",
+    "Dropped", "EXAMPLE_TEXT", "EncoderSize", "ErrorBody", "Example", "GateMeans", "Gates",
+    "GradientCurve", "Gradients",
     "GradientsRequest", "HEADS_OFF", "HeadContribution", "HeadEffect", "HeadSpread", "HeadSwitch", "Heads",
     "HeadsRequest", "Health", "KeptPoint", "LagGradients", "LagGradientsRequest", "LagRun", "LagTask",
     "LengthBucket", "LengthGroup", "LengthTiming", "LongLagResults", "LossPoint", "Metrics", "ModelFailure",

@@ -96,6 +96,14 @@ function poll() {
   return () => { polling.on = false; };
 }
 
+/** An encoder's size in the page's words, from the numbers the server measured it by. */
+function encoderSaid(a, name) {
+  const size = a.encoder_sizes[name];
+  const numbers = Object.fromEntries(Object.entries(size).filter(([, v]) => Number.isInteger(v)).map(([k, v]) => [k, String(v)]));
+  if (size.cell === "transformer") return t("timing.encoder-size.transformer", numbers);
+  return t("timing.encoder-size.recurrent", { ...numbers, cell: size.cell.toUpperCase(), count: size.layers });
+}
+
 /** The story's facts; the two encoders as the server chose them (by what they have inside, not by name). */
 function facts(a) {
   const { recurrent, parallel } = a.roles;
@@ -107,7 +115,7 @@ function facts(a) {
     "measured-at": t("timing.measured-at", { when: when(a.measured_at) }), shortest: String(shortest), longest: String(longest),
     "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),
     "lstm-over-transformer": fmt(faster), verdict,
-    "encoder-recurrent": a.encoders[recurrent], "encoder-parallel": a.encoders[parallel],
+    "encoder-recurrent": encoderSaid(a, recurrent), "encoder-parallel": encoderSaid(a, parallel),
     complete: t(a.complete ? "timing.complete" : "timing.incomplete", { repeats: String(a.max_repeats), limit: number(a.limit_s) }),
   };
 }
@@ -115,9 +123,6 @@ function facts(a) {
 function tell() {
   const said = facts(answer);
   fillStory(lab.part("timing-story"), said);
-  for (const fact of ["encoder-recurrent", "encoder-parallel"]) { // the server's own description (API data, in English)
-    for (const node of lab.part("timing-story").querySelectorAll(`[data-fact="${fact}"]`)) node.lang = language() === "en" ? "" : "en";
-  }
   for (const p of lab.part("timing-story").querySelectorAll(".timing-result")) p.hidden = false;
   store.headline(chapter, t("timing.headline", { longest: said.longest, times: said["lstm-over-transformer"], device: answer.device }), true);
 }
