@@ -37,11 +37,11 @@ class EncoderSize(Response):
     cell: Literal["rnn", "lstm", "transformer"]
     layers: int
     width: int = Field(description="the hidden size of a recurrent encoder, d_model of a Transformer's")
-    embeddings: int | None = Field(None, description="a recurrent encoder's embedding size; null for a Transformer")
-    heads: int | None = Field(None, description="a Transformer's attention heads per layer; null for a recurrent one")
-    feed_forward: int | None = Field(None, description="a Transformer's d_ff; null for a recurrent one")
-    positions: int | None = Field(None, description="the sinusoidal positions a Transformer stores (computed "
-                                              "beyond); null for a recurrent one")
+    embeddings: int | None = Field(None, description="a recurrent encoder's embedding size (not a Transformer's)")
+    heads: int | None = Field(None, description="a Transformer's heads per layer (not a recurrent one's)")
+    feed_forward: int | None = Field(None, description="a Transformer's d_ff (not a recurrent one's)")
+    positions: int | None = Field(None, description="the sinusoidal positions a Transformer stores, computed "
+                                                    "beyond (not a recurrent one's)")
 
 
 class Timings(Response):
