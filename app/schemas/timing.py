@@ -37,7 +37,7 @@ class EncoderSize(Response):
     cell: Literal["rnn", "lstm", "transformer"]
     layers: int
     width: int = Field(description="the hidden size of a recurrent encoder, d_model of a Transformer's")
-    embeddings: int | None = Field(None, description="a recurrent encoder's embedding size (not a Transformer's)")
+    embeddings: int | None = Field(None, description="a recurrent encoder's embedding size (no Transformer's)")
     heads: int | None = Field(None, description="a Transformer's heads per layer (not a recurrent one's)")
     feed_forward: int | None = Field(None, description="a Transformer's d_ff (not a recurrent one's)")
     positions: int | None = Field(None, description="the sinusoidal positions a Transformer stores, computed "
