@@ -12,7 +12,10 @@ import {
   changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
 } from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
-import { , attentionTrace, baseLayout, draw as drawPlot, hoverShapes, MAP_SIDES, OKABE_ITO, plotText, shareColumnHover, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
+import {
+  attentionTrace, baseLayout, draw as drawPlot, hoverShapes, MAP_SIDES, OKABE_ITO, plotText, shareColumnHover, showEmpty, showToken,
+  themed, tokenAxis,
+} from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 import { offKey } from "../url-state.js";

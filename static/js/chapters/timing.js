@@ -97,7 +97,7 @@ function poll() {
 }
 
 /** An encoder's size in the page's words, from the numbers the server measured it by. */
-function encoderSaid(a, name) {
+export function encoderSaid(a, name) {
   const size = a.encoder_sizes[name];
   const numbers = Object.fromEntries(Object.entries(size).filter(([, v]) => Number.isInteger(v)).map(([k, v]) => [k, String(v)]));
   if (size.cell === "transformer") return t("timing.encoder-size.transformer", numbers);
