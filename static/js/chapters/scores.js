@@ -99,7 +99,7 @@ function fillRows() {
   const select = lab.part("scores-row");
   const options = Array.from({ length: count }, (_, i) => {
     const words = [...new Set(lists.filter((l) => i < l.length).map((l) => showToken(l[i])))];
-    return new Option(`${i + 1}: ${words.join(" / ")}`, String(i));
+    return new Option(t("scores.row-option", { row: String(i + 1), words: words.join(" / ") }), String(i));
   });
   select.replaceChildren(...options);
   select.value = String(Math.min(lab.page.row, Math.max(count - 1, 0)));
