@@ -47,13 +47,6 @@ def test_the_recap_refuses_what_the_chapters_refuse(client):
     assert client.post("/api/recap", json={"text": TEXT, "other": 1}).status_code == 422
 
 
-def test_the_server_writes_numbers_as_the_page_does_in_each_language():
-    numbers = (0.9976, 11.2, 3.3e-7, 0.5, 12345, None)
-    assert [fmt(x) for x in numbers] == ["1.0", "11", "3.3×10⁻⁷", "0.50", "1.2×10⁴", "–"]
-    assert [Words("fr").figure(x) for x in numbers] == ["1,0", "11", "3,3 × 10⁻⁷", "0,50", "1,2 × 10⁴", "–"]
-    assert Words("fr").list(["rnn", "lstm", "transformer"]) == "rnn, lstm et transformer"
-
-
 def test_every_row_comes_in_every_language_of_the_page(client):
     rows = client.post("/api/recap", json={"text": TEXT}).json()["rows"]
     for row in rows:
