@@ -29,18 +29,11 @@ from models import checkpoint
 from models.batches import pad
 from models.data import Pair, load_split
 from models.decoding import greedy_batch
+from models.lengths import BUCKETS, bucket_of
 from models.tokenizer import UNK_ID, BPETokenizer
 from models.transformer import SUBLAYER_SWITCHES
 
 log = logging.getLogger("models.evaluate")
-BUCKETS = (("1-5", 1, 5), ("6-10", 6, 10), ("11-15", 11, 15), ("16+", 16, 10**9))
-
-
-def bucket_of(n_words: int) -> str:
-    for name, lo, hi in BUCKETS:
-        if lo <= n_words <= hi:
-            return name
-    return BUCKETS[0][0]
 
 
 @torch.inference_mode()

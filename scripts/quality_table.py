@@ -12,7 +12,7 @@ from pathlib import Path
 
 from models import checkpoint
 from models.architectures import MODEL_NAMES
-from models.evaluate import BUCKETS
+from models.lengths import BUCKETS
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 

@@ -35,6 +35,7 @@ from app.schemas.catalog import (
     Health,
     KeptPoint,
     LengthBucket,
+    LengthGroup,
     Metrics,
     ModelInfo,
     Numerics,
@@ -132,6 +133,7 @@ from app.schemas.snapshots import (
     SnapshotRequest,
 )
 from app.schemas.timing import (
+    EncoderSize,
     LengthTiming,
     TimingRequest,
     TimingRoles,
@@ -156,11 +158,12 @@ from app.schemas.translation import (
 __all__ = [
     "AlignedHead", "Alignment", "Alternative", "Attention", "AttentionKind", "AttentionMap",
     "AttentionRequest", "BeamNodeOut", "Blend", "Candidate", "CompareRequest", "Curve", "CurvePoint",
-    "Dropped", "EXAMPLE_TEXT", "ErrorBody", "Example", "GateMeans", "Gates", "GradientCurve", "Gradients",
+    "Dropped", "EXAMPLE_TEXT", "EncoderSize", "ErrorBody", "Example", "GateMeans", "Gates",
+    "GradientCurve", "Gradients",
     "GradientsRequest", "HEADS_OFF", "HeadContribution", "HeadEffect", "HeadSpread", "HeadSwitch", "Heads",
     "HeadsRequest", "Health", "KeptPoint", "LagGradients", "LagGradientsRequest", "LagRun", "LagTask",
-    "LengthBucket", "LengthTiming", "LongLagResults", "Lookup", "LookupRequest", "LossPoint", "Metrics",
-    "ModelFailure", "ModelInfo",
+    "LengthBucket", "LengthGroup", "LengthTiming", "LongLagResults", "Lookup", "LookupRequest", "LossPoint",
+    "Metrics", "ModelFailure", "ModelInfo",
     "NON_FINITE", "NextToken", "NextTokenRequest", "NonFiniteAnswerError", "Numerics", "Order", "OrderCheck",
     "OrderRequest", "POSITIONAL",
     "PageDefaults", "PositionalTable", "PredictRequest", "PredictedStep", "Prediction", "ProcessEnd",

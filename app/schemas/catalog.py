@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field
 from app import defaults
 from app.limits import Limits
 from app.schemas.base import AttentionKind, Response
+from models.lengths import BUCKETS
 from models.serving.options import LAYOUTS, PRECISIONS
 
 
@@ -38,6 +39,17 @@ class PageDefaults(Response):
     top_k: int = Field(description="chapter 10's likeliest pieces per step (POST /api/predict `top_k`)")
 
 
+class LengthGroup(Response):
+    """One of the evaluation's length groups (models/lengths.py), which `bleu_by_length` is split by."""
+    bucket: str = Field(description="its name, as `LengthBucket.bucket` gives it")
+    min_words: int = Field(description="the fewest whitespace-separated words of a source sentence in it")
+    max_words: int | None = Field(description="the most; null for the last group, which has no upper bound")
+
+
+def _length_groups() -> list[LengthGroup]:
+    return [LengthGroup(bucket=name, min_words=low, max_words=high) for name, low, high in BUCKETS]
+
+
 class Health(Response):
     status: Literal["ok", "degraded"]
     device: str
@@ -47,6 +59,9 @@ class Health(Response):
     numerics: Numerics
     dropped: Dropped
     defaults: PageDefaults
+    length_buckets: list[LengthGroup] = Field(default_factory=_length_groups, description=(
+        "the evaluation's length groups, shortest first: a reader's sentence belongs to the one its "
+        "word count falls in (the page picks the models' BLEU for sentences of its length)"))
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
@@ -56,7 +71,9 @@ class Health(Response):
          "numerics": {"precision": "fp16-weights", "layout": "input-major"},
          "dropped": {"skipped": 3, "stopped": 5},
          "defaults": {"text": defaults.TEXT, "length": defaults.LENGTH, "seed": defaults.SEED,
-                      "top_k": defaults.TOP_K}}]})
+                      "top_k": defaults.TOP_K},
+         "length_buckets": [{"bucket": name, "min_words": low, "max_words": high}
+                            for name, low, high in BUCKETS]}]})
 
 
 class LengthBucket(Response):

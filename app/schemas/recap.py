@@ -11,7 +11,10 @@ class RecapRow(Response):
     """One row of chapter 11's recap: its chapter's one number on the reader's sentence, in a sentence."""
 
     chapter: int = Field(ge=1, le=11, description="the chapter the row recaps (its number in the story)")
-    text: str = Field(description="the row's sentence, with the number measured on the text")
+    text: str = Field(description="the row's sentence, with the number measured on the text (English)")
+    said: dict[str, str] = Field(description="the same sentence in each language of the page (en, fr): the "
+                                             "catalogue's message for the row, its numbers written by that "
+                                             "language's rules")
 
 
 class Recap(Response):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import ConfigDict, Field
 
 from app.limits import MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS
@@ -30,6 +32,18 @@ class TimingRoles(Response):
     parallel: str = Field(description="the model whose encoder attends without recurrence")
 
 
+class EncoderSize(Response):
+    """An encoder's size in numbers (the page phrases them; `encoders` says them in English)."""
+    cell: Literal["rnn", "lstm", "transformer"]
+    layers: int
+    width: int = Field(description="the hidden size of a recurrent encoder, d_model of a Transformer's")
+    embeddings: int | None = Field(None, description="a recurrent encoder's embedding size (no Transformer's)")
+    heads: int | None = Field(None, description="a Transformer's heads per layer (not a recurrent one's)")
+    feed_forward: int | None = Field(None, description="a Transformer's d_ff (not a recurrent one's)")
+    positions: int | None = Field(None, description="the sinusoidal positions a Transformer stores, computed "
+                                                    "beyond (not a recurrent one's)")
+
+
 class Timings(Response):
     device: str = Field(description="where the models run: cpu or cuda")
     device_name: str
@@ -41,7 +55,8 @@ class Timings(Response):
     complete: bool = Field(description="false when the time limit left some lengths fewer than max_repeats")
     definition: str
     lengths: list[int]
-    encoders: dict[str, str] = Field(description="per model, its encoder's size")
+    encoders: dict[str, str] = Field(description="per model, its encoder's size, in English")
+    encoder_sizes: dict[str, EncoderSize] = Field(description="per model, the same as numbers")
     timings: dict[str, list[LengthTiming]] = Field(description="per model, one entry per length")
     growth: dict[str, float] = Field(description="per model, time at the longest length / time at the shortest")
     roles: TimingRoles
@@ -57,6 +72,10 @@ class Timings(Response):
          "encoders": {"lstm": "LSTM encoder: 1 layer, hidden size 512, embeddings 256",
                       "transformer": "Transformer encoder: 3 layers, d_model 256, 4 heads, d_ff 1024; "
                                      "sinusoidal positions stored for 512, computed beyond"},
+         "encoder_sizes": {"lstm": {"cell": "lstm", "layers": 1, "width": 512, "embeddings": 256, "heads": None,
+                                    "feed_forward": None, "positions": None},
+                           "transformer": {"cell": "transformer", "layers": 3, "width": 256, "embeddings": None,
+                                           "heads": 4, "feed_forward": 1024, "positions": 512}},
          "timings": {"lstm": [{"length": 10, "median_ms": 2.9, "repeats": 7},
                               {"length": 100, "median_ms": 32.1, "repeats": 7},
                               {"length": 1000, "median_ms": 307.6, "repeats": 6}],

@@ -1,15 +1,17 @@
 """The page's language: which one a request gets, and its words from the same catalogues the
 browser reads (static/i18n/<lang>.json, one key per message; static/js/i18n.js). Babel supplies
-the locale rules: negotiation against Accept-Language, plural categories and number formats, so
-the server writes a message exactly as the page's script would."""
+the locale rules: negotiation against Accept-Language, plural categories, number and list formats,
+so the server writes a message exactly as the page's script would."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 
 from babel import Locale, negotiate_locale
+from babel.lists import format_list
 from babel.numbers import format_decimal
 from markupsafe import Markup
 
@@ -20,6 +22,7 @@ DEFAULT = "en"
 COOKIE = "lang"  # the reader's last choice (set by the page's switch)
 FOLDER = REPO_ROOT / "static" / "i18n"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _RANGE = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
 
 
@@ -62,6 +65,24 @@ class Words:
 
     def number(self, x) -> str:
         return format_decimal(x, locale=self.locale)
+
+    def figure(self, x: float | None, digits: int = 2, small: float = 1e-3, large: float = 1e4) -> str:
+        """A measured number as static/js/i18n.js `figure` writes it: `digits` significant digits
+        (0.50, 0,50); below `small` or from `large` on, in the catalogue's scientific form
+        (1.1×10⁻¹³, 1,1 × 10⁻¹³). Missing or not finite: "–"."""
+        if x is None or not math.isfinite(x):
+            return "–"
+        if x != 0 and (abs(x) < small or abs(x) >= large):
+            mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+            written = format_decimal(float(mantissa), format="0." + "0" * (digits - 1), locale=self.locale)
+            raised = str(int(exponent)).translate(SUPERSCRIPT)
+            return self.text("number.scientific", mantissa=written, exponent=raised)
+        pattern = "0" if abs(x) >= 10 ** (digits - 1) else "@" * digits
+        return format_decimal(x, format=pattern, locale=self.locale)
+
+    def list(self, items: list[str]) -> str:
+        """Words as one list, as static/js/i18n.js `listOf` writes it ("a, b, and c", « a, b et c »)."""
+        return format_list([str(item) for item in items], locale=self.locale) if items else ""
 
     def plural(self, count) -> str:
         """The plural form for `count`; "other" when there is none, the rule static/js/i18n.js keeps:

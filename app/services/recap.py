@@ -7,19 +7,24 @@ arguments, so the recap and the chapter share cache entries and never disagree. 
 chosen where a chapter's default is heavy: chapter 3's gradient at the sentence's own length
 instead of its repeats to 80 pieces, chapter 6's step counts instead of a timing (which only the
 reader starts).
+
+A row is a catalogue message ("recap.said.<chapter>") and its values, phrased in every language
+of the page (app/services/language.py): the page shows the reader's, and keeps it when the reader
+switches language; `text` is the English one.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
+from dataclasses import dataclass, field
 
 from app import defaults
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import Recap, RecapRow
 from app.services.gradients import gradient_curves
+from app.services.language import LANGUAGES, Words
 from app.services.order import order as shuffled
 from app.services.predict import prediction
 from app.services.recurrence import recurrence as read_sentence
@@ -27,23 +32,35 @@ from app.services.scaling import scaling as saturation
 from app.services.scores import attention_scores
 
 log = logging.getLogger("attention_lab")
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def fmt(x: float | None) -> str:
-    """Two significant digits, very small or large numbers as 1.1×10⁻¹³: the page's own format."""
-    if x is None or not math.isfinite(x):
-        return "–"
-    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e4):
-        mantissa, exponent = f"{x:.1e}".split("e")
-        return f"{mantissa}×10{str(int(exponent)).translate(SUPERSCRIPT)}"
-    return f"{x:.0f}" if x >= 10 else f"{x:#.2g}"
+class Piece(str):
+    """A BPE piece, shown as a reader sees it (the word-start marker dropped) and quoted."""
 
 
-def piece(token: str) -> str:
-    """A BPE piece as a reader sees it, quoted: the word-start marker dropped."""
-    text = "␣" if token == "▁" else token.removeprefix("▁")
-    return f"“{text}”"
+@dataclass(frozen=True)
+class Said:
+    """A sentence as data: its catalogue key and its values (a float: a measured number; a Piece; a
+    list of Said: a list in the language's words; anything else as it is)."""
+    key: str
+    values: dict = field(default_factory=dict)
+
+
+def phrase(words: Words, said: Said) -> str:
+    def value(v):
+        if isinstance(v, Piece):
+            return words.text("quote", text="␣" if v == "▁" else v.removeprefix("▁"))
+        if v is None or isinstance(v, float):
+            return words.figure(v)  # None: the measurement is missing, "–"
+        if isinstance(v, list):
+            return words.list([phrase(words, item) for item in v])
+        return v
+    return words.text(said.key, **{name: value(v) for name, v in said.values.items()})
+
+
+def row(chapter: int, said: Said) -> RecapRow:
+    return RecapRow(chapter=chapter, text=phrase(Words("en"), said),
+                    said={lang: phrase(Words(lang), said) for lang in LANGUAGES})
 
 
 def first(registry: ModelRegistry, test) -> LoadedModel | None:
@@ -55,11 +72,11 @@ def recap(registry: ModelRegistry, text: str, cancel: threading.Event | None = N
     loaded) has no row. `cancel` set (the client hung up): the work not started is skipped."""
     registry.source(text)  # an invalid text is refused here (422), before any work
     rows = []
-    for row in (recurrence, gradients, scores, steps, scaling, order, predict):
+    for chapter in (recurrence, gradients, scores, steps, scaling, order, predict):
         try:
-            rows.append(row(registry, text, cancel))
+            rows.append(chapter(registry, text, cancel))
         except (UnknownModelError, InvalidOptionError) as error:
-            log.warning("recap: %s gave no row: %s", row.__name__, error)
+            log.warning("recap: %s gave no row: %s", chapter.__name__, error)
     return Recap(rows=[r for r in rows if r is not None])
 
 
@@ -68,8 +85,8 @@ def recurrence(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = read_sentence(registry, text, None, cancel)
     most = max(range(len(answer.change)), key=answer.change.__getitem__)
-    return RecapRow(chapter=2, text=f"the {answer.model}'s state moves most at {piece(answer.tokens[most])} "
-                                    f"(‖h_t − h_(t−1)‖ = {fmt(answer.change[most])}).")
+    return row(2, Said("recap.said.2", {"model": answer.model, "piece": Piece(answer.tokens[most]),
+                                         "change": float(answer.change[most])}))
 
 
 def gradients(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -77,9 +94,10 @@ def gradients(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = gradient_curves(registry, text, None, (), cancel)
     back = len(answer.tokens) - 1
-    said = [f"{fmt(c.norm[back] / c.norm[0] if c.norm[0] > 0 else None)}× for {c.model}" for c in answer.curves]
-    return RecapRow(chapter=3, text=f"{back} pieces back from the end of your sentence, the gradient reaching "
-                                    f"the input, as a multiple of the last piece's: {', '.join(said)}.")
+    each = [Said("recap.said.3.each", {"model": c.model,
+                                       "multiple": c.norm[back] / c.norm[0] if c.norm[0] > 0 else None})
+            for c in answer.curves]
+    return row(3, Said("recap.said.3", {"count": back, "each": each}))
 
 
 def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -88,8 +106,9 @@ def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = attention_scores(registry, text, model.name, 0, 1.0, cancel)
     onto = max(range(len(answer.weights)), key=answer.weights.__getitem__)
-    return RecapRow(chapter=5, text=f"{model.name}: {piece(answer.query_token)} puts {fmt(answer.max_weight)} "
-                                    f"of its weight on {piece(answer.source_tokens[onto])}.")
+    return row(5, Said("recap.said.5", {"model": model.name, "piece": Piece(answer.query_token),
+                                         "weight": float(answer.max_weight),
+                                         "onto": Piece(answer.source_tokens[onto])}))
 
 
 def steps(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -99,9 +118,8 @@ def steps(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     pieces = len(registry.source(text).ids)
     layers = parallel.capabilities.layers
-    return RecapRow(chapter=6, text=f"on your sentence's {pieces} pieces, {recurrent.name}'s encoder takes "
-                                    f"{pieces} steps one after another; {parallel.name}'s, {layers} layers, "
-                                    "each over every piece at once.")
+    return row(6, Said("recap.said.6", {"count": pieces, "recurrent": recurrent.name, "parallel": parallel.name,
+                                         "layers": layers}))
 
 
 def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -109,18 +127,17 @@ def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = saturation(registry, text, cancel=cancel)
     at = answer.sampled.at_model_d_k
-    return RecapRow(chapter=7, text=f"at {answer.model}'s d_k = {answer.d_k}, random scores' largest "
-                                    f"softmax weight is {fmt(at['unscaled'].max_weight)} unscaled, "
-                                    f"{fmt(at['scaled'].max_weight)} divided by √d_k.")
+    return row(7, Said("recap.said.7", {"model": answer.model, "dk": str(answer.d_k),
+                                         "unscaled": float(at["unscaled"].max_weight),
+                                         "scaled": float(at["scaled"].max_weight)}))
 
 
 def order(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.switches) is None:
         return None
     checks = shuffled(registry, text, seed=defaults.SEED, cancel=cancel).checks
-    return RecapRow(chapter=8, text="shuffled, with positional encoding off the encoder's maps differ by "
-                                    f"{fmt(checks['pe_off'].max_abs_difference)} (rounding); on, by "
-                                    f"{fmt(checks['pe_on'].max_abs_difference)}.")
+    return row(8, Said("recap.said.8", {"off": float(checks["pe_off"].max_abs_difference),
+                                         "on": float(checks["pe_on"].max_abs_difference)}))
 
 
 def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -129,6 +146,8 @@ def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = prediction(registry, text, model.name, (), defaults.TOP_K, 1, cancel)
     step = answer.steps[0] if answer.steps else None
-    said = f"{piece(step.token)} with probability {fmt(step.probability)}" if step else "nothing"
-    return RecapRow(chapter=10, text=f"{model.name}'s first piece is {said}; greedy writes "
-                                     f"“{answer.translation}”.")
+    if step is None:
+        return row(10, Said("recap.said.10.nothing", {"model": model.name, "translation": answer.translation}))
+    return row(10, Said("recap.said.10", {"model": model.name, "piece": Piece(step.token),
+                                          "probability": float(step.probability),
+                                          "translation": answer.translation}))

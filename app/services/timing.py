@@ -23,10 +23,11 @@ import torch
 from app.limits import MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS
 from app.runtime.errors import BusyError, InvalidOptionError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import LengthTiming, TimingRoles, Timings, TimingStatus
+from app.schemas import EncoderSize, LengthTiming, TimingRoles, Timings, TimingStatus
 from app.services.inference import pick_model
+from app.services.language import Words
 from app.services.rounding import round_sig
-from models.probes.timing import LENGTHS, describe_encoder, device_name, measure, random_ids, time_encode
+from models.probes.timing import LENGTHS, device_name, encoder_size, measure, random_ids, time_encode
 
 LIMIT_S = 20.0  # no repeat starts after this many seconds
 REPEATS = 7  # at most, per model and length
@@ -112,6 +113,7 @@ class TimingBench:
         short, long = lengths[0], lengths[-1]
         recurrent, parallel = list(models)
         slow, fast = median[recurrent], median[parallel]
+        sizes = {name: EncoderSize(**encoder_size(model)) for name, model in models.items()}
         return Timings(
             device=registry.device.type, device_name=device_name(registry.device), torch_threads=threads,
             measured_at=datetime.now(UTC).isoformat(timespec="seconds"), seconds=round(seconds, 2),
@@ -119,7 +121,7 @@ class TimingBench:
             complete=all(t.repeats == self.repeats for rows in timings.values() for t in rows),
             definition=DEFINITION, lengths=list(lengths),
             roles=TimingRoles(recurrent=recurrent, parallel=parallel),
-            encoders={name: describe_encoder(model) for name, model in models.items()},
+            encoders={name: describe(sizes[name]) for name in models}, encoder_sizes=sizes,
             timings={name: [LengthTiming(length=t.length, median_ms=round_sig(t.median_ms), repeats=t.repeats)
                             for t in rows] for name, rows in timings.items()},
             growth={name: round_sig(m[long] / m[short]) for name, m in median.items()},
@@ -168,3 +170,13 @@ def check_lengths(lengths: list[int] | None) -> tuple[int, ...]:
 def bench(registry: ModelRegistry) -> TimingBench:
     """The server's bench, kept with its registry (so each test's registry has its own)."""
     return registry.experiments.setdefault("timing", TimingBench())
+
+
+def describe(size: EncoderSize, words: Words | None = None) -> str:
+    """An encoder's size in a sentence: the catalogue's message the page phrases it with (English
+    for the API's `encoders`)."""
+    words = words or Words("en")
+    numbers = {name: str(value) for name, value in size.model_dump().items() if isinstance(value, int)}
+    if size.cell == "transformer":
+        return words.text("timing.encoder-size.transformer", **numbers)
+    return words.text("timing.encoder-size.recurrent", cell=size.cell.upper(), count=size.layers, **numbers)

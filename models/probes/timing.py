@@ -92,10 +92,12 @@ def device_name(device: torch.device) -> str:
     return f"{platform.machine()} CPU, {os.cpu_count()} cores"
 
 
-def describe_encoder(model) -> str:
-    """The encoder's size in one line: what the page says when it compares them."""
+def encoder_size(model) -> dict:
+    """The encoder's size, as numbers the page phrases when it compares the two (cell: "rnn", "lstm"
+    or "transformer"; the entries a kind of encoder does not have are None)."""
     c = model.config
     if isinstance(c, TransformerConfig):
-        return (f"Transformer encoder: {c.n_encoder_layers} layers, d_model {c.d_model}, {c.n_heads} heads, "
-                f"d_ff {c.d_ff}; sinusoidal positions stored for {c.max_len}, computed beyond")
-    return f"{c.cell.upper()} encoder: 1 layer, hidden size {c.d_hidden}, embeddings {c.d_embed}"
+        return {"cell": "transformer", "layers": c.n_encoder_layers, "width": c.d_model, "embeddings": None,
+                "heads": c.n_heads, "feed_forward": c.d_ff, "positions": c.max_len}
+    return {"cell": c.cell, "layers": 1, "width": c.d_hidden, "embeddings": c.d_embed,
+            "heads": None, "feed_forward": None, "positions": None}

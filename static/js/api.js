@@ -17,6 +17,17 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The page's one Retry-After policy: the seconds to wait before asking again, when the server
+ * refused for being full (429, 503) and named them; else null (ask no more on its own). The
+ * request lifecycle (requests.js) asks again after them, speculation (speculate.js) sends nothing
+ * before they have passed.
+ */
+export function waitBeforeRetry(error) {
+  const busy = error instanceof ApiError && (error.status === 429 || error.status === 503);
+  return busy && error.retryAfter !== null ? error.retryAfter : null;
+}
+
 /** What went wrong with a request, in words a reader can act on (for a panel's message). */
 export function explain(error) {
   if (!(error instanceof ApiError)) return t("error.unusable");

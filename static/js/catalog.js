@@ -3,19 +3,7 @@
 // itself, so a new checkpoint folder shows up with no edit here.
 import * as api from "./api.js";
 import { has, label, t } from "./i18n.js";
-import { MODEL_MARKERS, MODEL_PALETTE } from "./plots.js";
-
-/** The evaluation's length groups (models/evaluate.py), by words in the source sentence. */
-export const BUCKETS = ["1-5", "6-10", "11-15", "16+"];
-
-/** The evaluation bucket of a sentence, by its number of whitespace-separated words. */
-export function bucketOf(text) {
-  const words = text.trim().split(/\s+/).filter(Boolean).length;
-  if (words <= 5) return "1-5";
-  if (words <= 10) return "6-10";
-  if (words <= 15) return "11-15";
-  return "16+";
-}
+import { MODEL_MARKERS, MODEL_PALETTE, themed } from "./plots.js";
 
 class Catalog {
   constructor(health, models) {
@@ -24,8 +12,21 @@ class Catalog {
     this.unavailable = health.unavailable || {}; // name -> why it did not load
     this.device = health.device;
     this.numerics = health.numerics; // {precision, layout}: what every figure was computed with
+    this.lengthBuckets = health.length_buckets; // the evaluation's length groups (models/lengths.py), shortest first
     this.models = models; // the story's order, then any other model
     this.index = new Map(models.map((m, i) => [m.name, i]));
+  }
+
+  /** The names of the evaluation's length groups, shortest first ("1-5", ...). */
+  get buckets() {
+    return this.lengthBuckets.map((b) => b.bucket);
+  }
+
+  /** The length group of a sentence, by its number of whitespace-separated words (as models/lengths.py counts). */
+  bucketOf(text) {
+    const words = text.trim().split(/\s+/).filter(Boolean).length;
+    const group = this.lengthBuckets.find((b) => words <= (b.max_words ?? Infinity));
+    return (group || this.lengthBuckets[0]).bucket;
   }
 
   get names() {
@@ -39,7 +40,7 @@ class Catalog {
   /** A model's colour and marker follow its place in the catalogue (unknown names: grey). */
   colour(name) {
     const i = this.index.get(name);
-    return i === undefined ? "#667085" : MODEL_PALETTE[i % MODEL_PALETTE.length];
+    return i === undefined ? themed("muted") : MODEL_PALETTE[i % MODEL_PALETTE.length];
   }
 
   marker(name) {

@@ -3,26 +3,11 @@
 // in numbers (its sharpness, its rows as a table). A sentence whose slot is still empty stays hidden
 // behind a placeholder line (app.css), so a slot is never left empty on purpose: a fact the answer
 // lacks is written as "–".
-import { decimal, language, number, t } from "./i18n.js";
+import { decimal, figure, language, number, t } from "./i18n.js";
 import { showToken } from "./plots.js";
 
-const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
-
-/**
- * Two significant digits, in the page's language (0.83, 0,83); very small or large numbers as
- * 1.1×10⁻¹³ (1,1 × 10⁻¹³ in French: the catalogue's "number.scientific" says how). The digits are
- * JavaScript's own rounding, the same in every language (`decimal`).
- */
-export const fmt = (x) => {
-  if (x === null || x === undefined || !Number.isFinite(x)) return "–";
-  if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e4)) {
-    const [mantissa, exponent] = x.toExponential(1).split("e");
-    return t("number.scientific", {
-      mantissa: decimal(mantissa), exponent: [...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join(""),
-    });
-  }
-  return decimal(x >= 10 ? x.toFixed(0) : x.toPrecision(2));
-};
+/** Two significant digits, very small or large numbers in scientific form: the page's `figure`. */
+export const fmt = (x) => figure(x);
 
 /** One decimal, in the page's language (a BLEU score: 31.4, 31,4). */
 export const tenths = (x) => decimal(x.toFixed(1));

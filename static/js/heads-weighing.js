@@ -3,8 +3,8 @@
 // the effect of the heads switched off on the translation, and the prose's facts, all from the
 // answer's own numbers. A helper of chapters/heads-lab.js.
 import { fmt } from "./facts.js";
-import { t } from "./i18n.js";
-import { WEIGHT_SCALE, baseLayout, draw, onPlot, plotText, showEmpty } from "./plots.js";
+import { listOf, t } from "./i18n.js";
+import { baseLayout, draw, OKABE_ITO, onPlot, plotText, showEmpty, themed, WEIGHT_SCALE } from "./plots.js";
 import { offKey } from "./url-state.js";
 
 export const headName = (h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
@@ -16,7 +16,7 @@ export function headsFacts(answer) {
   const cross = answer.contributions.filter((c) => c.kind === "cross" && !c.off);
   const sharpest = cross.reduce((a, c) => (c.max_weight > a.max_weight ? c : a), cross[0]);
   const strongest = cross.reduce((a, c) => (c.mean > a.mean ? c : a), cross[0]);
-  const top = ranking.slice(0, 3).map((r) => `${shortName(r)} (${fmt(r.score)})`).join(", ");
+  const top = listOf(ranking.slice(0, 3).map((r) => t("heads.ranked-one", { head: shortName(r), score: fmt(r.score) })));
   return {
     reference: answer.alignment ? answer.alignment.reference : t("heads.no-reference"),
     top: top || "–",
@@ -74,7 +74,7 @@ export function showEffect(line, answer) {
   const delta = original.log_prob_heads_off - original.log_prob_all_heads;
   line.dataset.changed = String(changedIndices(answer).size);
   line.dataset.delta = String(delta);
-  line.textContent = t("heads.effect", { count: answer.heads_off.length, heads: answer.heads_off.map(headName).join(", "),
+  line.textContent = t("heads.effect", { count: answer.heads_off.length, heads: listOf(answer.heads_off.map(headName)),
     changed: changed.translation, original: original.translation, all: fmt(original.log_prob_all_heads),
     off: fmt(original.log_prob_heads_off), delta: `${delta >= 0 ? "+" : ""}${fmt(delta)}` });
 }
@@ -94,9 +94,9 @@ export function drawRanking(div, answer) {
   }
   const ranking = answer.alignment.ranking;
   const labels = ranking.map((r) => (r.off ? t("heads.short-off", { name: shortName(r) }) : shortName(r)));
-  draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: "#009E73" },
+  draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: OKABE_ITO.green },
     hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
   baseLayout({ margin: { l: 90, r: 8, t: 8, b: 40 }, yaxis: { autorange: "reversed", type: "category" },
-    xaxis: { range: [0, 1], title: { text: t("heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: "#eceef3" } }),
+    xaxis: { range: [0, 1], title: { text: t("heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: themed("grid") } }),
   `${answer.model}-translation-heads`, answer.alignment);
 }

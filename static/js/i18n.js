@@ -72,6 +72,38 @@ export function decimal(written) {
   return sign === "." ? written : written.replace(".", sign);
 }
 
+const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
+
+/**
+ * The page's one way of writing a measured number: `digits` significant digits in the page's
+ * language (0.83, 0,83); below `small` or from `large` on, in the catalogue's scientific form
+ * ("number.scientific": 1.1×10⁻¹³, 1,1 × 10⁻¹³). `zeros` false drops the trailing zeros a
+ * rounding leaves (0.5, not 0.500). Not finite or missing: "–".
+ */
+export function figure(x, { digits = 2, small = 1e-3, large = 1e4, zeros = true } = {}) {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "–";
+  const trim = (written) => (zeros ? written : String(Number(written)));
+  if (x !== 0 && (Math.abs(x) < small || Math.abs(x) >= large)) {
+    const [mantissa, exponent] = x.toExponential(digits - 1).split("e");
+    const raised = [...String(Number(exponent))].map((c) => SUPERSCRIPT[c]).join("");
+    return t("number.scientific", { mantissa: decimal(trim(mantissa)), exponent: raised });
+  }
+  // toFixed above 10^(digits-1): toPrecision would write 99.6 as "1.0e+2"
+  return decimal(trim(Math.abs(x) >= 10 ** (digits - 1) ? x.toFixed(0) : x.toPrecision(digits)));
+}
+
+const lists = new Map(); // "lang options" -> Intl.ListFormat
+
+/**
+ * Words (or numbers already written) as one list in the page's language: "a, b, and c", « a, b et
+ * c ». `options`: Intl.ListFormat's; {style: "narrow"} writes a sequence with commas only ("3, 1, 2").
+ */
+export function listOf(items, options = {}) {
+  const id = `${current} ${JSON.stringify(options)}`;
+  if (!lists.has(id)) lists.set(id, new Intl.ListFormat(current, { type: "conjunction", style: "long", ...options }));
+  return lists.get(id).format(items.map(String));
+}
+
 /** The page's words as the server wrote them (<html lang>), else English. */
 export const pageLanguage = () => (LANGUAGES.includes(document.documentElement.lang) ? document.documentElement.lang : "en");
 

@@ -55,12 +55,29 @@ const MORE = new Map([[WEIGHT_SCALE, WEIGHT_SCALE_MORE], [GATE_SCALE, GATE_SCALE
 /** Whether the page is at high contrast now (contrast.js sets it on <html>). */
 export const highContrast = () => document.documentElement.dataset.contrast === "more";
 
+const themes = new Map(); // "contrast name" -> the colour app.css gives --plot-<name>
+
+/**
+ * A figure's colour from the page's theme: app.css's `--plot-<name>` (text, grid, guide: a
+ * reference line, ink, mark: the reader's choice, muted, paper).
+ */
+export function themed(name) {
+  const id = `${highContrast()} ${name}`;
+  if (!themes.has(id)) {
+    themes.set(id, getComputedStyle(document.documentElement).getPropertyValue(`--plot-${name}`).trim());
+  }
+  return themes.get(id);
+}
+
+/** The Okabe-Ito colours by name, for a figure's own series (a model's follow MODEL_PALETTE). */
+export const OKABE_ITO = { vermillion: "#D55E00", blue: "#0072B2", green: "#009E73" };
+
 /**
  * Okabe-Ito colours, given to the models in the catalogue's order (catalog.js); the first two,
  * vermillion and blue, are the pair the gradient plot compares. Yellow and black come last: the
  * weakest on white, and the most like the text.
  */
-export const MODEL_PALETTE = ["#D55E00", "#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"];
+export const MODEL_PALETTE = [OKABE_ITO.vermillion, OKABE_ITO.blue, OKABE_ITO.green, "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"];
 /** Marker symbols in the same order, so lines stay apart where colours are hard to tell. */
 export const MODEL_MARKERS = ["circle", "diamond", "square", "triangle-up", "cross", "x", "star", "hexagon"];
 
@@ -114,14 +131,14 @@ function cellTokens(rows, cols) {
 
 export function baseLayout(extra = {}) {
   return {
-    font: { family: FONT, size: 12, color: "#2b3242" },
+    font: { family: FONT, size: 12, color: themed("text") },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
     separators: t("plot.separators"), // decimal, then thousands: 0.83 / 0,83 in hover labels and ticks
     margin: { l: 56, r: 16, t: 10, b: 48 },
     autosize: true,
-    hoverlabel: { font: { family: FONT, size: 13, color: "#ffffff" }, bgcolor: "#161b26", bordercolor: "#161b26" },
-    modebar: { bgcolor: "rgba(255,255,255,0.9)", color: "#8a93a6", activecolor: "#2b44c9" },
+    hoverlabel: { font: { family: FONT, size: 13, color: themed("paper") }, bgcolor: themed("ink"), bordercolor: themed("ink") },
+    modebar: { bgcolor: "rgba(255,255,255,0.9)", color: themed("guide"), activecolor: themed("mark") },
     ...extra,
   };
 }
@@ -151,7 +168,7 @@ function exportFigure(gd) {
   } : trace));
   const margin = { ...(gd.layout.margin || {}) };
   if (withBar) margin.r = (margin.r || 0) + 80;
-  const layout = { ...gd.layout, margin, paper_bgcolor: "#ffffff", width: (full.width || 600) + (withBar ? 80 : 0),
+  const layout = { ...gd.layout, margin, paper_bgcolor: themed("paper"), width: (full.width || 600) + (withBar ? 80 : 0),
     height: full.height || 400 };
   return { data, layout };
 }

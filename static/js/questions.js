@@ -7,7 +7,7 @@
 // with the questions on; the navigation follows it.
 import { explain } from "./api.js";
 import { chapterRoot, el } from "./dom.js";
-import { label, t } from "./i18n.js";
+import { label, listOf, t } from "./i18n.js";
 import { QUESTIONS } from "./questions/bank.js";
 import * as store from "./store.js";
 
@@ -49,7 +49,7 @@ function followTour(tour) {
   const list = items[0].parentElement;
   for (const item of items) item.hidden = !tour.includes(item.querySelector("a").dataset.chapter);
   for (const ch of tour) list.append(items.find((li) => li.querySelector("a").dataset.chapter === ch));
-  label(list.parentElement, "tour.nav", { chapters: tour.join(", ") }, "aria-label");
+  label(list.parentElement, "tour.nav", { chapters: listOf(tour) }, "aria-label");
   document.body.dataset.tour = tour.join(",");
 }
 
@@ -243,7 +243,7 @@ class Question {
     this.result.dataset.verdict = verdict;
     this.result.dataset.measured = String(posed.measured);
     delete this.result.dataset.i18n;
-    this.result.textContent = `${t(`q.verdict.${verdict}`)} ${posed.says(id)}`;
+    this.result.textContent = t("q.result", { verdict: t(`q.verdict.${verdict}`), says: posed.says(id) });
     this.result.hidden = false;
     if (!this.spec.part) this.questions.progress(this.spec.chapter, verdict); // the navigation marks a chapter's own
     this.open();
@@ -283,7 +283,7 @@ class Question {
       }
     }
     const verdict = this.result.dataset.verdict;
-    if (verdict && this.posed && this.guess !== undefined) this.result.textContent = `${t(`q.verdict.${verdict}`)} ${this.posed.says(this.guess)}`;
+    if (verdict && this.posed && this.guess !== undefined) this.result.textContent = t("q.result", { verdict: t(`q.verdict.${verdict}`), says: this.posed.says(this.guess) });
   }
 
   /** Show the chapter (answered, skipped, or not askable). */

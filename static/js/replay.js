@@ -6,8 +6,8 @@
 import * as api from "./api.js";
 import { el } from "./dom.js";
 import { fmt, mapTable, sharpness, strongest } from "./facts.js";
-import { decimal, label, t } from "./i18n.js";
-import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, showEmpty } from "./plots.js";
+import { decimal, label, listOf, t } from "./i18n.js";
+import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, OKABE_ITO, showEmpty, themed } from "./plots.js";
 import { couldNot } from "./requests.js";
 
 const PLAY_MS = 1400; // a frame's time on screen while playing
@@ -27,7 +27,7 @@ export function replayView({ chapter, container, key, candidates }) {
     const found = candidates(context.catalog);
     replay.model = found.find((m) => m.snapshots && m.snapshots.length > 1) || null;
     if (!replay.model) {
-      const who = found.map((m) => m.name).join(", ") || t("replay.none-loaded");
+      const who = listOf(found.map((m) => m.name)) || t("replay.none-loaded");
       place.replaceChildren(label(el("p", "panel panel--note"), "replay.no-snapshots", { who }));
       return;
     }
@@ -139,8 +139,8 @@ export function replayView({ chapter, container, key, candidates }) {
     });
     drawPlot(parts.curvePlot, [
       { type: "scatter", mode: "lines+markers", x: replay.timeline.map((p) => p.step), y: replay.timeline.map((p) => p.valid_bleu),
-        line: { color: "#667085" }, hovertemplate: t("replay.hover") },
-      { type: "scatter", mode: "markers", x: [here.step], y: [here.valid_bleu], marker: { size: 14, color: "#D55E00" }, hoverinfo: "skip" },
+        line: { color: themed("muted") }, hovertemplate: t("replay.hover") },
+      { type: "scatter", mode: "markers", x: [here.step], y: [here.valid_bleu], marker: { size: 14, color: OKABE_ITO.vermillion }, hoverinfo: "skip" },
     ], layout, `training-${replay.model.name}-bleu`, replay.timeline);
   }
 

@@ -10,7 +10,7 @@
 // its final size, and until first drawn its placeholder: app.css); a failure is said on the view's
 // panels in the view's words, and a 429 or 503 that names a Retry-After is asked again after that
 // many seconds, which the panel says.
-import { ApiError, explain, isAbort } from "./api.js";
+import { ApiError, explain, isAbort, waitBeforeRetry } from "./api.js";
 import { chapterRoot, partsOf } from "./dom.js";
 import { t } from "./i18n.js";
 import { isNear, whenNear } from "./lazy.js";
@@ -38,12 +38,6 @@ export function couldNot(what, error, missing = t("failure.no-model")) {
 export function modelFailure(error, name) {
   const missing = error instanceof ApiError && error.status === 404;
   return missing ? t("failure.unavailable") : t("failure.model", { name, why: explain(error) });
-}
-
-/** Seconds to wait before asking again, when the server named them on a 429 or 503; else null. */
-function retryAfter(error) {
-  const busy = error instanceof ApiError && (error.status === 429 || error.status === 503);
-  return busy && error.retryAfter !== null ? error.retryAfter : null;
 }
 
 /** A copy of `error` that says which model's answer it ended (the status line names the model). */
@@ -189,7 +183,7 @@ class Line {
       if (isAbort(error) || signal.aborted) return null;
       if (!(error instanceof ApiError)) console.error(error); // the page's own fault: let it be seen
       busy(false);
-      const wait = mayRetry ? retryAfter(error) : null;
+      const wait = mayRetry ? waitBeforeRetry(error) : null;
       if (!failed.has(view)) failed.set(view, new Map());
       failed.get(view).set(key, { error, wait });
       this.sayFailure(error, wait);
@@ -224,7 +218,7 @@ class Line {
     if (this.view.name) return this.view.name(this.key);
     // the view's title in the page's words: its message "view.<title, dashed>" (contents.js)
     const title = t(`view.${this.view.title.replace(/[^a-z0-9]+/gi, "-")}`);
-    return this.key === null ? title : `${title}, ${this.key}`;
+    return this.key === null ? title : t("status.view-of", { view: title, key: this.key });
   }
 }
 
@@ -363,7 +357,7 @@ class Round {
     lab.ahead(text); // asked while typing already (an example picked is asked here)
     const failures = new Map(); // label -> why
     let done = false;
-    const tell = () => this.current && onFailures([...failures].map(([label, why]) => `${label}: ${why}`));
+    const tell = () => this.current && onFailures([...failures].map(([label, why]) => t("status.view-failed", { view: label, why })));
     const report = (line, outcome) => {
       if (!outcome || !this.current) return;
       if (outcome.why) failures.set(outcome.label, outcome.why);

@@ -17,6 +17,7 @@
 // 429 or 503 that names a Retry-After, no request is sent until that time has passed (the round
 // asks the newest text again then, requests.js), so a full server is not asked once per key by
 // every reader it turned away.
+import { waitBeforeRetry } from "./api.js";
 
 const KEEP = 40; // answers remembered (about eight texts of five models)
 
@@ -59,11 +60,11 @@ export class Speculation {
     return promises;
   }
 
-  /** A 429 or 503 with a Retry-After: nothing is sent before it has passed. */
+  /** A refusal the page's Retry-After policy waits out (api.js): nothing is sent before it has passed. */
   quiet(error) {
-    const busy = error && (error.status === 429 || error.status === 503) && error.retryAfter != null;
-    if (!busy) return;
-    this.quietUntil = Math.max(this.quietUntil, Date.now() + 1000 * error.retryAfter);
+    const wait = waitBeforeRetry(error);
+    if (wait === null) return;
+    this.quietUntil = Math.max(this.quietUntil, Date.now() + 1000 * wait);
     this.refusal = error;
   }
 

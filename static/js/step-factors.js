@@ -3,7 +3,7 @@
 // singular value of the step Jacobian), and the LSTM's forget gate, the factor on its cell path.
 // A helper of chapters/gradients.js.
 import { t } from "./i18n.js";
-import { baseLayout, draw, plotText, showEmpty } from "./plots.js";
+import { baseLayout, draw, plotText, showEmpty, themed } from "./plots.js";
 
 /** Each view of the per-step factors: its name and its y axis, in the page's language. */
 export const FACTORS = {
@@ -33,10 +33,10 @@ export function drawStepFactors(div, answer, factor, catalog) {
   });
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("gradients.x-axis") }, zeroline: false, gridcolor: "#eceef3" },
-    yaxis: { title: { text: FACTORS[factor].axis() }, gridcolor: "#eceef3", zeroline: false, rangemode: "tozero" },
+    xaxis: { title: { text: t("gradients.x-axis") }, zeroline: false, gridcolor: themed("grid") },
+    yaxis: { title: { text: FACTORS[factor].axis() }, gridcolor: themed("grid"), zeroline: false, rangemode: "tozero" },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
-    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { color: "#8a93a6", dash: "dash", width: 1.5 } }],
+    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { color: themed("guide"), dash: "dash", width: 1.5 } }],
   });
   div.dataset.factor = factor;
   draw(div, data, layout, `step-factors-${factor}`, answer);

@@ -9,7 +9,7 @@
 // control after it. Nothing here knows one chapter from another.
 import { el } from "./dom.js";
 import { fmt } from "./facts.js";
-import { label, t, unlabel } from "./i18n.js";
+import { label, listOf, t, unlabel } from "./i18n.js";
 
 const twins = new WeakMap(); // plot div -> {box, sentence, button, table, source, rows}
 const cells = new WeakMap(); // plot div -> [heatmap, row, column] last read by keyboard
@@ -192,7 +192,7 @@ function step(z, i, j, [di, dj]) {
 
 /** A map's name: its trace's, else its place ("map 2 of 4"). */
 function mapName(heat, m) {
-  return heat.name ? plain(heat.name) : `map ${m + 1}`;
+  return heat.name ? plain(heat.name) : t("twin.map-number", { number: m + 1 });
 }
 
 /** Escape: out of the heatmap to the control that follows it (its download button), so Tab goes on from there, never back in. */
@@ -219,12 +219,13 @@ function cellSaid(div, heat, i, j) {
   const number = typeof value === "number" ? fmt(value) : t("twin.no-value");
   if (Array.isArray(tokens) && tokens.length >= 2) {
     const named = heat.meta?.cellParts || [];
-    const parts = named.map((part, k) => `${part} ${plain(tokens[k])}, `).join("");
-    return `${parts}${plain(tokens[named.length])}, ${plain(tokens[named.length + 1])}, ${number}`;
+    const cell = t("twin.cell", { row: plain(tokens[named.length]), column: plain(tokens[named.length + 1]), value: number });
+    const parts = named.map((part, k) => t("twin.cell-part", { part, value: plain(tokens[k]) }));
+    return listOf([...parts, cell], { style: "narrow" });
   }
   const x = heat.x ? heat.x[j] : j;
   const y = heat.y ? heat.y[i] : i;
-  return `${tick(div, heat.yaxis, "y", y)}, ${tick(div, heat.xaxis, "x", x)}, ${number}`;
+  return t("twin.cell", { row: tick(div, heat.yaxis, "y", y), column: tick(div, heat.xaxis, "x", x), value: number });
 }
 
 /** The tick label an axis shows for `value` (its own value when it names none). */

@@ -47,7 +47,7 @@ export function storyFacts(answer, catalog) {
       facts[`${role}-side-${weights}`] = side(factor);
       facts[`${role}-shrink-${weights}`] = fmt(median((curve && curve.shrink) || []));
     }
-    const bucket = bucketBleu(catalog, name, "16+");
+    const bucket = bucketBleu(catalog, name, catalog.buckets.at(-1)); // the longest sentences
     facts[`${role}-bleu-long`] = fmt(bucket);
   }
   const forget = curveOf(answer, gated, "trained");

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from app.services.recap import fmt
+from app.services.language import Words
+
+fmt = Words("en").figure  # the recap's English, as the page writes its numbers
 
 RECURRENT_ATTENTION = ("lstm-additive", "lstm-dot")
 

@@ -19,7 +19,11 @@ def test_health_lists_every_loaded_model(client):
                     "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
                                "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16},
                     "numerics": {"precision": "fp16-weights", "layout": "input-major"},
-                    "defaults": {"text": TEXT, "length": 80, "seed": 1, "top_k": 5}}
+                    "defaults": {"text": TEXT, "length": 80, "seed": 1, "top_k": 5},
+                    "length_buckets": [{"bucket": "1-5", "min_words": 1, "max_words": 5},
+                                       {"bucket": "6-10", "min_words": 6, "max_words": 10},
+                                       {"bucket": "11-15", "min_words": 11, "max_words": 15},
+                                       {"bucket": "16+", "min_words": 16, "max_words": None}]}
 
 
 def test_models_report_architecture_size_and_metrics(client):

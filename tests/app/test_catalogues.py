@@ -63,7 +63,9 @@ DYNAMIC = {
     "q.9.sublayers.choice.": "chapter 9's shares of BLEU kept",
     "q.11.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
-SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js"))]
+# the page's template and scripts, and the services that phrase what the server writes for the page
+SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js")),
+           *sorted((REPO_ROOT / "app" / "services").rglob("*.py"))]
 KEY = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$")
 
 

@@ -12,9 +12,11 @@ from app import defaults
 from app.main import create_app
 from app.runtime.loading import load_registry
 from app.services import ahead
-from app.services.recap import fmt
+from app.services.language import LANGUAGES, Words
 from tests.app.conftest import TEXT, tiny_settings
 from tests.app.contract import assert_recap_is_the_chapters
+
+fmt = Words("en").figure  # the recap's English, as the page writes its numbers
 
 
 def test_the_recap_has_a_measured_number_for_every_chapter_of_the_sentence(client):
@@ -45,9 +47,14 @@ def test_the_recap_refuses_what_the_chapters_refuse(client):
     assert client.post("/api/recap", json={"text": TEXT, "other": 1}).status_code == 422
 
 
-def test_fmt_writes_numbers_as_the_page_does():
-    assert [fmt(x) for x in (0.9976, 11.2, 3.3e-7, 0.5, 12345, None)] == [
-        "1.0", "11", "3.3×10⁻⁷", "0.50", "1.2×10⁴", "–"]
+def test_every_row_comes_in_every_language_of_the_page(client):
+    rows = client.post("/api/recap", json={"text": TEXT}).json()["rows"]
+    for row in rows:
+        assert set(row["said"]) == set(LANGUAGES) and row["said"]["en"] == row["text"], row
+        french = row["said"]["fr"]
+        assert french != row["text"] and not re.search(r"\d\.\d", french), row  # 0,50: a decimal comma
+    steps = next(r for r in rows if r["chapter"] == 6)["said"]["fr"]
+    assert "jetons de votre phrase" in steps and "couches" in steps, steps
 
 
 def test_the_first_visit_is_every_chapter_in_reading_order(tiny_checkpoints):

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from app import defaults
 from app.config import REPO_ROOT
 from app.main import app
+from models import lengths
 from models.architectures import MODEL_NAMES
 from tests.app.contract import assert_recap_is_the_chapters, check_attention, check_translation
 
@@ -31,6 +32,14 @@ def test_health_lists_the_shipped_models(client):
     assert health["status"] == "ok"
     assert health["models"] == SHIPPED and health["unavailable"] == {}
     assert set(health["models"]) | set(health["unavailable"]) == set(MODEL_NAMES)
+
+
+def test_health_gives_the_length_groups_the_shipped_evaluation_is_split_by(client):
+    groups = client.get("/api/health").json()["length_buckets"]
+    assert [(g["bucket"], g["min_words"], g["max_words"]) for g in groups] == list(lengths.BUCKETS)
+    assert all(a["max_words"] + 1 == b["min_words"] for a, b in zip(groups, groups[1:], strict=False))
+    for info in client.get("/api/models").json():
+        assert [row["bucket"] for row in info["metrics"]["bleu_by_length"]] == [g["bucket"] for g in groups]
 
 
 def test_models_describe_the_shipped_models(client):

@@ -130,3 +130,56 @@ def test_switching_keeps_an_answered_question(open_page):
     assert mark.get_attribute("data-progress") == verdict
     assert mark.inner_text() in {"✓ juste", "≈ presque", "✗ manqué"}
     assert not problems.errors
+
+
+FORMATS = """async () => {
+  const i18n = await import('/static/js/i18n.js');
+  const { power } = await import('/static/js/questions/bank.js');
+  const { encoderSaid } = await import('/static/js/chapters/timing.js');
+  const sizes = { lstm: { cell: 'lstm', layers: 1, width: 512, embeddings: 256 },
+                  transformer: { cell: 'transformer', layers: 3, width: 256, heads: 4, feed_forward: 1024,
+                                 positions: 512 } };
+  const said = (lang) => i18n.useLanguage(lang).then(() => ({
+    half: i18n.figure(0.5, { zeros: false }), two: i18n.figure(0.5), tiny: i18n.figure(1.1e-13),
+    power: power(6.5e-26),
+    list: i18n.listOf(['a', 'b', 'c']), sequence: i18n.listOf([3, 1, 2], { style: 'narrow' }),
+    lstm: encoderSaid({ encoder_sizes: sizes }, 'lstm'),
+    transformer: encoderSaid({ encoder_sizes: sizes }, 'transformer'),
+  }));
+  const out = { fr: await said('fr'), en: await said('en') };
+  await i18n.useLanguage(document.documentElement.lang);
+  return out;
+}"""
+
+
+def test_numbers_lists_and_the_server_s_sizes_in_each_language(open_page):
+    """One number formatter, one list formatter: 0,5 and « a, b et c » in French; the catalogue's
+    scientific form for every small number (the questions' too); chapter 6's encoders phrased by
+    the page from the sizes the server measured."""
+    page, problems = open_page("?lang=fr")
+    said = page.evaluate(FORMATS)
+    fr, en = said["fr"], said["en"]
+    assert (fr["half"], fr["two"], fr["tiny"], fr["power"]) == ("0,5", "0,50", "1,1 × 10⁻¹³", "6,5 × 10⁻²⁶")
+    assert (en["half"], en["two"], en["tiny"], en["power"]) == ("0.5", "0.50", "1.1×10⁻¹³", "6.5×10⁻²⁶")
+    assert (fr["list"], en["list"]) == ("a, b et c", "a, b, and c")
+    assert fr["sequence"] == en["sequence"] == "3, 1, 2"
+    assert fr["lstm"] == "encodeur LSTM\u00a0: 1 couche, taille cachée 512, plongements 256"
+    assert en["transformer"].startswith("Transformer encoder: 3 layers, d_model 256, 4 heads, d_ff 1024;")
+    assert not problems.errors
+
+
+def test_the_recap_the_server_writes_is_in_french_on_the_french_page(open_page):
+    """The recap's rows come phrased in every language of the page: chapter 6's row (the server's:
+    no view writes it before a timing) is not marked as English, and a switch rewrites it in
+    French without asking the server again."""
+    page, problems = open_page("?lang=en&ask=0")
+    row = page.locator("[data-recap='6']")
+    row.scroll_into_view_if_needed()
+    page.wait_for_function("() => document.querySelector(\"[data-recap='6']\").textContent.trim()")
+    english = row.inner_text()
+    assert "pieces" in english and row.get_attribute("lang") is None
+    asked = switch_to_french(page)
+    french = row.inner_text()
+    assert "jetons de votre phrase" in french and "couches" in french, french
+    assert row.get_attribute("lang") is None and not any("/api/recap" in url for url in asked)
+    assert not problems.errors

@@ -42,6 +42,14 @@ def in_range(value: float, edges: list[float]) -> int:
     return next((i for i, edge in enumerate(edges) if value < edge), len(edges))
 
 
+def bucket_of(text: str, health: dict) -> str:
+    """The evaluation's length group of `text`, from the groups the API gives (GET /api/health)."""
+    words = len(text.split())
+    groups = health["length_buckets"]
+    return next((b["bucket"] for b in groups if b["max_words"] is None or words <= b["max_words"]),
+                groups[0]["bucket"])
+
+
 def expected(server: str, chapter: str, text: str, catalog: list[dict], health: dict) -> tuple[str, float]:
     """(the right choice's id, the measured number) for `chapter`'s question on `text`, from the API."""
     defaults = health["defaults"]
@@ -51,8 +59,7 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         best = [max(p["valid_bleu"] for p in c["points"] if p.get("valid_bleu") is not None) for c in logs]
         return str(argmax(best)), best[argmax(best)]
     if chapter == "11":
-        words = len(text.split())
-        bucket = "1-5" if words <= 5 else "6-10" if words <= 10 else "11-15" if words <= 15 else "16+"
+        bucket = bucket_of(text, health)
         first = lambda has: next(m for m in catalog if has(m))  # noqa: E731
         plain = first(lambda m: m["recurrent"] and not m["gates"] and not m["cross_attention"])
         gated = first(lambda m: m["recurrent"] and m["gates"] and not m["cross_attention"])
@@ -74,9 +81,9 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         share = curve["norm"][-1] / curve["norm"][0]
         return str(in_range(math.log10(max(share, 1e-300)), [-10, -6, -3, -1])), share
     if chapter == "4":
-        words = len(text.split())
-        bucket = "1-5" if words <= 5 else "6-10" if words <= 10 else "11-15" if words <= 15 else "16+"
-        other = "1-5" if bucket == "16+" else "16+"
+        bucket = bucket_of(text, health)
+        groups = [b["bucket"] for b in health["length_buckets"]]
+        other = groups[0] if bucket == groups[-1] else groups[-1]
 
         def best(with_attention: bool, at: str) -> float:
             return max(row["bleu"] for m in catalog if bool(m["attention"]) == with_attention

@@ -1,11 +1,10 @@
 // Chapter 4, the bottleneck, as a chart: test BLEU by source length, one line per model, the
 // typed sentence's length group shaded and the picked card's model (store `model`) emphasised. It
 // asks the server nothing: the shipped evaluation comes with the catalogue.
-import { BUCKETS, bucketOf } from "../catalog.js";
 import { tenths } from "../facts.js";
 import { language, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "4";
@@ -20,10 +19,10 @@ function bucketAxis() {
   if (!axes.has(language())) {
     axes.set(language(), {
       tickmode: "array",
-      tickvals: BUCKETS.map((_, i) => i),
-      ticktext: BUCKETS.map((b) => b.replace("-", "–")),
+      tickvals: lab.catalog.buckets.map((_, i) => i),
+      ticktext: lab.catalog.buckets.map((b) => b.replace("-", "–")),
       title: { text: t("bleu.x-axis"), standoff: 4 },
-      range: [-0.5, BUCKETS.length - 0.5],
+      range: [-0.5, lab.catalog.buckets.length - 0.5],
       showgrid: false,
       zeroline: false,
     });
@@ -48,13 +47,13 @@ export function mount(context) {
   else if (!evaluated.length) showEmpty(div, ["bleu.no-report"]);
   store.watch("model", () => lab.ask());
   // the recap's line needs no figure: written for each text, wherever the reader is
-  store.watch("text", (text) => store.headline(chapter, headline(bucketOf(text))));
+  store.watch("text", (text) => store.headline(chapter, headline(lab.catalog.bucketOf(text))));
 }
 
 export const keys = () => [null];
 export const panels = () => [lab.part("bleu-plot")];
 /** The sentence's length group and the picked model: all the chart needs. */
-export const ask = (text) => Promise.resolve({ bucket: bucketOf(text), selected: lab.page.model });
+export const ask = (text) => Promise.resolve({ bucket: lab.catalog.bucketOf(text), selected: lab.page.model });
 export const failure = () => t("bleu.failure");
 
 /** Draw for the sentence's `bucket` with `selected` emphasised (and say the chapter's headline); nothing to do when neither changed. */
@@ -96,20 +95,20 @@ export function rows() {
     ? `${tenths(row.bleu)} (${tenths(row.bleu_low)}–${tenths(row.bleu_high)})` : tenths(row.bleu));
   return {
     caption: t("bleu.caption"),
-    headers: [t("header.model"), ...BUCKETS.map((b) => t("bleu.words", { words: b.replace("-", "–") }))],
+    headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("bleu.words", { words: b.replace("-", "–") }))],
     rows: evaluated.map((m) => {
       const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
-      return [m.name, ...BUCKETS.map((b) => cell(byBucket.get(b)))];
+      return [m.name, ...lab.catalog.buckets.map((b) => cell(byBucket.get(b)))];
     }),
   };
 }
 
 function plotBleu(div, bucket, selected) {
-  const at = BUCKETS.indexOf(bucket);
+  const at = lab.catalog.buckets.indexOf(bucket);
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 36, b: 48 },
     xaxis: bucketAxis(),
-    yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: "BLEU" }, rangemode: "tozero", gridcolor: themed("grid"), zeroline: false },
     legend: { orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom", font: { size: 12 } },
     shapes: at < 0 ? [] : [{
       type: "rect", xref: "x", yref: "paper", x0: at - 0.5, x1: at + 0.5, y0: 0, y1: 1,
@@ -124,13 +123,13 @@ function lines(selected) {
   const { catalog } = lab;
   const data = evaluated.map((m) => {
     const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
-    const groups = BUCKETS.map((b) => byBucket.get(b));
+    const groups = lab.catalog.buckets.map((b) => byBucket.get(b));
     const emphasis = !selected || selected === m.name;
     return {
       type: "scatter",
       mode: "lines+markers",
       name: plotText(m.name),
-      x: BUCKETS.map((_, i) => i),
+      x: lab.catalog.buckets.map((_, i) => i),
       y: groups.map((r) => (r ? r.bleu : null)),
       // the 95% bootstrap interval of each bucket's BLEU (models/evaluate.py): how far apart two
       // models must be before the bucket ranks them

@@ -6,7 +6,7 @@ import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
+import { baseLayout, draw as drawPlot, GATE_SCALE, plotText, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
 import { FACTORS, drawStepFactors } from "../step-factors.js";
 import * as store from "../store.js";
@@ -164,8 +164,8 @@ function drawGradients(div, response, catalog) {
   });
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("gradients.x-axis") }, zeroline: false, gridcolor: "#eceef3" },
-    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: "#eceef3", zeroline: false },
+    xaxis: { title: { text: t("gradients.x-axis") }, zeroline: false, gridcolor: themed("grid") },
+    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: themed("grid"), zeroline: false },
     legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`, response);

@@ -7,13 +7,14 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fillStory, fmt, mapTable, strongest } from "../facts.js";
-import { label, t } from "../i18n.js";
+import { label, listOf, t } from "../i18n.js";
 import {
   changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
 } from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
 import {
-  MAP_SIDES, shareColumnHover, attentionTrace, baseLayout, draw as drawPlot, hoverShapes, plotText, showEmpty, showToken, tokenAxis,
+  attentionTrace, baseLayout, draw as drawPlot, hoverShapes, MAP_SIDES, OKABE_ITO, plotText, shareColumnHover, showEmpty, showToken,
+  themed, tokenAxis,
 } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
@@ -163,9 +164,9 @@ function drawSummed() {
     return;
   }
   div.dataset.selected = sel.join(",");
-  drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: "#0072B2" },
+  drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: OKABE_ITO.blue },
     customdata: map.rows.map((tok) => plotText(showToken(tok))), hovertemplate: t("heads-lab.summed-hover") }],
-  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("heads-lab.summed") }, gridcolor: "#eceef3" } }),
+  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("heads-lab.summed") }, gridcolor: themed("grid") } }),
   `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
 }
 
@@ -201,8 +202,8 @@ export function describe(shown, key, plot) {
     const s = summedShown();
     if (!s || !s.sel.length) return ""; // shown empty: its message says why
     const top = s.y.indexOf(Math.max(...s.y));
-    return t("heads-lab.summed-describe", { words: s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) })).join(", "),
-      top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: s.y.map(fmt).join(t("list.separator")) });
+    return t("heads-lab.summed-describe", { words: listOf(s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) }))),
+      top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: listOf(s.y.map(fmt)) });
   }
   if (plot?.id === "heads-rollout") {
     const { layer, map } = rolloutShown(shown);

@@ -3,7 +3,7 @@
 // choice come from the long-lag view (store `lag`); each new choice is measured once near.
 import * as api from "../api.js";
 import { fmt } from "../facts.js";
-import { baseLayout, draw as drawPlot, plotText, seriesStyle } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, seriesStyle, themed } from "../plots.js";
 import { t } from "../i18n.js";
 import * as store from "../store.js";
 
@@ -66,10 +66,10 @@ function drawLagGradients(div, answer, results) {
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("lag-gradients.x-axis") }, gridcolor: "#eceef3", zeroline: false },
-    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: "#eceef3" },
+    xaxis: { title: { text: t("lag-gradients.x-axis") }, gridcolor: themed("grid"), zeroline: false },
+    yaxis: { title: { text: t("gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: themed("grid") },
     legend: { x: 0, xanchor: "left", y: 0, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
-    shapes: [{ type: "line", xref: "x", yref: "paper", x0: signal, x1: signal, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } }],
+    shapes: [{ type: "line", xref: "x", yref: "paper", x0: signal, x1: signal, y0: 0, y1: 1, line: { color: themed("mark"), width: 1 } }],
   });
   div.dataset.lag = String(answer.lag);
   drawPlot(div, data, layout, `long-lag-gradients-${answer.filler}-${answer.lag}`, answer);

@@ -7,7 +7,7 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { fmt, mapTable, pct, strongest } from "../facts.js";
-import { t } from "../i18n.js";
+import { listOf, t } from "../i18n.js";
 import { WEIGHT_SCALE, baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
 import * as store from "../store.js";
 
@@ -92,7 +92,7 @@ function take(run, line) {
 }
 
 function training(settings) {
-  say(t("run.training", { contestants: settings.contestants.join(", "), task: t(`task.${settings.task}`), length: String(settings.length) }));
+  say(t("run.training", { contestants: listOf(settings.contestants), task: t(`task.${settings.task}`), length: String(settings.length) }));
 }
 
 /** Another reader's run has the slot: this one's place in the server's line and its expected start. */
@@ -158,7 +158,7 @@ function drawMap(run, name, line) {
     hovertemplate: t("run.map-hover"),
   }], baseLayout({
     margin: { l: 44, r: 8, t: 28, b: 40 },
-    title: { text: plotText(`step ${line.step}`), font: { size: 12 }, x: 0.02 },
+    title: { text: plotText(t("run.map-step", { step: line.step })), font: { size: 12 }, x: 0.02 },
     xaxis: { title: { text: t("run.source-symbol") }, tickvals: src.map((_, i) => i), ticktext: src },
     yaxis: { title: { text: t("run.output") }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
   }), `live-map-${name}`, { step: line.step, source: run.probe.source, target: run.probe.target, weights: line.map });
@@ -196,12 +196,12 @@ function verdict(run, partial = false) {
   if (partial) {
     const last = [...run.lines.values()].map((lines) => lines[lines.length - 1]);
     if (!last.length) return t("run.no-turn");
-    return t("run.stood", { each: last.map((l) => t("run.stood-one", { contestant: l.contestant, share: pct(l.accuracy), step: String(l.step) })).join(", ") });
+    return t("run.stood", { each: listOf(last.map((l) => t("run.stood-one", { contestant: l.contestant, share: pct(l.accuracy), step: String(l.step) }))) });
   }
   const finals = [...run.finals.values()];
   if (!finals.length) return "";
   const { task, length } = run.settings;
-  const each = finals.map((f) => t("run.final-one", { contestant: f.contestant, share: pct(f.accuracy), step: String(f.step) })).join(", ");
+  const each = listOf(finals.map((f) => t("run.final-one", { contestant: f.contestant, share: pct(f.accuracy), step: String(f.step) })));
   const head = t(task === "reverse" ? "run.head-reverse" : "run.head-copy", { length: String(length), each });
   if (!s || !s.best_attention || !s.best_bottleneck) return head;
   const a = s.best_attention;
@@ -227,7 +227,7 @@ export function describe(run, key, plot) {
     const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
       t("run.loss-one", { name, first: fmt(lines[0].loss), last: fmt(lines.at(-1).loss), step: String(lines.at(-1).step) }));
     return t("run.loss-describe", { task: t(`task.${run.settings.task}`), length: String(run.settings.length),
-      each: each.join(", ") || t("run.no-turn-yet") });
+      each: listOf(each) || t("run.no-turn-yet") });
   }
   return run.error ? t("run.stopped-early", { why: run.error }) : verdict(run, !run.finals.size);
 }

@@ -5,9 +5,9 @@
 import * as api from "../api.js";
 import { el } from "../dom.js";
 import { pct } from "../facts.js";
-import { label, t } from "../i18n.js";
+import { label, listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "4";
@@ -94,7 +94,7 @@ export function describe(answer, key, plot) {
   const near = sweepOf(answer, task).filter((r) => r.length === length);
   if (!near.length) return t("live.no-sweep-at", { task: t(`task.${task}`), length: String(length) });
   return t("live.describe", { task: t(`task.${task}`), length: String(length),
-    each: near.map((r) => t("live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) })).join(", ") });
+    each: listOf(near.map((r) => t("live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) }))) });
 }
 
 export function rows(answer, key, plot) {
@@ -126,7 +126,7 @@ function drawSweep(div, answer, { task, length }) {
   drawPlot(div, traces, baseLayout({
     xaxis: { title: { text: t("live.x-axis", { task: t(`task.${task}`), steps: String(sweep.settings.steps) }) } },
     yaxis: { title: { text: t("live.exact") }, range: [0, 1.02], tickformat: ".0%" },
-    shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: "#8a93a6" } }],
+    shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: themed("guide") } }],
     legend: { orientation: "h", y: 1.15 },
   }), "live-reference", { settings: sweep.settings, rows: found });
 }

@@ -4,9 +4,9 @@
 // shared (store `lag`) with the figure of the tiny models' gradients at that lag (lag-gradients.js).
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
-import { t } from "../i18n.js";
+import { listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "3";
@@ -91,7 +91,9 @@ function lagFacts(answer) {
 function holdsOut(cellLags) {
   const longest = Math.max(...cellLags.map(([, lag]) => lag));
   const best = cellLags.filter(([, lag]) => lag === longest);
-  return best.length === cellLags.length ? t("lag.both") : t("lag.longer", { cells: best.map(([c]) => c.toUpperCase()).join(t("list.and")) });
+  if (best.length === cellLags.length) return t("lag.both");
+  const cells = listOf(best.map(([c]) => c.toUpperCase()));
+  return t(best.length === 1 ? "lag.longer" : "lag.longer-several", { cells });
 }
 
 /** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
@@ -100,7 +102,7 @@ export function describe(answer, key, plot) {
   const filler = state ? state.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
   const cells = (answer.cells || []).map((cell) => t("lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
-  return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: cells.join(", "), holds: facts[`lag-${filler}-holds`] || "–" });
+  return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: listOf(cells), holds: facts[`lag-${filler}-holds`] || "–" });
 }
 
 export function rows(answer, key, plot) {
@@ -136,14 +138,14 @@ function drawAccuracy(div, answer, choice) {
   }
   const layout = baseLayout({
     margin: { l: 56, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("lag.x-axis") }, gridcolor: "#eceef3", zeroline: false },
-    yaxis: { title: { text: t("lag.accuracy") }, range: [0, 1.05], gridcolor: "#eceef3", zeroline: false },
+    xaxis: { title: { text: t("lag.x-axis") }, gridcolor: themed("grid"), zeroline: false },
+    yaxis: { title: { text: t("lag.accuracy") }, range: [0, 1.05], gridcolor: themed("grid"), zeroline: false },
     legend: { x: 0, xanchor: "left", y: 0.02, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
     shapes: [
-      { type: "line", xref: "paper", x0: 0, x1: 1, y0: answer.chance, y1: answer.chance, line: { color: "#8a93a6", dash: "dash", width: 1.5 } },
-      { type: "line", xref: "x", yref: "paper", x0: choice.lag, x1: choice.lag, y0: 0, y1: 1, line: { color: "#2b44c9", width: 1 } },
+      { type: "line", xref: "paper", x0: 0, x1: 1, y0: answer.chance, y1: answer.chance, line: { color: themed("guide"), dash: "dash", width: 1.5 } },
+      { type: "line", xref: "x", yref: "paper", x0: choice.lag, x1: choice.lag, y0: 0, y1: 1, line: { color: themed("mark"), width: 1 } },
     ],
-    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: t("lag.chance"), showarrow: false, font: { size: 11, color: "#667085" } }],
+    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: t("lag.chance"), showarrow: false, font: { size: 11, color: themed("muted") } }],
   });
   div.dataset.filler = choice.filler;
   drawPlot(div, data, layout, `long-lag-accuracy-${choice.filler}`, answer);

@@ -6,7 +6,7 @@
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
-import { baseLayout, draw as drawPlot, plotText, showToken } from "../plots.js";
+import { baseLayout, draw as drawPlot, OKABE_ITO, plotText, showToken, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 
 export const chapter = "10";
@@ -14,8 +14,8 @@ export const title = "free labels";
 export const figures = ["labels-plot", "labels-story", "labels-reference", "labels-reference-status"];
 export const asks = "text";
 
-const OWN = "#0072B2"; // Okabe-Ito blue, as before the box
-const REFERENCE = "#D55E00"; // vermillion: the reader's reference
+const OWN = OKABE_ITO.blue;
+const REFERENCE = OKABE_ITO.vermillion; // the reader's reference
 const PAUSE_MS = 300; // the box asks once typing pauses this long
 
 let lab = null;
@@ -71,14 +71,14 @@ export function draw(answer) {
   const data = [bar(own, OWN)];
   const axes = {
     xaxis: { title: { text: t("labels.x-axis") }, type: "category" },
-    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: "#eceef3" },
+    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: themed("grid") },
   };
   let annotations = [];
   if (reference) {
     data.push(bar(reference, REFERENCE, "2"));
     axes.xaxis.domain = [0, 0.47];
     axes.xaxis2 = { type: "category", domain: [0.53, 1], anchor: "y2", title: { text: t("labels.x-axis") } };
-    axes.yaxis2 = { anchor: "x2", matches: "y", rangemode: "tozero", gridcolor: "#eceef3" };
+    axes.yaxis2 = { anchor: "x2", matches: "y", rangemode: "tozero", gridcolor: themed("grid") };
     const heading = (text, x) => ({ text: plotText(text), xref: "paper", yref: "paper", x, y: 1, yanchor: "bottom", showarrow: false, font: { size: 12 } });
     annotations = [heading(t("labels.own-title", { mean: fmt(own.mean_loss) }), 0.235),
       heading(t("labels.reference-title", { mean: fmt(reference.mean_loss) }), 0.765)];

@@ -5,7 +5,7 @@
 // sinusoidal table itself and the similarity PE(i) . PE(j) of its rows.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
-import { t } from "../i18n.js";
+import { listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, plotText, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
@@ -27,7 +27,7 @@ function orderFacts(answer) {
   const [off, on] = [checks.pe_off.max_abs_difference, checks.pe_on.max_abs_difference];
   const sim = pe.similarity[0];
   return {
-    model: answer.model, shuffled: answer.shuffled_text, permutation: answer.permutation.join(", "),
+    model: answer.model, shuffled: answer.shuffled_text, permutation: listOf(answer.permutation, { style: "narrow" }),
     "off-difference": fmt(off), "on-difference": fmt(on),
     "off-verdict": t(off < ROUNDING ? "order.rounding" : "order.more-than-rounding"),
     "on-verdict": t(on < ROUNDING ? "order.as-small" : "order.far-above"),
@@ -65,7 +65,7 @@ export function draw(next) {
   answer = next;
   const facts = orderFacts(answer);
   fillStory(lab.part("order-story"), facts);
-  lab.part("order-seed").textContent = t("order.seed", { seed: String(lab.page.shuffle), permutation: answer.permutation.join(", ") });
+  lab.part("order-seed").textContent = t("order.seed", { seed: String(lab.page.shuffle), permutation: listOf(answer.permutation, { style: "narrow" }) });
   store.headline(chapter, t("order.headline", { off: facts["off-difference"], on: facts["on-difference"] }));
   show(answer);
 }
@@ -105,7 +105,7 @@ export function rows(shown, key, plot) {
     const { table, similarity } = shown.positional_encoding;
     return {
       caption: t("order.pe-caption"),
-      headers: [t("order.position"), ...table[0].map((_, d) => `${t("order.dimension")} ${d}`), ...similarity.map((_, j) => `· PE(${j})`)],
+      headers: [t("order.position"), ...table[0].map((_, d) => t("order.dimension-at", { index: String(d) })), ...similarity.map((_, j) => `· PE(${j})`)],
       rows: table.map((row, i) => [String(i), ...row.map(fmt), ...similarity[i].map(fmt)]),
     };
   }

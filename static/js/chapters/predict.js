@@ -6,7 +6,7 @@ import { el } from "../dom.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, showEmpty, showToken } from "../plots.js";
+import { baseLayout, draw as drawPlot, OKABE_ITO, plotText, showEmpty, showToken, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
@@ -16,7 +16,7 @@ export const figures = ["predict-tree", "predict-table", "predict-candidates", "
   "predict-beam-value", "predict-clear", "predict-story"];
 export const asks = "text";
 
-const STATUS = { kept: "#0072B2", finished: "#009E73", dropped: "#B0B6C3", forced: "#D55E00" };
+const STATUS = { kept: OKABE_ITO.blue, finished: OKABE_ITO.green, dropped: "#B0B6C3", forced: OKABE_ITO.vermillion };
 let lab = null;
 let topK = 5; // the server's (GET /api/health), whose answer it computed ahead
 let greedyAnswer = null; // the greedy search drawn: its table's pieces
@@ -137,7 +137,7 @@ function drawTree(div, answer) {
   answer.tree.forEach((nodes, s) => nodes.forEach((n, i) => {
     x.push(s);
     y.push(i);
-    colors.push(STATUS[n.status] || "#667085");
+    colors.push(STATUS[n.status] || themed("muted"));
     labels.push(t("predict.node", { token: plotText(showToken(n.token)), status: t(`beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
     if (n.parent !== null && n.parent !== undefined) edges.x.push(s - 1, s, null), edges.y.push(n.parent, i, null);
   }));
@@ -148,6 +148,6 @@ function drawTree(div, answer) {
       hovertemplate: "%{customdata}<extra></extra>", showlegend: false },
   ];
   div.dataset.nodes = String(x.length);
-  drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: t("header.step") }, dtick: 1, gridcolor: "#eceef3" },
+  drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: t("header.step") }, dtick: 1, gridcolor: themed("grid") },
     yaxis: { autorange: "reversed", title: { text: t("predict.rank") }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
 }

@@ -61,21 +61,22 @@ export function draw(answer) {
   for (const row of answer.rows) {
     const node = lab.part("recap").querySelector(`[data-recap="${row.chapter}"]`);
     if (!node || written.has(String(row.chapter))) continue;
-    node.textContent = row.text;
-    // the server's own sentence (the API speaks English) until the chapter's view writes the row
-    if (language() !== "en") node.lang = "en";
+    node.textContent = said(row);
   }
 }
 
+/** The row in the page's language, as the server phrased it from the catalogue (English: `text`). */
+const said = (row) => row.said?.[language()] ?? row.text;
+
 export function describe(answer) {
-  return t("recap.describe", { rows: answer.rows.map((row) => t("recap.row", { chapter: String(row.chapter), text: row.text })).join(t("list.separator")) });
+  return t("recap.describe", { rows: answer.rows.map((row) => t("recap.row", { chapter: String(row.chapter), text: said(row) })).join(t("list.separator")) });
 }
 
 export function rows(answer) {
   return {
     caption: t("recap.caption"),
     headers: [t("recap.chapter"), t("recap.measured")],
-    rows: answer.rows.map((row) => [String(row.chapter), row.text]),
+    rows: answer.rows.map((row) => [String(row.chapter), said(row)]),
   };
 }
 

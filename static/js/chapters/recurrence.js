@@ -5,7 +5,7 @@ import * as api from "../api.js";
 import { fillStory, fmt, unitsRule } from "../facts.js";
 import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
+import { baseLayout, draw as drawPlot, GATE_SCALE, OKABE_ITO, plotText, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
@@ -15,7 +15,7 @@ export const figures = ["recurrence-plot", "recurrence-change", "recurrence-step
   "recurrence-equation", "recurrence-rule", "recurrence-story"];
 export const asks = "text";
 
-const READING = "#D55E00"; // Okabe-Ito vermillion: the piece being read
+const READING = OKABE_ITO.vermillion; // Okabe-Ito vermillion: the piece being read
 const READ = "#56B4E9";
 let lab = null;
 let answer = null; // the answer drawn
@@ -166,14 +166,14 @@ function drawChange(div, shown, at) {
     },
     {
       type: "scatter", mode: "lines+markers", name: "‖h_t‖", x, y: norm, customdata: labels,
-      line: { color: "#161b26", width: 1.5, dash: "dot" }, marker: { size: 6, symbol: "diamond", color: "#161b26" },
+      line: { color: themed("ink"), width: 1.5, dash: "dot" }, marker: { size: 6, symbol: "diamond", color: themed("ink") },
       hovertemplate: "<b>%{customdata}</b><br>‖h_t‖ = %{y:.3f}<extra></extra>",
     },
   ];
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 10, b: 60 },
     xaxis: tokenAxis(tokens, { tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: { title: { text: t("recurrence.length") }, rangemode: "tozero", gridcolor: "#eceef3", zeroline: false },
+    yaxis: { title: { text: t("recurrence.length") }, rangemode: "tozero", gridcolor: themed("grid"), zeroline: false },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   });
   div.dataset.step = String(at);

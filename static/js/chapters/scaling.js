@@ -6,7 +6,7 @@ import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot } from "../plots.js";
+import { baseLayout, draw as drawPlot, OKABE_ITO, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
@@ -15,8 +15,8 @@ export const title = "scaling experiment";
 export const figures = ["scaling-curves", "scaling-heads", "scaling-story"];
 export const asks = "text";
 
-const RAW = "#D55E00";
-const SCALED = "#0072B2";
+const RAW = OKABE_ITO.vermillion;
+const SCALED = OKABE_ITO.blue;
 const QUANTITIES = [["max_weight", "scaling.max-weight"], ["entropy", "scaling.entropy"], ["gradient", "scaling.gradient"]];
 const QUANTITY = Object.fromEntries(QUANTITIES);
 
@@ -113,10 +113,10 @@ function drawCurves(div, answer) {
     const label = t(said);
     const axis = i ? String(i + 1) : "";
     const domain = [i / 3 + 0.02, (i + 1) / 3 - 0.05];
-    axes[`xaxis${axis}`] = { type: "log", domain, anchor: `y${axis}`, title: { text: "d_k" }, gridcolor: "#eceef3" };
-    axes[`yaxis${axis}`] = { anchor: `x${axis}`, title: { text: label, standoff: 4 }, gridcolor: "#eceef3", rangemode: "tozero" };
+    axes[`xaxis${axis}`] = { type: "log", domain, anchor: `y${axis}`, title: { text: "d_k" }, gridcolor: themed("grid") };
+    axes[`yaxis${axis}`] = { anchor: `x${axis}`, title: { text: label, standoff: 4 }, gridcolor: themed("grid"), rangemode: "tozero" };
     shapes.push({ type: "line", xref: `x${axis}`, yref: `y${axis} domain`, x0: dk, x1: dk, y0: 0, y1: 1,
-      line: { color: "#161b26", width: 1, dash: "dot" } });
+      line: { color: themed("ink"), width: 1, dash: "dot" } });
   });
   const layout = baseLayout({ margin: { l: 48, r: 10, t: 30, b: 44 }, ...axes, shapes,
     legend: { orientation: "h", x: 0, y: 1.12 },
@@ -134,7 +134,7 @@ function drawHeads(div, answer) {
   const layout = baseLayout({ margin: { l: 56, r: 10, t: 30, b: 90 }, barmode: "group",
     legend: { orientation: "h", x: 0, y: 1.12 },
     xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },
-    yaxis: { type: "log", title: { text: t("scaling.std") }, gridcolor: "#eceef3" } });
+    yaxis: { type: "log", title: { text: t("scaling.std") }, gridcolor: themed("grid") } });
   drawPlot(div, [bar(t("scaling.without"), "raw_std", RAW), bar(t("scaling.with"), "scaled_std", SCALED)], layout,
     `${answer.model}-scaling-heads`, answer);
 }

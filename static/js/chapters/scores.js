@@ -9,7 +9,7 @@ import { el } from "../dom.js";
 import { decimal, label, t } from "../i18n.js";
 import { fillStory, fmt, unitsRule } from "../facts.js";
 import { whenNear } from "../lazy.js";
-import { GATE_SCALE, baseLayout, draw as drawPlot, plotText, showEmpty, showToken, tokenAxis } from "../plots.js";
+import { baseLayout, draw as drawPlot, GATE_SCALE, OKABE_ITO, plotText, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
 import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
 import { TEMPERATURES } from "../url-state.js";
@@ -19,9 +19,9 @@ export const title = "scores";
 export const figures = ["scores-panels", "scores-row", "scores-temperature", "scores-temperature-value", "scores-story"];
 export const asks = "text";
 
-const OWN = "#0072B2"; // Okabe-Ito blue: the model's weights (T = 1)
-const AT_T = "#D55E00"; // vermillion: softmax(e / T)
-const SCORE = "#009E73";
+const OWN = OKABE_ITO.blue; // Okabe-Ito blue: the model's weights (T = 1)
+const AT_T = OKABE_ITO.vermillion; // vermillion: softmax(e / T)
+const SCORE = OKABE_ITO.green;
 const PAUSE_MS = 60; // the slider and the word picker ask after this pause
 
 /** The slider's position (100 x log10 T) <-> T, three significant digits. */
@@ -99,7 +99,7 @@ function fillRows() {
   const select = lab.part("scores-row");
   const options = Array.from({ length: count }, (_, i) => {
     const words = [...new Set(lists.filter((l) => i < l.length).map((l) => showToken(l[i])))];
-    return new Option(`${i + 1}: ${words.join(" / ")}`, String(i));
+    return new Option(t("scores.row-option", { row: String(i + 1), words: words.join(" / ") }), String(i));
   });
   select.replaceChildren(...options);
   select.value = String(Math.min(lab.page.row, Math.max(count - 1, 0)));
@@ -201,8 +201,8 @@ function drawScores(div, answer) {
     margin: { l: 52, r: 12, t: 28, b: 60 },
     barmode: "group",
     xaxis: tokenAxis(tokens, { anchor: "y2", tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: { domain: [0.6, 1], title: { text: t("scores.score-axis") }, gridcolor: "#eceef3", zeroline: true },
-    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: t("scores.weight-axis") }, gridcolor: "#eceef3" },
+    yaxis: { domain: [0.6, 1], title: { text: t("scores.score-axis") }, gridcolor: themed("grid"), zeroline: true },
+    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: t("scores.weight-axis") }, gridcolor: themed("grid") },
     legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
   });
   div.dataset.row = String(answer.row);
@@ -228,7 +228,7 @@ function drawBlend(div, answer) {
     margin: { l: 110, r: 12, t: 8, b: 40 },
     xaxis: { title: { text: t("scores.units", { shown: String(blend.units.length), hidden: String(blend.hidden_size) }) }, showticklabels: false, showgrid: false, zeroline: false },
     yaxis: tokenAxis(labels, { autorange: "reversed" }),
-    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: labels.length - 1.5, y1: labels.length - 1.5, line: { color: "#161b26", width: 2 } }],
+    shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: labels.length - 1.5, y1: labels.length - 1.5, line: { color: themed("ink"), width: 2 } }],
   });
   drawPlot(div, [trace], layout, `${answer.model}-blend-row${answer.row + 1}`, answer);
 }

@@ -58,7 +58,7 @@ export function draw(answers) {
 }
 
 export function describe(answers) {
-  return t("sublayers.describe", { model: model.name, rows: lines(answers).map((l) => `${l.name}: “${l.translation}”, ${bleu(l.score)}`).join(t("list.separator")) });
+  return t("sublayers.describe", { model: model.name, rows: lines(answers).map((l) => t("sublayers.row", { name: l.name, translation: l.translation, bleu: bleu(l.score) })).join(t("list.separator")) });
 }
 
 export function rows(answers) {

@@ -7,7 +7,7 @@ import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { label, language, number, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "6";
@@ -96,6 +96,14 @@ function poll() {
   return () => { polling.on = false; };
 }
 
+/** An encoder's size in the page's words, from the numbers the server measured it by. */
+export function encoderSaid(a, name) {
+  const size = a.encoder_sizes[name];
+  const numbers = Object.fromEntries(Object.entries(size).filter(([, v]) => Number.isInteger(v)).map(([k, v]) => [k, String(v)]));
+  if (size.cell === "transformer") return t("timing.encoder-size.transformer", numbers);
+  return t("timing.encoder-size.recurrent", { ...numbers, cell: size.cell.toUpperCase(), count: size.layers });
+}
+
 /** The story's facts; the two encoders as the server chose them (by what they have inside, not by name). */
 function facts(a) {
   const { recurrent, parallel } = a.roles;
@@ -107,7 +115,7 @@ function facts(a) {
     "measured-at": t("timing.measured-at", { when: when(a.measured_at) }), shortest: String(shortest), longest: String(longest),
     "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),
     "lstm-over-transformer": fmt(faster), verdict,
-    "encoder-recurrent": a.encoders[recurrent], "encoder-parallel": a.encoders[parallel],
+    "encoder-recurrent": encoderSaid(a, recurrent), "encoder-parallel": encoderSaid(a, parallel),
     complete: t(a.complete ? "timing.complete" : "timing.incomplete", { repeats: String(a.max_repeats), limit: number(a.limit_s) }),
   };
 }
@@ -115,9 +123,6 @@ function facts(a) {
 function tell() {
   const said = facts(answer);
   fillStory(lab.part("timing-story"), said);
-  for (const fact of ["encoder-recurrent", "encoder-parallel"]) { // the server's own description (API data, in English)
-    for (const node of lab.part("timing-story").querySelectorAll(`[data-fact="${fact}"]`)) node.lang = language() === "en" ? "" : "en";
-  }
   for (const p of lab.part("timing-story").querySelectorAll(".timing-result")) p.hidden = false;
   store.headline(chapter, t("timing.headline", { longest: said.longest, times: said["lstm-over-transformer"], device: answer.device }), true);
 }
@@ -152,8 +157,8 @@ function drawTiming(div, shown, catalog) {
   }));
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("timing.x-axis") }, type: "log", gridcolor: "#eceef3" },
-    yaxis: { title: { text: t("timing.y-axis") }, type: "log", gridcolor: "#eceef3" },
+    xaxis: { title: { text: t("timing.x-axis") }, type: "log", gridcolor: themed("grid") },
+    yaxis: { title: { text: t("timing.y-axis") }, type: "log", gridcolor: themed("grid") },
     legend: { x: 0, y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `encoder-timing-${shown.device}`, shown);

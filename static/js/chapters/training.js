@@ -5,7 +5,7 @@ import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
-import { baseLayout, draw as drawPlot, plotText, showEmpty } from "../plots.js";
+import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
 export const chapter = "1";
@@ -72,7 +72,7 @@ function plotCurves() {
       data.push({
         ...common, type: "scatter", mode: "markers", name: t("curves.kept-name", { model: plotText(model) }), showlegend: false,
         x: [X[x].of(kept)], y: [curve === "bleu" ? kept.valid_bleu : kept.valid_loss],
-        marker: { symbol: "star", size: 16, color: catalog.colour(model), line: { color: "#161b26", width: 1 } },
+        marker: { symbol: "star", size: 16, color: catalog.colour(model), line: { color: themed("ink"), width: 1 } },
         hovertemplate: t("curves.kept-hover", { model: plotText(model), step: String(kept.step), epoch: String(kept.epoch),
           bleu: fmt(kept.valid_bleu), loss: fmt(kept.valid_loss) }),
       });
@@ -84,8 +84,8 @@ function plotCurves() {
   }
   const layout = baseLayout({
     margin: { l: 56, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t(X[x].title) }, gridcolor: "#eceef3", zeroline: false },
-    yaxis: { title: { text: t(curve === "bleu" ? "curves.valid-bleu" : "curves.loss-axis") }, gridcolor: "#eceef3", zeroline: false, rangemode: "tozero" },
+    xaxis: { title: { text: t(X[x].title) }, gridcolor: themed("grid"), zeroline: false },
+    yaxis: { title: { text: t(curve === "bleu" ? "curves.valid-bleu" : "curves.loss-axis") }, gridcolor: themed("grid"), zeroline: false, rangemode: "tozero" },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   });
   Object.assign(div.dataset, { curve, x, show });

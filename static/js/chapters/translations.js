@@ -3,7 +3,6 @@
 // are grouped by whether the decoder may look back at the source (cross-attention); models that
 // did not load say why. The card picked is the page's model (store `model`, the URL's `model`).
 import { explain } from "../api.js";
-import { BUCKETS, bucketOf } from "../catalog.js";
 import { el } from "../dom.js";
 import { tenths } from "../facts.js";
 import { label, t } from "../i18n.js";
@@ -36,7 +35,7 @@ export function mount(context) {
   const unavailable = Object.entries(lab.catalog.unavailable);
   if (unavailable.length) container.append(groupOf("cards.unavailable", unavailable.map(([name, reason]) => unavailableCard(name, reason))));
   store.watch("model", select);
-  store.watch("text", (text) => setBucket(bucketOf(text)));
+  store.watch("text", (text) => setBucket(lab.catalog.bucketOf(text)));
   store.set("model", lab.page.model);
 }
 
@@ -61,7 +60,7 @@ export function describe(answer, name) {
   const row = scoreOf(name, bucket);
   return t("cards.describe", {
     name, translation: answer.translation || "", overall: bleu(lab.catalog.info(name)?.metrics?.bleu),
-    bucket: bleu(row && row.bleu), words: words(bucket || BUCKETS[0]),
+    bucket: bleu(row && row.bleu), words: words(bucket || lab.catalog.buckets[0]),
   });
 }
 
@@ -69,7 +68,7 @@ export function rows(answer, name) {
   const row = scoreOf(name, bucket);
   return {
     caption: t("cards.caption", { name }),
-    headers: [t("header.model"), t("header.translation"), t("cards.test-bleu"), t("cards.bucket", { words: words(bucket || BUCKETS[0]) })],
+    headers: [t("header.model"), t("header.translation"), t("cards.test-bleu"), t("cards.bucket", { words: words(bucket || lab.catalog.buckets[0]) })],
     rows: [[name, answer.translation || t("cards.empty"), bleu(lab.catalog.info(name)?.metrics?.bleu), bleu(row && row.bleu)]],
   };
 }
@@ -93,7 +92,7 @@ function card(name, model) {
   text.setAttribute("lang", "en");
   const scores = el("span", "card__scores");
   const overall = score("cards.test-bleu");
-  const byLength = score("cards.bucket", { words: words(BUCKETS[0]) });
+  const byLength = score("cards.bucket", { words: words(lab.catalog.buckets[0]) });
   overall.value.textContent = bleu(lab.catalog.info(name)?.metrics?.bleu);
   scores.append(overall.box, byLength.box);
   const what = el("span", "card__what");

@@ -15,8 +15,7 @@
 //   part                         optional: the id of the part of the chapter it precedes and hides
 //                                (asked once the chapter's own question is answered), not the chapter
 import * as api from "../api.js";
-import { BUCKETS, bucketOf } from "../catalog.js";
-import { number, t } from "../i18n.js";
+import { figure, t } from "../i18n.js";
 
 /** A piece as a reader writes it: the tokenizer's word mark dropped. */
 export const piece = (token) => token.replace(/^▁/, "") || token;
@@ -57,19 +56,8 @@ function amongRanges(value, edges, prefix) {
   };
 }
 
-const plain = (x) => number(x, { maximumSignificantDigits: 3 });
-
-const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
-
-/** A tiny or huge number as "6.5 × 10⁻²⁶" (the mantissa by the language's rules); plainly between 0.01 and 1000. */
-export function power(x) {
-  if (x === 0 || (Math.abs(x) >= 0.01 && Math.abs(x) < 1000)) return plain(x);
-  let exponent = Math.floor(Math.log10(Math.abs(x)));
-  let mantissa = Number((x / 10 ** exponent).toPrecision(2));
-  if (Math.abs(mantissa) >= 10) [mantissa, exponent] = [mantissa / 10, exponent + 1];
-  const raised = String(exponent).replace(/[-0-9]/g, (c) => SUPERSCRIPT[c]);
-  return `${number(mantissa)} × 10${raised}`;
-}
+/** A question's number: three significant digits between 0.01 and 1000, else a power of ten (the page's `figure`). */
+export const power = (x) => figure(x, { digits: 3, small: 0.01, large: 1000, zeros: false });
 
 /** The best validation BLEU a model reached in its training log. */
 const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).filter((b) => typeof b === "number"));
@@ -145,10 +133,11 @@ const gradients = {
 const bottleneck = {
   chapter: 4,
   // the shipped evaluation, read from the catalogue the page already has: no request
-  measure: (text) => Promise.resolve({ bucket: bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
+  measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
   pose({ bucket, words }, { catalog }) {
     // the reader's length group against the other end of the range: the longest, or the shortest from there
-    const other = bucket === BUCKETS[BUCKETS.length - 1] ? BUCKETS[0] : BUCKETS[BUCKETS.length - 1];
+    const [shortest, longest] = [catalog.buckets[0], catalog.buckets.at(-1)];
+    const other = bucket === longest ? shortest : longest;
     const best = (withAttention, at) => {
       let found = null;
       for (const m of catalog.models) {
@@ -338,7 +327,7 @@ function chain(catalog) {
 const point = {
   chapter: 11,
   // the shipped evaluation, read from the catalogue the page already has: no request
-  measure: (text) => Promise.resolve({ bucket: bucketOf(text) }),
+  measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text) }),
   pose({ bucket }, { catalog }) {
     const links = chain(catalog);
     if (!links) return null;

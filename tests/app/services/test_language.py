@@ -40,6 +40,14 @@ def test_words_fill_plurals_and_numbers_by_the_locale():
     assert language.Words("xx").lang == "en"
 
 
+def test_the_server_writes_numbers_as_the_page_does_in_each_language():
+    numbers = (0.9976, 11.2, 3.3e-7, 0.5, 12345, None)
+    en, fr = language.Words("en"), language.Words("fr")
+    assert [en.figure(x) for x in numbers] == ["1.0", "11", "3.3×10⁻⁷", "0.50", "1.2×10⁴", "–"]
+    assert [fr.figure(x) for x in numbers] == ["1,0", "11", "3,3 × 10⁻⁷", "0,50", "1,2 × 10⁴", "–"]
+    assert fr.list(["rnn", "lstm", "transformer"]) == "rnn, lstm et transformer"
+
+
 def test_a_plural_message_without_a_count_takes_the_other_form_as_the_page_s_script_does():
     """static/js/i18n.js: a missing count is no number, whose form is "other" in every language;
     0 would be French "one"."""

@@ -11,7 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from app.runtime.errors import BusyError, InvalidOptionError
-from app.services.timing import KEPT, MAX_LENGTH, MAX_LENGTHS, TimingBench, bench, check_lengths
+from app.schemas import EncoderSize
+from app.services.language import Words
+from app.services.timing import KEPT, MAX_LENGTH, MAX_LENGTHS, TimingBench, bench, check_lengths, describe
 from models.probes.timing import LENGTHS
 from tests.app.answers import sent
 
@@ -35,6 +37,19 @@ def test_the_answer_gives_each_model_s_time_by_length(registry):
         ms["transformer"][600] / ms["lstm"][5], rel=ROUNDED)
     assert answer["recurrent_over_parallel_longest"] == pytest.approx(
         ms["lstm"][600] / ms["transformer"][600], rel=ROUNDED)
+
+
+def test_the_encoders_sizes_come_as_numbers_the_page_phrases(registry):
+    answer = sent(TimingBench(limit_s=10, repeats=1).timing(registry, [5, 40]))
+    sizes = answer["encoder_sizes"]
+    assert sizes["lstm"]["cell"] == "lstm" and "heads" not in sizes["lstm"]
+    assert sizes["transformer"]["cell"] == "transformer" and sizes["transformer"]["heads"] >= 1
+    for name, size in sizes.items():  # the English `encoders` and the French page say the same numbers
+        english = answer["encoders"][name]
+        french = describe(EncoderSize(**size), Words("fr"))
+        assert english.startswith(("LSTM encoder", "Transformer encoder")) and "encodeur" in french
+        numbers = [str(v) for v in size.values() if isinstance(v, int)]
+        assert all(n in english and n in french for n in numbers), (english, french)
 
 
 def test_the_encoders_are_chosen_by_what_they_have_inside(registry):

@@ -7,7 +7,7 @@ import torch
 
 from models.architectures import build
 from models.config import Seq2SeqConfig, TransformerConfig
-from models.probes.timing import LENGTHS, describe_encoder, measure, random_ids, time_encode
+from models.probes.timing import LENGTHS, encoder_size, measure, random_ids, time_encode
 from models.tokenizer import UNK_ID
 
 
@@ -66,4 +66,6 @@ def test_one_timed_call_encodes_any_length_and_leaves_the_threads_as_they_were(c
     before = torch.get_num_threads()
     assert time_encode(model, random_ids(100, 60, "cpu"), threads=1) > 0  # past the Transformer's 32
     assert torch.get_num_threads() == before
-    assert ("Transformer" in describe_encoder(model)) == isinstance(config, TransformerConfig)
+    size = encoder_size(model)
+    assert (size["cell"] == "transformer") == isinstance(config, TransformerConfig)
+    assert (size["heads"] is None) == (size["embeddings"] is not None)
