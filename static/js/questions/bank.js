@@ -366,7 +366,7 @@ const roomToThink = {
     const kept = off.bleu / all.bleu;
     const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "q.9.sublayers.choice");
     return {
-      prompt: t("q.9.sublayers.prompt", { model: model.name, bleu: plain(all.bleu) }),
+      prompt: t("q.9.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
       choices, right, close, measured: off.bleu,
       says: (id) => t("q.9.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
     };
