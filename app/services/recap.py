@@ -18,9 +18,10 @@ import threading
 from app import defaults
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import Recap, RecapRow
+from app.schemas import Recap, RecapRow, TextRequest
 from app.services.gradients import gradient_curves
 from app.services.order import order as shuffled
+from app.services.page import Cancel, PageRequest
 from app.services.predict import prediction
 from app.services.recurrence import recurrence as read_sentence
 from app.services.scaling import scaling as saturation
@@ -132,3 +133,10 @@ def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     said = f"{piece(step.token)} with probability {fmt(step.probability)}" if step else "nothing"
     return RecapRow(chapter=10, text=f"{model.name}'s first piece is {said}; greedy writes "
                                      f"“{answer.translation}”.")
+
+
+def answer(registry: ModelRegistry, body: TextRequest, cancel: Cancel = None) -> Recap:
+    return recap(registry, body.text, cancel)
+
+
+PAGE = PageRequest("/api/recap", TextRequest, answer, lambda v: [{"text": v.text}])
