@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry, Share
 from app.routes import Answered
 from app.schemas import ErrorBody, Gradients, GradientsRequest
-from app.services.gradients import gradient_curves
+from app.services import gradients as service
 
 router = APIRouter(prefix="/api", tags=["gradients"], route_class=Answered)
 
@@ -14,5 +14,4 @@ def gradients(body: GradientsRequest, registry: Registry, gone: ClientGone, shar
     """How strongly the final encoder state depends on each input, by distance from the end
     (the recurrent models without attention by default), and the LSTM's gates per token."""
     share.take("gradients")
-    return gradient_curves(registry, body.text, body.length, tuple(body.models), gone,
-                           body.initialized, body.factors)
+    return service.answer(registry, body, gone)

@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Heads, HeadsRequest
-from app.services.heads import heads as measure
+from app.services import heads as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
@@ -13,5 +13,4 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 def heads(body: HeadsRequest, registry: Registry, gone: ClientGone) -> Heads:
     """Chapter 9: what each head adds to the residual stream, the cross heads ranked by agreement
     with a recurrent model's alignment, encoder rollout, and the effect of switching heads off."""
-    off = tuple((h.kind, h.layer, h.head) for h in body.heads_off)
-    return measure(registry, body.text, body.model, off, body.reference, gone)
+    return service.answer(registry, body, gone)

@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Lookup, LookupRequest
-from app.services.lookup import lookup as measure
+from app.services import lookup as service
 
 router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)
 
@@ -13,4 +13,4 @@ def lookup(body: LookupRequest, registry: Registry, gone: ClientGone) -> Lookup:
     """Chapter 5's last part: softmax(Q K^T / sqrt(d_k)) V on one head of the Transformer's first
     encoder self-attention layer, its scores and weights, and how far the mix of values is from the
     head's output in the model's own pass."""
-    return measure(registry, body.text, body.model, body.head, gone)
+    return service.answer(registry, body, gone)

@@ -2,9 +2,9 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.routes.options import decode_options
 from app.schemas import Attention, AttentionRequest, ErrorBody
 from app.services.maps import attention_maps_job
+from app.services.translation import decode_options
 from models.outputs import ATTENTION_KINDS
 
 router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)

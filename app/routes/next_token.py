@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, NextToken, NextTokenRequest
-from app.services.next_token import next_token as measure
+from app.services import next_token as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
@@ -13,4 +13,4 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 def next_token(body: NextTokenRequest, registry: Registry, gone: ClientGone) -> NextToken:
     """Chapter 10: next-token prediction's free labels, one per position, and the model's loss at
     each, in nats, on its own translation of the text or on a reference."""
-    return measure(registry, body.text, body.model, body.reference, gone)
+    return service.answer(registry, body, gone)

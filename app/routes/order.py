@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Order, OrderRequest
-from app.services.order import order as shuffle
+from app.services import order as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
@@ -12,5 +12,4 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 def order(body: OrderRequest, registry: Registry, gone: ClientGone) -> Order:
     """Chapter 8: shuffle the words; with positional encoding off the encoder's self-attention is the
     original's permuted (to float rounding), with it on it is not. Also the sinusoidal table."""
-    return shuffle(registry, body.text, body.model, body.permutation, body.seed, body.layer, body.max_position,
-                   gone)
+    return service.answer(registry, body, gone)

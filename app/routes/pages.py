@@ -3,7 +3,6 @@ it from the JSON API, so user text is never interpreted as HTML or script here."
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import plotly
@@ -13,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from starlette.concurrency import run_in_threadpool
 
+from app import chapters
 from app.config import REPO_ROOT
 from app.guard import gzipped_once
 from app.services import language
@@ -29,11 +29,9 @@ QUESTIONS_COOKIE = "questions"  # "ask" or "show": the reader's choice (static/j
 # route chose for this request (its context's `words`).
 TEMPLATES.env.globals["t"] = pass_context(lambda context, key, **params: context["words"].text(key, **params))
 TEMPLATES.env.globals["th"] = pass_context(lambda context, key, **params: context["words"].html(key, **params))
-# The figures one may embed: every plot the page's template names by id, and every pair of panels a
-# view fills with one figure per model (static/js/embed.js offers the same ones). Read once, from the
-# template itself, so a new figure is embeddable with no edit here.
-PLOT_ID = re.compile(r'<div class="(?:plot|pair)\b[^"]*" id="([^"]+)"')
-FIGURES = frozenset(PLOT_ID.findall((REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")))
+# The figures one may embed, as the chapters declare them (app/chapters.py); the template writes them
+# on the page, where static/js/embed.js offers the same ones.
+FIGURES = chapters.figures()
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -48,7 +46,8 @@ def page(request: Request, lang: str | None, **context) -> HTMLResponse:
     # first paint already hides what a question hides on the first screen: nothing moves as it starts
     asking = request.query_params.get("ask") == "1" or request.cookies.get(QUESTIONS_COOKIE) != "show"
     context |= {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
-                "languages": language.LANGUAGES, "base": str(request.base_url), "asking": asking}
+                "languages": language.LANGUAGES, "base": str(request.base_url), "asking": asking,
+                "figures": " ".join(sorted(FIGURES))}
     response = TEMPLATES.TemplateResponse(request, "index.html", context)
     response.headers["Vary"] = "Accept-Language, Cookie"  # the same address answers in either language
     response.headers["Content-Language"] = chosen

@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Prediction, PredictRequest
-from app.services.predict import prediction
+from app.services import predict as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
@@ -13,4 +13,4 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 def predict(body: PredictRequest, registry: Registry, gone: ClientGone) -> Prediction:
     """Chapter 10: the decoder's top-k next pieces at every step, greedy against beam search (final
     candidates and the beam's tree), and a forced prefix the model continues from."""
-    return prediction(registry, body.text, body.model, tuple(body.prefix), body.top_k, body.beam_size, gone)
+    return service.answer(registry, body, gone)

@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Recap, TextRequest
-from app.services.recap import recap as gather
+from app.services import recap as service
 
 router = APIRouter(prefix="/api", tags=["recap"], route_class=Answered)
 
@@ -12,4 +12,4 @@ router = APIRouter(prefix="/api", tags=["recap"], route_class=Answered)
 def recap(body: TextRequest, registry: Registry, gone: ClientGone) -> Recap:
     """Chapter 11: one number per chapter measured on the text, from the chapters' own service calls
     (cheap forms where a chapter's default is heavy); rows whose models are not loaded are left out."""
-    return gather(registry, body.text, gone)
+    return service.answer(registry, body, gone)

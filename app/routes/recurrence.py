@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Recurrence, RecurrenceRequest
-from app.services.recurrence import recurrence as read_sentence
+from app.services import recurrence as service
 
 router = APIRouter(prefix="/api", tags=["recurrence"], route_class=Answered)
 
@@ -12,4 +12,4 @@ router = APIRouter(prefix="/api", tags=["recurrence"], route_class=Answered)
 def recurrence(body: RecurrenceRequest, registry: Registry, gone: ClientGone) -> Recurrence:
     """Chapter 2: a recurrent encoder's hidden state after each source piece (a readable subset of
     its units), how far each piece moved it, and its length."""
-    return read_sentence(registry, body.text, body.model, gone)
+    return service.answer(registry, body, gone)

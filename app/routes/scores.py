@@ -3,7 +3,7 @@ from fastapi import APIRouter
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, Scores, ScoresRequest
-from app.services.scores import attention_scores
+from app.services import scores as service
 
 router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)
 
@@ -13,4 +13,4 @@ def scores(body: ScoresRequest, registry: Registry, gone: ClientGone) -> Scores:
     """Chapter 5: for one output piece of the greedy translation, the raw scores over the source,
     the model's softmax weights, the same scores softmaxed at another temperature, and the context
     the weights blend from the encoder states."""
-    return attention_scores(registry, body.text, body.model, body.row, body.temperature, gone)
+    return service.answer(registry, body, gone)

@@ -3,117 +3,70 @@ default sentence are computed once, in the order a reader meets the chapters, so
 a shared link such as `/?ch=3`) finds them in the result cache.
 
 Each ask is the page's request (its path and body, with the defaults of app/defaults.py) and the
-service call its route makes. The body is read by the route's own request schema, so its defaults
-fill in as they do for the page, and the service builds the same cache key. Nothing goes through
+service call its route makes, both declared once by that service (its `PAGE`). The body is read by
+the route's own request schema, so its defaults fill in as they do for the page, and the service
+builds the same cache key. Nothing goes through
 HTTP or the routers: the asks run one after another on a thread of their own, each queued on the
 model thread like any request, so a reader who arrives meanwhile waits at most one answer behind.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
+import pkgutil
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app import defaults
+import app.services
+from app import chapters, defaults
 from app.runtime.registry import ModelRegistry
 from app.runtime.worker import Abandoned
-from app.schemas import (
-    CompareRequest,
-    GradientsRequest,
-    HeadsRequest,
-    LookupRequest,
-    NextTokenRequest,
-    OrderRequest,
-    PredictRequest,
-    RecurrenceRequest,
-    Request,
-    ScalingRequest,
-    ScoresRequest,
-    TextRequest,
-    TranslateRequest,
-)
-from app.services.comparison import comparison
-from app.services.gradients import gradient_curves
-from app.services.heads import heads
-from app.services.inference import DecodeOptions
-from app.services.lookup import lookup
-from app.services.next_token import next_token
-from app.services.order import order
-from app.services.predict import prediction
-from app.services.recap import recap
-from app.services.recurrence import recurrence
-from app.services.scaling import scaling
-from app.services.scores import attention_scores
-from app.services.translation import translation
+from app.services.page import Cancel, PageRequest, Visit
 from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
-Cancel = threading.Event | None
 
 
 @dataclass(frozen=True)
 class Ask:
     """One request of the page's first visit and how its route answers it."""
 
-    path: str  # the page's request ...
-    body: dict[str, Any]  # ... and its JSON body
-    schema: type[Request]  # the route's request model
-    call: Callable[[ModelRegistry, Any, Cancel], Any]  # the route's service call on the validated body
+    request: PageRequest
+    body: dict[str, Any]  # the page's JSON body
+
+    @property
+    def path(self) -> str:
+        return self.request.path
 
     def answer(self, registry: ModelRegistry, cancel: Cancel = None) -> Any:
-        return self.call(registry, self.schema.model_validate(self.body), cancel)
+        return self.request.answer(registry, self.request.schema.model_validate(self.body), cancel)
+
+
+def page_requests() -> dict[str, PageRequest]:
+    """Path -> the `PAGE` a service module declares (app/services/page.py): a new one is read with
+    no edit here."""
+    found = {}
+    for module in pkgutil.iter_modules(app.services.__path__):
+        declared = getattr(importlib.import_module(f"app.services.{module.name}"), "PAGE", None)
+        if isinstance(declared, PageRequest):
+            found[declared.path] = declared
+    return found
 
 
 def first_visit(registry: ModelRegistry, text: str = defaults.TEXT) -> list[Ask]:
-    """What the page asks about `text` with its default settings, chapter by chapter."""
+    """What the page asks about `text` with its default settings, in the order of app/chapters.py."""
     models = registry.models.values()
-    names = [m.name for m in models]
-    aligning = [m.name for m in models if m.capabilities.recurrent and m.capabilities.cross_attention]
-    with_heads = next((m for m in models if "encoder" in m.capabilities.attention_kinds), None)
-    length = defaults.length(registry.limits.max_gradient_length)
-    asks = [
-        Ask("/api/compare", {"text": text, "models": names[::-1]}, CompareRequest,  # chapters 4, 5 and 9's maps
-            lambda r, b, c: list(comparison(r, b.text, tuple(b.models), c))),
-        Ask("/api/recurrence", {"text": text}, RecurrenceRequest,  # chapter 2
-            lambda r, b, c: recurrence(r, b.text, b.model, c)),
-        Ask("/api/gradients", {"text": text, "length": length, "initialized": True, "factors": True},
-            GradientsRequest,  # chapter 3
-            lambda r, b, c: gradient_curves(r, b.text, b.length, tuple(b.models), c, b.initialized, b.factors)),
-    ]
-    asks += [Ask("/api/scores", {"text": text, "model": name, "row": 0, "temperature": 1}, ScoresRequest,
-                 lambda r, b, c: attention_scores(r, b.text, b.model, b.row, b.temperature, c))
-             for name in aligning]  # chapter 5
-    asks += [
-        Ask("/api/lookup", {"text": text, "head": 0}, LookupRequest,  # chapter 5's one line
-            lambda r, b, c: lookup(r, b.text, b.model, b.head, c)),
-        Ask("/api/scaling", {"text": text}, ScalingRequest,  # chapter 7
-            lambda r, b, c: scaling(r, b.text, b.model, tuple(b.d_k) if b.d_k else None, b.keys, c)),
-        Ask("/api/order", {"text": text, "seed": defaults.SEED}, OrderRequest,  # chapter 8
-            lambda r, b, c: order(r, b.text, b.model, b.permutation, b.seed, b.layer, b.max_position, c)),
-    ]
-    if with_heads is not None:
-        asks += [
-            Ask("/api/heads", {"text": text, "model": with_heads.name, "heads_off": []},
-                HeadsRequest,  # chapter 9
-                lambda r, b, c: heads(r, b.text, b.model, tuple((h.kind, h.layer, h.head) for h in b.heads_off),
-                                      b.reference, c)),
-            *(Ask("/api/translate", {"text": text, "model": with_heads.name, "sublayers_off": off},
-                  TranslateRequest,  # chapter 9's room to think
-                  lambda r, b, c: translation(r, b.model, b.text,
-                                              DecodeOptions(sublayers_off=tuple(b.sublayers_off)), c))
-              for off in ([], ["feed_forward"], ["residual_attention"], ["residual_feed_forward"])),
-            Ask("/api/predict", {"text": text, "model": with_heads.name, "prefix": [], "top_k": defaults.TOP_K,
-                                 "beam_size": 1}, PredictRequest,  # chapter 10
-                lambda r, b, c: prediction(r, b.text, b.model, tuple(b.prefix), b.top_k, b.beam_size, c)),
-            Ask("/api/next-token", {"text": text}, NextTokenRequest,  # chapter 10's free labels
-                lambda r, b, c: next_token(r, b.text, b.model, b.reference, c)),
-        ]
-    return [*asks, Ask("/api/recap", {"text": text}, TextRequest,  # chapter 11
-                       lambda r, b, c: recap(r, b.text, c))]
+    visit = Visit(
+        text=text, models=tuple(m.name for m in models),
+        aligning=tuple(m.name for m in models if m.capabilities.recurrent and m.capabilities.cross_attention),
+        with_heads=next((m.name for m in models if "encoder" in m.capabilities.attention_kinds), None),
+        length=defaults.length(registry.limits.max_gradient_length), seed=defaults.SEED, top_k=defaults.TOP_K)
+    declared = page_requests()
+    return [Ask(declared[route.path], body) for route in chapters.routes() if route.path in declared
+            for body in declared[route.path].bodies(visit)]
 
 
 def answer_all(registry: ModelRegistry, asks: list[Ask], stopped: threading.Event | None = None) -> int:

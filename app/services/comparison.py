@@ -30,9 +30,10 @@ from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.stepping import Batchable
 from app.runtime.text import Source
 from app.runtime.worker import Abandoned
-from app.schemas import Attention, ModelFailure, Translation
+from app.schemas import Attention, CompareRequest, ModelFailure, Translation
 from app.services.inference import join_pool, sentence_pool, step_pool
 from app.services.maps import attention_maps_job, attention_of
+from app.services.page import Cancel, PageRequest
 from app.services.translation import translation_fields, translation_job
 from models.decoding import Stopped
 
@@ -174,3 +175,12 @@ def _settled(name: str, future) -> Attention | ModelFailure | None:
         log.exception("compare: %s failed", name)
         return ModelFailure(model=name, error=f"{type(error).__name__}: {error}")
     return answer if isinstance(answer, Attention) else Attention(**dict(answer), maps=[])
+
+
+def answer(registry: ModelRegistry, body: CompareRequest, cancel: Cancel = None) -> list:
+    return list(comparison(registry, body.text, tuple(body.models), cancel))
+
+
+# the first screen's cards, and chapters 4, 5 and 9's maps: every model, the last loaded first
+PAGE = PageRequest("/api/compare", CompareRequest, answer,
+                   lambda v: [{"text": v.text, "models": list(v.models[::-1])}])

@@ -9,7 +9,8 @@ import threading
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.worker import EXPERIMENT
-from app.schemas import GateMeans, Gates, GradientCurve, Gradients
+from app.schemas import GateMeans, Gates, GradientCurve, Gradients, GradientsRequest
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.probes.gradients import DIRECTIONS, ITERATIONS, jacobian_norms, most_varying_units, step_factors
 
@@ -106,3 +107,12 @@ def gate_summary(name: str, gates) -> Gates:
     per_gate = {gate: round_sig(gates[:, g, units]) for g, gate in enumerate(GATES)}  # (T, units) each
     means = {gate: round_sig(gates[:, g].mean(dim=-1)) for g, gate in enumerate(GATES)}
     return Gates(model=name, units=units.tolist(), **per_gate, mean=GateMeans(**means))
+
+
+def answer(registry: ModelRegistry, body: GradientsRequest, cancel: Cancel = None) -> Gradients:
+    return gradient_curves(registry, body.text, body.length, tuple(body.models), cancel, body.initialized,
+                           body.factors)
+
+
+PAGE = PageRequest("/api/gradients", GradientsRequest, answer,
+                   lambda v: [{"text": v.text, "length": v.length, "initialized": True, "factors": True}])

@@ -11,7 +11,16 @@ import torch
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import AlignedHead, Alignment, HeadContribution, HeadEffect, Heads, HeadSwitch, SublayerNorm
+from app.schemas import (
+    AlignedHead,
+    Alignment,
+    HeadContribution,
+    HeadEffect,
+    Heads,
+    HeadsRequest,
+    HeadSwitch,
+    SublayerNorm,
+)
 from app.services.inference import (
     ATTENDING,
     SWITCHED,
@@ -23,6 +32,7 @@ from app.services.inference import (
     stop_when,
     with_switches,
 )
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.decoding import sequence_log_prob
@@ -124,3 +134,12 @@ def _alignment(ref: LoadedModel | None, source, tokens: list[int], calls, tokeni
     ranking.sort(key=lambda r: r.score, reverse=True)
     return Alignment(reference=ref.name, reference_translation=tokenizer.decode(own),
                      same_translation=own == tokens, reference_map=round_sig(b), ranking=ranking)
+
+
+def answer(registry: ModelRegistry, body: HeadsRequest, cancel: Cancel = None) -> Heads:
+    off = tuple((h.kind, h.layer, h.head) for h in body.heads_off)
+    return heads(registry, body.text, body.model, off, body.reference, cancel)
+
+
+PAGE = PageRequest("/api/heads", HeadsRequest, answer,
+                   lambda v: [{"text": v.text, "model": v.with_heads, "heads_off": []}] if v.with_heads else [])

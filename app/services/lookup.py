@@ -8,8 +8,9 @@ import threading
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
-from app.schemas import Lookup
+from app.schemas import Lookup, LookupRequest
 from app.services.inference import SWITCHED, pick_model, with_switches
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.probes.lookup import lookup as measure
 
@@ -40,3 +41,10 @@ def lookup(registry: ModelRegistry, text: str, name: str | None = None, head: in
                       output_scale=round_sig(float(found.model_output.abs().max())))
 
     return registry.jobs.result(("lookup", entry.name, source.text, head), compute, cancel)
+
+
+def answer(registry: ModelRegistry, body: LookupRequest, cancel: Cancel = None) -> Lookup:
+    return lookup(registry, body.text, body.model, body.head, cancel)
+
+
+PAGE = PageRequest("/api/lookup", LookupRequest, answer, lambda v: [{"text": v.text, "head": 0}])

@@ -8,8 +8,9 @@ import threading
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
-from app.schemas import NextToken
+from app.schemas import NextToken, NextTokenRequest
 from app.services.inference import GREEDY, SWITCHED, decode_tokens, pick_model, stop_when, with_switches
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.next_token import position_losses
@@ -45,3 +46,11 @@ def next_token(registry: ModelRegistry, text: str, name: str | None = None, refe
 
     key = ("next-token", entry.name, source.text, None if target_ids is None else tuple(target_ids))
     return registry.jobs.result(key, compute, cancel)
+
+
+def answer(registry: ModelRegistry, body: NextTokenRequest, cancel: Cancel = None) -> NextToken:
+    return next_token(registry, body.text, body.model, body.reference, cancel)
+
+
+PAGE = PageRequest("/api/next-token", NextTokenRequest, answer,
+                   lambda v: [{"text": v.text}] if v.with_heads else [])

@@ -11,8 +11,9 @@ from dataclasses import replace
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
 from app.runtime.text import Source
-from app.schemas import Order, OrderCheck, PositionalTable
+from app.schemas import Order, OrderCheck, OrderRequest, PositionalTable
 from app.services.inference import SWITCHED, DecodeOptions, decode_tokens, pick_model, stop_when, with_switches
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.probes.order import check_permutation, order_check, positions, shuffle_words
 
@@ -67,3 +68,11 @@ def order(registry: ModelRegistry, text: str, name: str | None = None, permutati
 def _ids(source: Source, ids: list[int]) -> Source:
     """The source with other piece ids (the shuffle): decoding reads only `ids`."""
     return replace(source, ids=ids, pieces=[])
+
+
+def answer(registry: ModelRegistry, body: OrderRequest, cancel: Cancel = None) -> Order:
+    return order(registry, body.text, body.model, body.permutation, body.seed, body.layer, body.max_position,
+                 cancel)
+
+
+PAGE = PageRequest("/api/order", OrderRequest, answer, lambda v: [{"text": v.text, "seed": v.seed}])

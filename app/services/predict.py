@@ -11,8 +11,9 @@ import torch
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import BeamNodeOut, PredictedStep, Prediction
+from app.schemas import BeamNodeOut, PredictedStep, Prediction, PredictRequest
 from app.services.inference import stop_when, with_switches
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from app.services.translation import candidates, steps, translation_fields
 from models.decoding import Decoded, check_prefix, chosen_probabilities, max_target_len
@@ -89,3 +90,13 @@ def _model(registry: ModelRegistry, name: str | None) -> LoadedModel:
     if not models:
         raise UnknownModelError("no model is loaded")
     return next((e for e in models if with_switches(e)), models[0])
+
+
+def answer(registry: ModelRegistry, body: PredictRequest, cancel: Cancel = None) -> Prediction:
+    return prediction(registry, body.text, body.model, tuple(body.prefix), body.top_k, body.beam_size, cancel)
+
+
+PAGE = PageRequest("/api/predict", PredictRequest, answer,
+                   lambda v: [{"text": v.text, "model": v.with_heads, "prefix": [], "top_k": v.top_k,
+                               "beam_size": 1}]
+                   if v.with_heads else [])

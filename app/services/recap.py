@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from app import defaults
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import Recap, RecapRow
+from app.schemas import Recap, RecapRow, TextRequest
 from app.services.gradients import gradient_curves
 from app.services.language import LANGUAGES, Words
 from app.services.order import order as shuffled
+from app.services.page import Cancel, PageRequest
 from app.services.predict import prediction
 from app.services.recurrence import recurrence as read_sentence
 from app.services.scaling import scaling as saturation
@@ -151,3 +152,10 @@ def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     return row(10, Said("recap.said.10", {"model": model.name, "piece": Piece(step.token),
                                           "probability": float(step.probability),
                                           "translation": answer.translation}))
+
+
+def answer(registry: ModelRegistry, body: TextRequest, cancel: Cancel = None) -> Recap:
+    return recap(registry, body.text, cancel)
+
+
+PAGE = PageRequest("/api/recap", TextRequest, answer, lambda v: [{"text": v.text}])

@@ -7,7 +7,8 @@ import threading
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import Recurrence
+from app.schemas import Recurrence, RecurrenceRequest
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.probes.recurrence import EQUATIONS, most_varying, read
 
@@ -48,3 +49,10 @@ def recurrent_model(registry: ModelRegistry, name: str | None) -> LoadedModel:
     if not recurrent:
         raise UnknownModelError(f"no recurrent model is loaded; loaded: {', '.join(registry.names) or 'none'}")
     return (plain or recurrent)[0]
+
+
+def answer(registry: ModelRegistry, body: RecurrenceRequest, cancel: Cancel = None) -> Recurrence:
+    return recurrence(registry, body.text, body.model, cancel)
+
+
+PAGE = PageRequest("/api/recurrence", RecurrenceRequest, answer, lambda v: [{"text": v.text}])

@@ -9,8 +9,9 @@ import threading
 from dataclasses import asdict
 
 from app.runtime.registry import ModelRegistry
-from app.schemas import HeadSpread, SampledCurves, SaturationPoint, Scaling
+from app.schemas import HeadSpread, SampledCurves, SaturationPoint, Scaling, ScalingRequest
 from app.services.inference import GREEDY, SWITCHED, decode_tokens, pick_model, stop_when, with_switches
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.scaling import DISTRIBUTION, model_scores, saturation
@@ -74,3 +75,9 @@ def _summary(per_head: list[HeadSpread]) -> dict[str, dict[str, float]]:
             out[kind] = {key: round_sig(sum(getattr(h, key) for h in rows) / len(rows)) for key in figures}
     return out
 
+
+def answer(registry: ModelRegistry, body: ScalingRequest, cancel: Cancel = None) -> Scaling:
+    return scaling(registry, body.text, body.model, tuple(body.d_k) if body.d_k else None, body.keys, cancel)
+
+
+PAGE = PageRequest("/api/scaling", ScalingRequest, answer, lambda v: [{"text": v.text}])

@@ -9,8 +9,9 @@ import threading
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
-from app.schemas import Blend, Scores
+from app.schemas import Blend, Scores, ScoresRequest
 from app.services.inference import ATTENDING, GREEDY, attending, decode_tokens, pick_model, stop_when
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields
 from models.probes.recurrence import most_varying
@@ -57,3 +58,12 @@ def attention_scores(registry: ModelRegistry, text: str, name: str | None = None
                       max_entropy=round_sig(math.log(len(source.ids))), blend=blend)
 
     return registry.jobs.result(("scores", entry.name, source.text, row, temperature), compute, cancel)
+
+
+def answer(registry: ModelRegistry, body: ScoresRequest, cancel: Cancel = None) -> Scores:
+    return attention_scores(registry, body.text, body.model, body.row, body.temperature, cancel)
+
+
+PAGE = PageRequest("/api/scores", ScoresRequest, answer,
+                   lambda v: [{"text": v.text, "model": name, "row": 0, "temperature": 1}
+                              for name in v.aligning])

@@ -9,8 +9,9 @@ from typing import Any
 
 from app.runtime.registry import ModelRegistry
 from app.runtime.text import Source
-from app.schemas import Alternative, Candidate, Step, Translation
+from app.schemas import Alternative, Candidate, Step, TranslateRequest, Translation
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, decode_tokens, stop_when
+from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.decoding import Decoded
 from models.tokenizer import EOS_ID, BPETokenizer
@@ -85,3 +86,24 @@ def candidates(tokenizer: BPETokenizer, decoded: Decoded) -> list[Candidate]:
         for c in decoded.beam
     ]
 
+
+def answer(registry: ModelRegistry, body: TranslateRequest, cancel: Cancel = None) -> Translation:
+    return translation(registry, body.model, body.text, decode_options(body), cancel)
+
+
+def decode_options(body) -> DecodeOptions:
+    """A TranslateRequest's or an AttentionRequest's fields as the decoder's options."""
+    return DecodeOptions(
+        beam_size=getattr(body, "beam_size", 1),
+        top_k=getattr(body, "top_k", 0),
+        positional=body.positional,
+        heads_off=tuple((h.kind, h.layer, h.head) for h in body.heads_off),
+        sublayers_off=tuple(sorted(getattr(body, "sublayers_off", ()))),
+    )
+
+
+# chapter 9's room to think: the Transformer whole, then with each sublayer in turn switched off
+SWITCHED_OFF = ([], ["feed_forward"], ["residual_attention"], ["residual_feed_forward"])
+PAGE = PageRequest("/api/translate", TranslateRequest, answer,
+                   lambda v: [{"text": v.text, "model": v.with_heads, "sublayers_off": off}
+                              for off in SWITCHED_OFF if v.with_heads])

@@ -11,6 +11,7 @@
 //             each key carries while they are near), "text" (each new text, once its first panel
 //             comes near the screen), "start" (once, as the page starts), "self" (only when it asks:
 //             a button, a control, a shared value it watches)
+//   state     optional: the URL keys it reads, with their defaults and checks (url-state.js says how)
 //   mount(lab)                 builds its controls; `lab`: {root, part(id), catalog, page, ask(options),
 //                              stop(), compared(model, signal), shown(answer, key)}, ask({key, lazy, pause})
 //                              asking again, shown: its figures' sentences and tables said again for

@@ -20,8 +20,8 @@ const titleOf = (div) => (div.closest("figure")?.querySelector(".panel__title")
   || div.closest(".subchapter")?.querySelector(".subchapter__title")
   || chapterOf(div)?.querySelector("h2"))?.textContent.trim() || div.id;
 
-/** What may be embedded: the template's plots with an id, and its pairs of panels filled per model (app/routes/pages.py). */
-const EMBEDDABLE = "section[data-chapter] .plot[id], section[data-chapter] .pair[id]";
+/** What may be embedded: the figures the chapters declare (app/chapters.py), which the server writes on the page. */
+const embeddable = () => document.body.dataset.figures.split(" ").map((id) => $(id)).filter(Boolean);
 
 /** The page, reduced to the figure `id`: {views(all): the views to build} — or null when it is not on the page. */
 export class Embed {
@@ -95,7 +95,7 @@ export function relabelEmbeds() {
 }
 
 export function offerEmbeds() {
-  for (const div of document.querySelectorAll(EMBEDDABLE)) {
+  for (const div of embeddable()) {
     let caption = div.closest("figure")?.querySelector("figcaption");
     if (!caption) {
       caption = el("div", "embed-row");

@@ -8,11 +8,17 @@ import { fmt, pct } from "./facts.js";
 import { label, t } from "./i18n.js";
 import { showToken } from "./plots.js";
 import { modelFailure } from "./requests.js";
+import { defaultModel, knownModel } from "./url-state.js";
 
 export const chapter = null;
 export const title = "first screen";
 export const figures = ["glance"];
 export const asks = "typed";
+
+/** The URL's `glance`: the model whose translation the first screen shows. */
+export const state = {
+  glance: { read: (q, { catalog }) => ({ glance: knownModel(q, "glance", catalog, defaultModel(catalog)) }), write: (p) => p.glance || "" },
+};
 
 let lab = null;
 let model = null; // the model shown

@@ -5,7 +5,13 @@
 import { fmt } from "./facts.js";
 import { listOf, t } from "./i18n.js";
 import { baseLayout, draw, OKABE_ITO, onPlot, plotText, showEmpty, themed, WEIGHT_SCALE } from "./plots.js";
-import { offKey } from "./url-state.js";
+
+/** "kind.layer.head" (counted from 1) <-> {kind, layer, head} (from 0): the URL's `off`, each head's id. */
+export const offKey = (h) => `${h.kind}.${h.layer + 1}.${h.head + 1}`;
+export function parseOff(value) {
+  return (value || "").split(";").map((s) => /^(encoder|decoder|cross)\.(\d+)\.(\d+)$/.exec(s)).filter(Boolean)
+    .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
+}
 
 export const headName = (h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
 export const shortName = (h) => t("heads.short", { layer: String(h.layer + 1), head: String(h.head + 1) });

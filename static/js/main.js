@@ -63,7 +63,7 @@ async function start() {
     lab.begin().announce($("source").value);
     return;
   }
-  const page = new UrlState(location.search, catalog, language());
+  const page = new UrlState(location.search, catalog, language(), VIEWS.map((view) => view.state));
   $("numerics").textContent = catalog.numericsLine;
   Object.assign(state, { page, catalog });
   const later = debounce(() => update(state), PAUSE_MS);

@@ -9,6 +9,7 @@ import { fmt, mapTable, sharpness, strongest } from "./facts.js";
 import { decimal, label, listOf, t } from "./i18n.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, OKABE_ITO, showEmpty, themed } from "./plots.js";
 import { couldNot } from "./requests.js";
+import { countOrNull } from "./url-state.js";
 
 const PLAY_MS = 1400; // a frame's time on screen while playing
 
@@ -167,6 +168,8 @@ export function replayView({ chapter, container, key, candidates }) {
 
   return {
     chapter, title: "training replay", figures: [container], asks: "text", mount, ask, draw,
+    // the URL's `key`: the training step shown (absent: the shipped weights), checked against the timeline as it mounts
+    state: { [key]: { read: (q) => ({ [key]: countOrNull(q, key) }), write: (page) => (page[key] === null ? null : String(page[key])) } },
     keys: () => (replay.model ? [null] : []),
     panels: () => [parts.mapPlot, parts.curvePlot],
     failure: (error) => couldNot(t("replay.what"), error),

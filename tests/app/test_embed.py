@@ -7,16 +7,21 @@ import re
 
 import pytest
 
+from app.chapters import CHAPTERS
 from app.config import REPO_ROOT
 from app.routes.pages import FIGURES
 
 TEMPLATE = (REPO_ROOT / "templates" / "index.html").read_text(encoding="utf-8")
 
 
-def test_every_chapter_has_figures_to_embed():
-    chapters = set(re.findall(r'<section id="[^"]+" class="chapter" data-chapter="(\d+)"', TEMPLATE))
-    with_figures = {n for n in chapters if any(f'id="{figure}"' in section(n) for figure in FIGURES)}
-    assert chapters - with_figures == {"11"}  # the recap is a list, not a figure
+def test_every_chapter_declares_the_figures_its_section_holds():
+    chapters = re.findall(r'<section id="[^"]+" class="chapter" data-chapter="(\d+)"', TEMPLATE)
+    assert chapters == [str(c.number) for c in CHAPTERS]
+    for chapter in CHAPTERS:
+        # every plot the section names by id, and every pair of panels a view fills per model
+        held = re.findall(r'<div class="(?:plot|pair)\b[^"]*" id="([^"]+)"', section(str(chapter.number)))
+        assert list(chapter.figures) == held, chapter.number
+    assert [c.number for c in CHAPTERS if not c.figures] == [11]  # the recap is a list, not a figure
     assert {"curves-plot", "recurrence-plot", "grad-plot", "order-maps", "predict-tree"} <= FIGURES
 
 
@@ -34,7 +39,7 @@ def test_a_figure_is_served_to_be_framed_by_any_site(client, figure):
     assert "frame-ancestors *" in policy and "'none'" not in policy.split("frame-ancestors")[1]
     assert "default-src 'self'" in policy and "script-src 'self'" in policy  # the rest as strict as the page's
     assert "x-frame-options" not in answer.headers
-    assert f'<body data-embed="{figure}">' in answer.text
+    assert f' data-embed="{figure}">' in answer.text
 
 
 @pytest.mark.parametrize("path", ["/", "/docs", "/api/health", "/static/js/main.js", "/embed"])

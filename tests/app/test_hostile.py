@@ -15,6 +15,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from app import chapters
 from app.main import ECHO_CHARS, create_app
 from app.main import app as shipped_app
 from tests.app.conftest import TEXT, tiny_settings
@@ -57,7 +58,7 @@ WRONG = {"string": [12345, None, True, ["x" * 200], {"x": "y" * 200}],
          "integer": ["7" * 200, 2.5, [1] * 200, None], "number": ["x" * 200, [1.0]],
          "boolean": ["yes" * 100, 1], "array": ["x" * 200, {"x": 1}, 3], "object": ["x" * 200, [1]]}
 # Keep the valid requests quick on the tiny models; anything not named gets only the text.
-QUICK = {"/api/scaling": {"d_k": [4, 16], "keys": 4}, "/api/long-lag/gradients": {"lag": 4}}
+QUICK = {route.path: route.light for route in chapters.routes() if route.light}
 
 
 def _operations() -> dict[str, dict]:

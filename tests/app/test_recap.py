@@ -8,7 +8,7 @@ import threading
 
 from fastapi.testclient import TestClient
 
-from app import defaults
+from app import chapters, defaults
 from app.main import create_app
 from app.runtime.loading import load_registry
 from app.services import ahead
@@ -22,7 +22,7 @@ fmt = Words("en").figure  # the recap's English, as the page writes its numbers
 def test_the_recap_has_a_measured_number_for_every_chapter_of_the_sentence(client):
     answer = client.post("/api/recap", json={"text": TEXT}).json()
     assert set(answer) == {"rows"}  # the text is not echoed
-    assert [row["chapter"] for row in answer["rows"]] == [2, 3, 5, 6, 7, 8, 10]
+    assert [row["chapter"] for row in answer["rows"]] == [c.number for c in chapters.CHAPTERS if c.recap]
     for row in answer["rows"]:
         assert re.search(r"\d", row["text"]), row
 
@@ -59,10 +59,14 @@ def test_every_row_comes_in_every_language_of_the_page(client):
 
 def test_the_first_visit_is_every_chapter_in_reading_order(tiny_checkpoints):
     with load_registry(tiny_checkpoints, device="cpu", cache_size=0) as registry:
-        paths = [ask.path for ask in ahead.first_visit(registry)]
-    assert paths == ["/api/compare", "/api/recurrence", "/api/gradients", "/api/scores", "/api/scores",
-                     "/api/lookup", "/api/scaling", "/api/order", "/api/heads", *["/api/translate"] * 4,
-                     "/api/predict", "/api/next-token", "/api/recap"]
+        asks = ahead.first_visit(registry)
+    paths = [ask.path for ask in asks]
+    order = [route.path for route in chapters.routes()]
+    assert paths == sorted(paths, key=order.index)  # the first screen's, then chapter by chapter
+    assert paths[0] == "/api/compare" and paths[-1] == "/api/recap"
+    # every route a service declares a first-visit request for is asked, and is one the app serves
+    assert set(paths) == set(ahead.page_requests()) <= set(create_app().openapi()["paths"])
+    assert paths.count("/api/scores") == 2 and paths.count("/api/translate") == 4  # per model, per switch
 
 
 def test_a_first_visit_finds_every_answer_computed_ahead(tiny_checkpoints):

@@ -13,18 +13,20 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.core.failures import FailureGroup
 from schemathesis.openapi.checks import RejectedPositiveData
 
+from app import chapters
 from app.main import create_app
 from tests.app.conftest import tiny_settings
 
 # Checked by the server, not by the schema (they depend on the settings or on the model asked for),
 # each said in its field's description and refused as 422 naming the field: a schema-valid request
 # refused for one of these is what the schema promises, not a "valid request rejected".
-SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "head", "heads_off", "model", "models",
-                  "permutation", "positional", "prefix", "reference", "row"}
-# POST /api/scaling: its schema bounds the work (12 widths up to 1,024, 32 keys: seconds at worst), but
-# 20 such cases would take a minute of the suite; its bounds and bad input are tested in
-# tests/app/services/test_scaling.py.
-SLOW = {"POST /api/scaling", "POST /api/train"}  # a default run trains a minute: tests/app/test_live.py
+SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "head", "heads_off", "model", "models", "permutation",
+                  "positional", "prefix", "reference", "row"}
+# The routes whose schema bounds allow seconds of work per request (POST /api/scaling: 12 widths up to
+# 1,024, 32 keys; POST /api/train: a default run trains a minute): 20 such cases would take minutes of
+# the suite. Their bounds and bad input are tested with their services (tests/app/services/test_scaling.py,
+# tests/app/test_live.py).
+SLOW = {f"{'GET' if r.get else 'POST'} {r.path}" for r in chapters.routes() if r.heavy}
 EXAMPLES = 20  # per operation, all checks: about 20 operations in well under a minute on the tiny models
 
 

@@ -23,6 +23,7 @@ SHAPE = {"chapter": "string", "title": "string", "figures": "object", "asks": "s
          "keys": "function", "panels": "function", "ask": "function", "draw": "function", "failure": "function",
          "describe": "function", "rows": "function"}
 ASKS = ["typed", "text", "start", "self"]
+PAGE_KEYS = {"lang", "text", "model", "ch", "tour", "ask"}  # url-state.js's own
 
 
 def modules() -> list[str]:
@@ -82,6 +83,7 @@ EXPORTS = """async ([urls, shape]) => {
         found[url] = {
             types: Object.fromEntries(Object.keys(shape).map((k) => [k, typeof view[k]])),
             chapter: view.chapter, asks: view.asks, figures: view.figures,
+            state: view.state === undefined ? null : Object.keys(view.state),
             owned: (view.figures || []).map((id) =>
                 document.getElementById(id)?.closest("section[data-chapter]")?.dataset.chapter ?? null),
         };
@@ -102,6 +104,9 @@ def test_every_chapter_module_exports_the_shape(fresh_page):
         assert view["asks"] in ASKS and view["chapter"] in sections, url
         assert view["figures"] and all(isinstance(i, str) for i in view["figures"]), url
         assert view["owned"] == [view["chapter"]] * len(view["figures"]), (url, view["figures"], view["owned"])
+    # the URL's keys (url-state.js): each declared by one view, none of them the page's own
+    declared = [key for view in found.values() for key in view["state"] or []]
+    assert len(declared) == len(set(declared)) and not set(declared) & PAGE_KEYS, declared
     assert problems.errors == []
 
 

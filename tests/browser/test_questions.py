@@ -17,13 +17,15 @@ import threading
 import httpx
 import pytest
 
+from app.chapters import CHAPTERS as ALL
 from bench.serving import free_port
 from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, type_sentence
 
 pytestmark = pytest.mark.browser
 
 FIRST, SECOND = "Je mange du pain.", "Il pleut depuis ce matin, alors nous restons à la maison."
-CHAPTERS = ["1", "2", "3", "4", "5", "7", "8", "9", "10", "11"]
+# the questions posed at once (chapter 6's is measured after the guess: its own test below)
+CHAPTERS = [str(c.number) for c in ALL if c.question in ("sentence", "fixed")]
 STORED = "attentionLab.questions"
 
 
@@ -301,7 +303,7 @@ def test_just_show_me_shows_everything_and_is_remembered(first_visit, server):
     page, problems, _ = first_visit
     first_load(page, f"{server}/")
     reveals = page.locator("[data-reveal]")
-    assert reveals.count() == len(CHAPTERS) + 2  # and chapter 6's, and chapter 9's part on its sub-layers
+    assert reveals.count() == len([c for c in ALL if c.question]) + 1  # and chapter 9's part on its sub-layers
     assert all(reveals.evaluate_all("els => els.map(e => e.hidden)"))
     page.get_by_test_id("question-mode-show").check()
     assert not any(reveals.evaluate_all("els => els.map(e => e.hidden)"))

@@ -2,5 +2,5 @@
 // replayed on the typed sentence, step by step (replay.js; the step in the URL's `astep`).
 import { replayView } from "../replay.js";
 
-export const { chapter, title, figures, asks, mount, keys, panels, ask, draw, failure, describe, rows } =
+export const { chapter, title, figures, asks, state, mount, keys, panels, ask, draw, failure, describe, rows } =
   replayView({ chapter: "5", container: "alignment-scrubber", key: "astep", candidates: (catalog) => catalog.aligning });

@@ -18,6 +18,19 @@ export const figures = ["grad-plot", "factor-plot", "gates-plot", "grad-length",
   "gate-view", "gates-model", "vanishing-story"];
 export const asks = "text";
 
+/** The URL's `len` (the input length) and `factor` (the per-step view, checked against FACTORS as it mounts). */
+export const state = {
+  len: {
+    read(q, { catalog, opening }) {
+      const length = Number(q.get("len"));
+      const fits = Number.isInteger(length) && length >= 1 && length <= catalog.limits.max_gradient_length;
+      return { length: fits ? length : opening.length };
+    },
+    write: (p) => String(p.length),
+  },
+  factor: { read: (q) => ({ factor: q.get("factor") || "shrink" }), write: (p) => p.factor },
+};
+
 // The input-length slider asks for the heaviest experiment when the reader stops dragging: after
 // a longer pause than typing's, so that a slow drag does not ask at every stop.
 const MEASURE_PAUSE_MS = 120;

@@ -9,7 +9,7 @@ import { el } from "../dom.js";
 import { fillStory, fmt, mapTable, strongest } from "../facts.js";
 import { label, listOf, t } from "../i18n.js";
 import {
-  changedIndices, drawContributions, drawRanking, headName, headsFacts, shortName, showEffect,
+  changedIndices, drawContributions, drawRanking, headName, headsFacts, offKey, parseOff, shortName, showEffect,
 } from "../heads-weighing.js";
 import { whenNear } from "../lazy.js";
 import {
@@ -18,13 +18,29 @@ import {
 } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
-import { offKey } from "../url-state.js";
 
 export const chapter = "9";
 export const title = "heads experiment";
 export const figures = ["heads-contrib", "heads-ranking", "heads-summed", "heads-rollout", "heads-rollout-title",
   "heads-rollout-toggle", "heads-toggle", "heads-effect", "heads-source", "heads-target", "heads-story"];
 export const asks = "text";
+
+/** The URL's `off` (heads switched off, "kind.L.H;..." counted from 1), `rollout` (1: shown) and
+ * `sel` (the source pieces whose attention is summed, from 0, comma-separated). */
+export const state = {
+  off: {
+    read(q, { catalog }) {
+      const fits = (h) => catalog.withHeads.some((m) => h.layer < m.layers && h.head < m.heads);
+      return { off: parseOff(q.get("off")).filter(fits) };
+    },
+    write: (p) => p.off.map(offKey).join(";"),
+  },
+  rollout: { read: (q) => ({ rollout: q.get("rollout") === "1" }), write: (p) => (p.rollout ? "1" : "") },
+  sel: {
+    read: (q) => ({ sel: (q.get("sel") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number) }),
+    write: (p) => p.sel.join(","),
+  },
+};
 
 let lab = null;
 let heads = null; // the heads view's model, selection and answer

@@ -2,5 +2,5 @@
 // sentence, step by step, a cross head at a time (replay.js; the step in the URL's `hstep`).
 import { replayView } from "../replay.js";
 
-export const { chapter, title, figures, asks, mount, keys, panels, ask, draw, failure, describe, rows } =
+export const { chapter, title, figures, asks, state, mount, keys, panels, ask, draw, failure, describe, rows } =
   replayView({ chapter: "9", container: "heads-scrubber", key: "hstep", candidates: (catalog) => catalog.withHeads });

@@ -18,6 +18,20 @@ export const title = "heads";
 export const figures = ["heads-grid", "head-detail", "heads-model", "heads-note", "head-title", "kind-picker", "pick-layer", "pick-head"];
 export const asks = "typed";
 
+/** The URL's `kind` (of attention) and `head` ("layer.head", counted from 1). */
+export const state = {
+  kind: { read: (q, { catalog }) => ({ kind: catalog.kinds.includes(q.get("kind")) ? q.get("kind") : "cross" }), write: (p) => p.kind },
+  head: {
+    read(q, { catalog }) {
+      const head = /^(\d+)\.(\d+)$/.exec(q.get("head") || "");
+      const [layer, index] = head ? [Number(head[1]) - 1, Number(head[2]) - 1] : [-1, -1];
+      const fits = catalog.withHeads.some((m) => layer >= 0 && layer < m.layers && index >= 0 && index < m.heads);
+      return fits ? { layer, head: index } : { layer: 0, head: 0 };
+    },
+    write: (p) => `${p.layer + 1}.${p.head + 1}`,
+  },
+};
+
 const KIND_AXES = {
   cross: ["heads.axis.source", "heads.axis.output"],
   encoder: ["heads.axis.source-keys", "heads.axis.source-queries"],

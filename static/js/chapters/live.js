@@ -9,11 +9,23 @@ import { label, listOf, t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
+import { countOrNull } from "../url-state.js";
 
 export const chapter = "4";
 export const title = "live experiment";
 export const figures = ["live-controls", "live-task", "live-length", "live-steps", "live-seed", "live-contestants", "live-reference"];
 export const asks = "start";
+
+/** The URL's live run: `tt` (task), `tl` (length), `tc` (contestants, comma-separated), `tseed` and
+ * `tsteps`; checked against GET /api/train's limits as it mounts. */
+const counted = (key) => ({ read: (q) => ({ [key]: countOrNull(q, key) }), write: (p) => (p[key] === null ? null : String(p[key])) });
+export const state = {
+  tt: { read: (q) => ({ tt: q.get("tt") }), write: (p) => p.tt || null },
+  tl: counted("tl"),
+  tc: { read: (q) => ({ tc: (q.get("tc") || "").split(",").filter(Boolean) }), write: (p) => (p.tc.length ? p.tc.join(",") : null) },
+  tseed: counted("tseed"),
+  tsteps: counted("tsteps"),
+};
 
 let lab = null;
 let info = null; // the answer drawn

@@ -14,14 +14,20 @@ export const title = "long-lag experiment";
 export const figures = ["lag-accuracy", "lag-filler", "lag-pick", "lag-note"];
 export const asks = "start";
 
+/** The URL's `filler` and `lag`: checked against the long-lag results once they arrive. */
+export const state = {
+  filler: { read: (q) => ({ filler: q.get("filler") || "blank" }), write: (p) => p.filler },
+  lag: { read: (q) => ({ lag: Number(q.get("lag")) || null }), write: (p) => String(p.lag || "") },
+};
+
 let lab = null;
 let results = null; // the answer drawn
-let state = null; // {filler, lag}: the reader's choice
+let chosen = null; // {filler, lag}: the reader's choice
 
 export function mount(context) {
   lab = context;
-  lab.part("lag-filler").addEventListener("change", (e) => pick(e.target.value, state.lag));
-  lab.part("lag-pick").addEventListener("change", (e) => pick(state.filler, Number(e.target.value)));
+  lab.part("lag-filler").addEventListener("change", (e) => pick(e.target.value, chosen.lag));
+  lab.part("lag-pick").addEventListener("change", (e) => pick(chosen.filler, Number(e.target.value)));
 }
 
 export const keys = () => [null];
@@ -40,36 +46,36 @@ export function draw(answer) {
   const fillers = [...new Set(results.runs.map((r) => r.filler))];
   const filler = lab.part("lag-filler");
   filler.value = fillers.includes(lab.page.filler) ? lab.page.filler : fillers[0];
-  state = { filler: filler.value, lag: lab.page.lag };
+  chosen = { filler: filler.value, lag: lab.page.lag };
   fillLags();
-  lab.page.set(state);
+  lab.page.set(chosen);
   fillStory(lab.part("lag-note"), lagFacts(results));
   publish();
 }
 
-function lags(filler = state.filler) {
+function lags(filler = chosen.filler) {
   return [...new Set(results.runs.filter((r) => r.filler === filler).map((r) => r.lag))].sort((a, b) => a - b);
 }
 
 function fillLags() {
   const tried = lags();
-  if (!tried.includes(state.lag)) state.lag = tried[Math.floor(tried.length / 2)];
+  if (!tried.includes(chosen.lag)) chosen.lag = tried[Math.floor(tried.length / 2)];
   lab.part("lag-pick").replaceChildren(...tried.map((lag) => new Option(String(lag), String(lag))));
-  lab.part("lag-pick").value = String(state.lag);
+  lab.part("lag-pick").value = String(chosen.lag);
 }
 
 function pick(filler, lag) {
-  state = { filler, lag };
+  chosen = { filler, lag };
   fillLags();
-  lab.page.set(state);
+  lab.page.set(chosen);
   publish();
 }
 
 /** The chart when near, and the choice for the tiny models' gradients. */
 function publish() {
   const div = lab.part("lag-accuracy");
-  whenNear(div, () => drawAccuracy(div, results, state));
-  store.set("lag", { results, ...state });
+  whenNear(div, () => drawAccuracy(div, results, chosen));
+  store.set("lag", { results, ...chosen });
 }
 
 /** "a lag of 20", or "no lag tried (up to 100)" when a cell stayed above chance everywhere; and which holds out longer. */
@@ -99,7 +105,7 @@ function holdsOut(cellLags) {
 /** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
 export function describe(answer, key, plot) {
   if (plot && plot.id !== "lag-accuracy") return null;
-  const filler = state ? state.filler : answer.runs[0]?.filler;
+  const filler = chosen ? chosen.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
   const cells = (answer.cells || []).map((cell) => t("lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
   return t("lag.describe", { filler: t(`filler.${filler}`), chance: fmt(answer.chance), cells: listOf(cells), holds: facts[`lag-${filler}-holds`] || "–" });
@@ -107,7 +113,7 @@ export function describe(answer, key, plot) {
 
 export function rows(answer, key, plot) {
   if (plot && plot.id !== "lag-accuracy") return null;
-  const filler = state ? state.filler : answer.runs[0]?.filler;
+  const filler = chosen ? chosen.filler : answer.runs[0]?.filler;
   const runs = answer.runs.filter((r) => r.filler === filler).sort((a, b) => a.lag - b.lag);
   return {
     caption: t("lag.caption", { filler: t(`filler.${filler}`), chance: fmt(answer.chance) }),

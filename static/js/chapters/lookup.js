@@ -9,11 +9,15 @@ import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { attentionTrace, baseLayout, draw as drawPlot, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
+import { count } from "../url-state.js";
 
 export const chapter = "5";
 export const title = "one line";
 export const figures = ["lookup-plot", "lookup-head", "lookup-story"];
 export const asks = "text";
+
+/** The URL's `lhead`: the head of the one line, from 0 (kept within the model's heads when asked). */
+export const state = { lhead: { read: (q) => ({ lhead: count(q.get("lhead")) }), write: (p) => String(p.lhead) } };
 
 let lab = null;
 

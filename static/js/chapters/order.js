@@ -10,11 +10,18 @@ import { whenNear } from "../lazy.js";
 import { GATE_SCALE, WEIGHT_SCALE, attentionTrace, baseLayout, draw as drawPlot, plotText, showToken, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
+import { count } from "../url-state.js";
 
 export const chapter = "8";
 export const title = "order experiment";
 export const figures = ["order-maps", "order-pe", "order-shuffle", "order-seed", "order-head", "order-story"];
 export const asks = "text";
+
+/** The URL's `shuffle` (the seed) and `ohead` (the head, from 0). */
+export const state = {
+  shuffle: { read: (q, { opening }) => ({ shuffle: count(q.get("shuffle")) || opening.seed }), write: (p) => String(p.shuffle) },
+  ohead: { read: (q) => ({ ohead: count(q.get("ohead")) }), write: (p) => String(p.ohead) },
+};
 
 let lab = null;
 let answer = null; // the answer drawn

@@ -9,12 +9,26 @@ import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, OKABE_ITO, plotText, showEmpty, showToken, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
+import { knownModel } from "../url-state.js";
 
 export const chapter = "10";
 export const title = "prediction";
 export const figures = ["predict-tree", "predict-table", "predict-candidates", "predict-model", "predict-beam",
   "predict-beam-value", "predict-clear", "predict-story"];
 export const asks = "text";
+
+/** The URL's `pmodel` (the model), `beam` (the beam size) and `prefix` (forced pieces separated by spaces). */
+export const state = {
+  pmodel: { read: (q, { catalog }) => ({ pmodel: knownModel(q, "pmodel", catalog, null) }), write: (p) => p.pmodel || "" },
+  beam: {
+    read(q, { catalog }) {
+      const beam = Number(q.get("beam"));
+      return { beam: Number.isInteger(beam) && beam >= 1 && beam <= catalog.limits.max_beam_size ? beam : 1 };
+    },
+    write: (p) => String(p.beam),
+  },
+  prefix: { read: (q) => ({ prefix: (q.get("prefix") || "").split(" ").filter(Boolean) }), write: (p) => p.prefix.join(" ") },
+};
 
 const STATUS = { kept: OKABE_ITO.blue, finished: OKABE_ITO.green, dropped: "#B0B6C3", forced: OKABE_ITO.vermillion };
 let lab = null;

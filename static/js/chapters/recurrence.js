@@ -8,12 +8,16 @@ import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, GATE_SCALE, OKABE_ITO, plotText, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
+import { count } from "../url-state.js";
 
 export const chapter = "2";
 export const title = "recurrence";
 export const figures = ["recurrence-plot", "recurrence-change", "recurrence-step", "recurrence-step-value",
   "recurrence-equation", "recurrence-rule", "recurrence-story"];
 export const asks = "text";
+
+/** The URL's `step`: the piece shown, from 0. */
+export const state = { step: { read: (q) => ({ step: count(q.get("step")) }), write: (p) => String(p.step) } };
 
 const READING = OKABE_ITO.vermillion; // Okabe-Ito vermillion: the piece being read
 const READ = "#56B4E9";

@@ -12,12 +12,27 @@ import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, GATE_SCALE, OKABE_ITO, plotText, showEmpty, showToken, themed, tokenAxis } from "../plots.js";
 import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
-import { TEMPERATURES } from "../url-state.js";
+import { count } from "../url-state.js";
 
 export const chapter = "5";
 export const title = "scores";
 export const figures = ["scores-panels", "scores-row", "scores-temperature", "scores-temperature-value", "scores-story"];
 export const asks = "text";
+
+/** The temperature slider's ends. */
+const TEMPERATURES = [0.05, 20];
+
+/** The URL's `row` (the output word, from 0) and `temp` (the temperature). */
+export const state = {
+  row: { read: (q) => ({ row: count(q.get("row")) }), write: (p) => String(p.row) },
+  temp: {
+    read(q) {
+      const temp = Number(q.get("temp"));
+      return { temp: q.has("temp") && temp >= TEMPERATURES[0] && temp <= TEMPERATURES[1] ? temp : 1 };
+    },
+    write: (p) => String(p.temp),
+  },
+};
 
 const OWN = OKABE_ITO.blue; // Okabe-Ito blue: the model's weights (T = 1)
 const AT_T = OKABE_ITO.vermillion; // vermillion: softmax(e / T)

@@ -15,6 +15,19 @@ export const title = "timing";
 export const figures = ["timing-plot", "timing-measure", "timing-progress", "timing-status", "timing-story"];
 export const asks = "self";
 
+/** The URL's `tlen`: the lengths measured, comma-separated (absent: the server's). */
+export const state = {
+  tlen: {
+    read(q, { catalog }) {
+      const lengths = (q.get("tlen") || "").split(",").map(Number);
+      const { max_timing_lengths: most, max_timing_length: longest } = catalog.limits;
+      const fits = lengths.length >= 2 && lengths.length <= most && lengths.every((n) => Number.isInteger(n) && n >= 1 && n <= longest);
+      return { tlen: fits ? lengths : null };
+    },
+    write: (p) => (p.tlen ? p.tlen.join(",") : null),
+  },
+};
+
 const POLL_MS = 400;
 const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 let lab = null;

@@ -7,11 +7,19 @@ import { t } from "../i18n.js";
 import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
+import { knownModel } from "../url-state.js";
 
 export const chapter = "1";
 export const title = "training logs";
 export const figures = ["curves-plot", "curve-metric", "curve-x", "curve-models", "training-story"];
 export const asks = "start";
+
+/** The URL's `curve` (the quantity), `x` (the axis) and `show` (one model; empty: all). */
+export const state = {
+  curve: { read: (q) => ({ curve: q.get("curve") === "bleu" ? "bleu" : "loss" }), write: (p) => p.curve },
+  x: { read: (q) => ({ x: q.get("x") === "minutes" ? "minutes" : "step" }), write: (p) => p.x },
+  show: { read: (q, { catalog }) => ({ show: knownModel(q, "show", catalog, "") }), write: (p) => p.show },
+};
 
 const X = { step: { title: "curves.step", of: (p) => p.step }, minutes: { title: "curves.minutes", of: (p) => p.seconds / 60 } };
 let lab = null; // what mount was given
