@@ -20,8 +20,8 @@ from tests.app.conftest import tiny_settings
 # Checked by the server, not by the schema (they depend on the settings or on the model asked for),
 # each said in its field's description and refused as 422 naming the field: a schema-valid request
 # refused for one of these is what the schema promises, not a "valid request rejected".
-SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "head", "heads_off", "model", "models", "permutation",
-                  "positional", "prefix", "reference", "row"}
+SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "head", "heads_off", "model", "models",
+                  "permutation", "positional", "prefix", "reference", "row"}
 # The routes whose schema bounds allow seconds of work per request (POST /api/scaling: 12 widths up to
 # 1,024, 32 keys; POST /api/train: a default run trains a minute): 20 such cases would take minutes of
 # the suite. Their bounds and bad input are tested with their services (tests/app/services/test_scaling.py,
