@@ -86,7 +86,7 @@ def recurrence(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = read_sentence(registry, text, None, cancel)
     most = max(range(len(answer.change)), key=answer.change.__getitem__)
-    return row(2, Said("recap.said.2", {"model": answer.model, "piece": Piece(answer.tokens[most]),
+    return row(2, Said("ch11.recap.said.2", {"model": answer.model, "piece": Piece(answer.tokens[most]),
                                          "change": float(answer.change[most])}))
 
 
@@ -95,10 +95,10 @@ def gradients(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = gradient_curves(registry, text, None, (), cancel)
     back = len(answer.tokens) - 1
-    each = [Said("recap.said.3.each", {"model": c.model,
+    each = [Said("ch11.recap.said.3.each", {"model": c.model,
                                        "multiple": c.norm[back] / c.norm[0] if c.norm[0] > 0 else None})
             for c in answer.curves]
-    return row(3, Said("recap.said.3", {"count": back, "each": each}))
+    return row(3, Said("ch11.recap.said.3", {"count": back, "each": each}))
 
 
 def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -107,7 +107,7 @@ def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = attention_scores(registry, text, model.name, 0, 1.0, cancel)
     onto = max(range(len(answer.weights)), key=answer.weights.__getitem__)
-    return row(5, Said("recap.said.5", {"model": model.name, "piece": Piece(answer.query_token),
+    return row(5, Said("ch11.recap.said.5", {"model": model.name, "piece": Piece(answer.query_token),
                                          "weight": float(answer.max_weight),
                                          "onto": Piece(answer.source_tokens[onto])}))
 
@@ -119,8 +119,8 @@ def steps(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     pieces = len(registry.source(text).ids)
     layers = parallel.capabilities.layers
-    return row(6, Said("recap.said.6", {"count": pieces, "recurrent": recurrent.name, "parallel": parallel.name,
-                                         "layers": layers}))
+    return row(6, Said("ch11.recap.said.6", {"count": pieces, "recurrent": recurrent.name,
+                                             "parallel": parallel.name, "layers": layers}))
 
 
 def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
@@ -128,7 +128,7 @@ def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
         return None
     answer = saturation(registry, text, cancel=cancel)
     at = answer.sampled.at_model_d_k
-    return row(7, Said("recap.said.7", {"model": answer.model, "dk": str(answer.d_k),
+    return row(7, Said("ch11.recap.said.7", {"model": answer.model, "dk": str(answer.d_k),
                                          "unscaled": float(at["unscaled"].max_weight),
                                          "scaled": float(at["scaled"].max_weight)}))
 
@@ -137,7 +137,7 @@ def order(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     if first(registry, lambda c: c.switches) is None:
         return None
     checks = shuffled(registry, text, seed=defaults.SEED, cancel=cancel).checks
-    return row(8, Said("recap.said.8", {"off": float(checks["pe_off"].max_abs_difference),
+    return row(8, Said("ch11.recap.said.8", {"off": float(checks["pe_off"].max_abs_difference),
                                          "on": float(checks["pe_on"].max_abs_difference)}))
 
 
@@ -148,8 +148,9 @@ def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     answer = prediction(registry, text, model.name, (), defaults.TOP_K, 1, cancel)
     step = answer.steps[0] if answer.steps else None
     if step is None:
-        return row(10, Said("recap.said.10.nothing", {"model": model.name, "translation": answer.translation}))
-    return row(10, Said("recap.said.10", {"model": model.name, "piece": Piece(step.token),
+        return row(10, Said("ch11.recap.said.10.nothing",
+                            {"model": model.name, "translation": answer.translation}))
+    return row(10, Said("ch11.recap.said.10", {"model": model.name, "piece": Piece(step.token),
                                           "probability": float(step.probability),
                                           "translation": answer.translation}))
 

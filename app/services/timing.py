@@ -178,5 +178,5 @@ def describe(size: EncoderSize, words: Words | None = None) -> str:
     words = words or Words("en")
     numbers = {name: str(value) for name, value in size.model_dump().items() if isinstance(value, int)}
     if size.cell == "transformer":
-        return words.text("timing.encoder-size.transformer", **numbers)
-    return words.text("timing.encoder-size.recurrent", cell=size.cell.upper(), count=size.layers, **numbers)
+        return words.text("ch6.timing.encoder-size.transformer", **numbers)
+    return words.text("ch6.timing.encoder-size.recurrent", cell=size.cell.upper(), count=size.layers, **numbers)

@@ -91,7 +91,7 @@ const offered = []; // [button, its figure]: their names said again in another l
 
 /** The Embed buttons' names in the page's language now (each names its figure's title). */
 export function relabelEmbeds() {
-  for (const [button, div] of offered) button.setAttribute("aria-label", t("embed.label", { title: titleOf(div) }));
+  for (const [button, div] of offered) button.setAttribute("aria-label", t("embed.offer-name", { title: titleOf(div) }));
 }
 
 export function offerEmbeds() {
@@ -101,12 +101,12 @@ export function offerEmbeds() {
       caption = el("div", "embed-row");
       div.before(caption);
     }
-    const button = label(el("button", "numbers embed-button"), "embed.button");
+    const button = label(el("button", "numbers embed-button"), "embed.offer");
     offered.push([button, div]);
     button.type = "button";
     button.dataset.testid = `embed-${div.id}`;
     button.setAttribute("aria-expanded", "false");
-    button.setAttribute("aria-label", t("embed.label", { title: titleOf(div) }));
+    button.setAttribute("aria-label", t("embed.offer-name", { title: titleOf(div) }));
     const box = el("div", "embed-snippet");
     box.hidden = true;
     const named = label(el("label", "embed-snippet__label"), "embed.snippet");

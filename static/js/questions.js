@@ -84,7 +84,7 @@ class Question {
     this.card = el("section", "question");
     this.card.dataset.question = this.key;
     this.card.dataset.testid = `question-${this.key}`;
-    label(this.card, "q.label", { chapter: spec.chapter }, "aria-label");
+    label(this.card, "q.heading", { chapter: spec.chapter }, "aria-label");
     this.kicker = label(el("p", "question__kicker"), "q.kicker");
     this.prompt = el("p", "question__prompt");
     this.prompt.id = `question-${this.key}-prompt`;
@@ -133,7 +133,7 @@ class Question {
       failure: (error) => q.failed(error),
       describe: () => null,
       rows: () => null,
-      name: () => t("q.label", { chapter: q.spec.chapter }),
+      name: () => t("q.heading", { chapter: q.spec.chapter }),
     };
   }
 

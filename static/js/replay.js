@@ -126,7 +126,7 @@ export function replayView({ chapter, container, key, candidates }) {
 
   function tell(map) {
     const point = replay.timeline[replay.index];
-    parts.label.textContent = t("replay.label", { step: String(point.step) });
+    parts.label.textContent = t("replay.step-mark", { step: String(point.step) });
     parts.story.textContent = story(point, map, replay.answer);
   }
 
@@ -134,8 +134,8 @@ export function replayView({ chapter, container, key, candidates }) {
     const here = replay.timeline[replay.index];
     const layout = baseLayout({
       margin: { l: 48, r: 12, t: 8, b: 44 },
-      xaxis: { title: { text: t("curves.step") }, zeroline: false },
-      yaxis: { title: { text: t("curves.valid-bleu") }, rangemode: "tozero" },
+      xaxis: { title: { text: t("ch1.curves.step") }, zeroline: false },
+      yaxis: { title: { text: t("ch1.curves.valid-bleu") }, rangemode: "tozero" },
       showlegend: false,
     });
     drawPlot(parts.curvePlot, [
@@ -185,12 +185,12 @@ export function replayView({ chapter, container, key, candidates }) {
     },
     rows: (answer, key, plot) => {
       if (plot === parts.curvePlot) {
-        return { caption: t("replay.curve-caption", { name: replay.model.name }), headers: [t("curves.step"), t("curves.valid-bleu")],
+        return { caption: t("replay.curve-caption", { name: replay.model.name }), headers: [t("ch1.curves.step"), t("ch1.curves.valid-bleu")],
           rows: replay.timeline.map((p) => [String(p.step), fmt(p.valid_bleu)]) };
       }
       const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
       const [layer, head] = selected();
-      const which = replay.model.heads > 1 ? t("heads.layer-head", { layer: String(layer + 1), head: String(head + 1) }) : t("replay.alignment");
+      const which = replay.model.heads > 1 ? t("ch9.heads.layer-head", { layer: String(layer + 1), head: String(head + 1) }) : t("replay.alignment");
       return mapTable(map, t("replay.caption", { name: replay.model.name, step: String(answer.snapshot.step), which, bleu: fmt(pointOf(answer).valid_bleu) }));
     },
   };
@@ -203,7 +203,7 @@ function headPicker(model) {
   label(select, "replay.which-map", {}, "aria-label");
   for (let layer = model.layers - 1; layer >= 0; layer -= 1) {
     for (let head = 0; head < Math.max(model.heads, 1); head += 1) {
-      const option = model.heads > 1 ? label(el("option"), "heads.layer-head", { layer: String(layer + 1), head: String(head + 1) })
+      const option = model.heads > 1 ? label(el("option"), "ch9.heads.layer-head", { layer: String(layer + 1), head: String(head + 1) })
         : label(el("option"), "replay.alignment");
       option.value = `${layer}.${head}`;
       select.append(option);

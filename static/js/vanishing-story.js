@@ -58,7 +58,7 @@ export function storyFacts(answer, catalog) {
 /** What a median step factor means for the gradient, said from the number. */
 function side(factor) {
   if (factor === null) return "–";
-  return t(factor < 1 ? "vanishing.below-one" : "vanishing.above-one");
+  return t(factor < 1 ? "ch3.vanishing.below-one" : "ch3.vanishing.above-one");
 }
 
 function bucketBleu(catalog, name, bucket) {

@@ -42,26 +42,27 @@ def test_messages_keep_their_placeholders(lang):
             assert isinstance(message, str) and message.strip(), key
 
 
-# Keys the page builds from a value instead of writing them out (t(`task.${name}`)): each prefix,
+# Keys the page builds from a value instead of writing them out (t(`ch4.task.${name}`)): each prefix,
 # where its names come from, and so which keys under it are in use.
 DYNAMIC = {
     "view.": "a view's title, dashed (requests.js: the status line names a failed view)",
     "summary.": "a model's name (catalog.js: the story's models, summarised in the page's words)",
-    "task.": "the live experiment's tasks (GET /api/train)",
-    "filler.": "the long-lag experiment's fillers (GET /api/long-lag)",
-    "gates.": "an LSTM gate's name (chapters/gradients.js)",
+    "ch4.task.": "the live experiment's tasks (GET /api/train)",
+    "ch3.filler.": "the long-lag experiment's fillers (GET /api/long-lag)",
+    "ch3.gates.": "an LSTM gate's name (chapters/gradients.js)",
     "kind.": "a kind of attention (encoder, decoder, cross)",
-    "heads.kind.": "a kind of attention, in chapter 9's sentences",
+    "ch9.heads.kind.": "a kind of attention, in chapter 9's sentences",
     "replay.weights.": "a training step's weights (initialized, snapshot, shipped)",
-    "beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
+    "ch10.beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
     "q.verdict.": "a guess's verdict (right, close, wrong: questions.js)",
     "q.nav.": "the same verdict, marked on the chapter's link",
     # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
-    "q.3.choice.": "chapter 3's ranges", "q.6.choice.": "chapter 6's", "q.9.choice.": "chapter 9's shares",
-    "q.10.choice.": "chapter 10's ranges",
-    "q.7.choice.": "chapter 7's ranges", "q.8.choice.": "chapter 8's ranges",
+    "ch3.question.choice.": "chapter 3's ranges", "ch6.question.choice.": "chapter 6's",
+    "ch9.question.choice.": "chapter 9's shares",
+    "ch10.question.choice.": "chapter 10's ranges",
+    "ch7.question.choice.": "chapter 7's ranges", "ch8.question.choice.": "chapter 8's ranges",
     "q.9.sublayers.choice.": "chapter 9's shares of BLEU kept",
-    "q.11.choice.": "chapter 11's fixes (gates, attention, self-attention)",
+    "ch11.question.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
 # the page's template and scripts, and the services that phrase what the server writes for the page
 SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js")),

@@ -24,7 +24,7 @@ export function mount(context) {
   for (const m of lab.catalog.aligning) plots.set(m.name, plotPanel(m));
   container.replaceChildren(...[...plots.values()].map((div) => div.parentElement));
   if (!plots.size) {
-    container.append(label(el("p", "panel panel--note"), "alignment.none"));
+    container.append(label(el("p", "panel panel--note"), "ch5.alignment.none"));
   }
 }
 
@@ -42,13 +42,13 @@ const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross"
 
 export function describe(answer, name) {
   const map = crossOf(answer);
-  if (!map || !map.rows.length) return t("alignment.no-attention", { name });
-  return t("alignment.describe", { name, count: map.rows.length, cols: String(map.cols.length), share: fmt(sharpness(map.weights)), looks: strongest(map) });
+  if (!map || !map.rows.length) return t("ch5.alignment.no-attention", { name });
+  return t("ch5.alignment.describe", { name, count: map.rows.length, cols: String(map.cols.length), share: fmt(sharpness(map.weights)), looks: strongest(map) });
 }
 
 export function rows(answer, name) {
   const map = crossOf(answer);
-  return mapTable(map || { rows: [], cols: [], weights: [] }, t("alignment.label", { name }));
+  return mapTable(map || { rows: [], cols: [], weights: [] }, t("ch5.alignment.map-name", { name }));
 }
 
 /** A figure captioned with the model's summary and name; returns its plot. */
@@ -58,7 +58,7 @@ function plotPanel(model) {
   const div = el("div", "plot plot--align");
   div.dataset.testid = `attention-${model.name}`;
   div.setAttribute("role", "group");
-  label(div, "alignment.label", { name: model.name }, "aria-label");
+  label(div, "ch5.alignment.map-name", { name: model.name }, "aria-label");
   el("figure", "panel").append(caption, div);
   return div;
 }
@@ -66,7 +66,7 @@ function plotPanel(model) {
 function drawAlignment(div, model, response) {
   const map = crossOf(response);
   if (!map || !map.rows.length || !map.cols.length) {
-    showEmpty(div, t("alignment.no-attention", { name: model }));
+    showEmpty(div, t("ch5.alignment.no-attention", { name: model }));
     return;
   }
   drawPlot(div, [attentionTrace(map)], alignmentLayout(map), `attention-${model}`, response);

@@ -21,7 +21,7 @@ function bucketAxis() {
       tickmode: "array",
       tickvals: lab.catalog.buckets.map((_, i) => i),
       ticktext: lab.catalog.buckets.map((b) => b.replace("-", "–")),
-      title: { text: t("bleu.x-axis"), standoff: 4 },
+      title: { text: t("ch4.bleu.x-axis"), standoff: 4 },
       range: [-0.5, lab.catalog.buckets.length - 0.5],
       showgrid: false,
       zeroline: false,
@@ -43,8 +43,8 @@ export function mount(context) {
   lab = context;
   const div = lab.part("bleu-plot");
   evaluated = lab.catalog.models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
-  if (!lab.catalog.models.length) showEmpty(div, ["bleu.no-model"]);
-  else if (!evaluated.length) showEmpty(div, ["bleu.no-report"]);
+  if (!lab.catalog.models.length) showEmpty(div, ["ch4.bleu.no-model"]);
+  else if (!evaluated.length) showEmpty(div, ["ch4.bleu.no-report"]);
   store.watch("model", () => lab.ask());
   // the recap's line needs no figure: written for each text, wherever the reader is
   store.watch("text", (text) => store.headline(chapter, headline(lab.catalog.bucketOf(text))));
@@ -54,7 +54,7 @@ export const keys = () => [null];
 export const panels = () => [lab.part("bleu-plot")];
 /** The sentence's length group and the picked model: all the chart needs. */
 export const ask = (text) => Promise.resolve({ bucket: lab.catalog.bucketOf(text), selected: lab.page.model });
-export const failure = () => t("bleu.failure");
+export const failure = () => t("ch4.bleu.failure");
 
 /** Draw for the sentence's `bucket` with `selected` emphasised (and say the chapter's headline); nothing to do when neither changed. */
 export function draw({ bucket, selected }) {
@@ -75,17 +75,17 @@ function best(bucket) {
   return [top((m) => !m.cross_attention), top((m) => m.cross_attention)];
 }
 
-const sayBest = (b) => (b ? `${b.name} ${tenths(b.bleu)}` : t("bleu.none-evaluated"));
+const sayBest = (b) => (b ? `${b.name} ${tenths(b.bleu)}` : t("ch4.bleu.none-evaluated"));
 
 function headline(bucket) {
   const [squeezed, looking] = best(bucket);
-  return t("bleu.headline", { words: bucket.replace("-", "–"), squeezed: sayBest(squeezed), looking: sayBest(looking) });
+  return t("ch4.bleu.headline", { words: bucket.replace("-", "–"), squeezed: sayBest(squeezed), looking: sayBest(looking) });
 }
 
 export function describe({ bucket, selected }) {
   const [squeezed, looking] = best(bucket);
-  return t("bleu.describe", {
-    count: evaluated.length, selected: selected || t("bleu.no-model-picked"), words: bucket.replace("-", "–"),
+  return t("ch4.bleu.describe", {
+    count: evaluated.length, selected: selected || t("ch4.bleu.no-model-picked"), words: bucket.replace("-", "–"),
     squeezed: sayBest(squeezed), looking: sayBest(looking),
   });
 }
@@ -94,8 +94,8 @@ export function rows() {
   const cell = (row) => (!row ? "–" : hasInterval(row)
     ? `${tenths(row.bleu)} (${tenths(row.bleu_low)}–${tenths(row.bleu_high)})` : tenths(row.bleu));
   return {
-    caption: t("bleu.caption"),
-    headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("bleu.words", { words: b.replace("-", "–") }))],
+    caption: t("ch4.bleu.caption"),
+    headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("ch4.bleu.words", { words: b.replace("-", "–") }))],
     rows: evaluated.map((m) => {
       const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
       return [m.name, ...lab.catalog.buckets.map((b) => cell(byBucket.get(b)))];
@@ -138,8 +138,8 @@ function lines(selected) {
         array: groups.map((r) => (hasInterval(r) ? r.bleu_high - r.bleu : null)),
         arrayminus: groups.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
       },
-      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? t("bleu.interval", { low: tenths(r.bleu_low), high: tenths(r.bleu_high) }) : ""]),
-      hovertemplate: t("bleu.hover", { model: plotText(m.name) }),
+      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? t("ch4.bleu.interval", { low: tenths(r.bleu_low), high: tenths(r.bleu_high) }) : ""]),
+      hovertemplate: t("ch4.bleu.hover", { model: plotText(m.name) }),
       line: { color: catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },
       marker: { size: selected === m.name ? 9 : 6, symbol: catalog.marker(m.name) },
       opacity: emphasis ? 1 : 0.45,

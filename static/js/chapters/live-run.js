@@ -33,8 +33,8 @@ export function mount(context) {
     lab.stop();
   });
   part("live-x").addEventListener("change", drawCurves);
-  showEmpty(part("live-loss"), ["run.press-train"]);
-  showEmpty(part("live-accuracy"), ["run.accuracy-here"]);
+  showEmpty(part("live-loss"), ["ch4.run.press-train"]);
+  showEmpty(part("live-accuracy"), ["ch4.run.accuracy-here"]);
   store.watch("live", (value) => {
     setup = value;
     part("live-start").disabled = running;
@@ -54,14 +54,14 @@ export async function ask(text, signal) {
 /** The run ended on its own (a Stop that came too late changes nothing). */
 export function draw(run) {
   stopped = false;
-  say(run.error ? t("run.stopped-early", { why: run.error }) : verdict(run));
+  say(run.error ? t("ch4.run.stopped-early", { why: run.error }) : verdict(run));
 }
-export const failure = (error) => t("run.failure", { why: api.explain(error) });
+export const failure = (error) => t("ch4.run.failure", { why: api.explain(error) });
 
 async function start() {
   if (running || !setup) return;
   const settings = setup.settings;
-  if (!settings.contestants.length) return say(t("run.pick-one"));
+  if (!settings.contestants.length) return say(t("ch4.run.pick-one"));
   if (runs.length) runs = [runs[runs.length - 1]]; // the last finished run stays beside
   runs.push({ settings, lines: new Map(), finals: new Map(), maps: new Map(), summary: null, error: null });
   busy(true);
@@ -69,7 +69,7 @@ async function start() {
   prepareMaps(settings.contestants);
   stopped = false;
   await lab.ask();
-  if (stopped) say(t("run.stopped", { verdict: verdict(runs[runs.length - 1], true) }));
+  if (stopped) say(t("ch4.run.stopped", { verdict: verdict(runs[runs.length - 1], true) }));
   busy(false);
   drawCurves();
 }
@@ -92,12 +92,12 @@ function take(run, line) {
 }
 
 function training(settings) {
-  say(t("run.training", { contestants: listOf(settings.contestants), task: t(`task.${settings.task}`), length: String(settings.length) }));
+  say(t("ch4.run.training", { contestants: listOf(settings.contestants), task: t(`ch4.task.${settings.task}`), length: String(settings.length) }));
 }
 
 /** Another reader's run has the slot: this one's place in the server's line and its expected start. */
 function waiting({ place, starts_in }) {
-  say(t("run.queued", { place: String(place), seconds: String(starts_in) }));
+  say(t("ch4.run.queued", { place: String(place), seconds: String(starts_in) }));
 }
 
 function busy(on) {
@@ -123,16 +123,16 @@ function prepareMaps(names) {
     if (!info?.attention) continue;
     const figure = el("figure", "panel");
     const caption = el("figcaption", "panel__caption");
-    caption.append(el("span", "panel__title", t("run.map-title", { name })));
+    caption.append(el("span", "panel__title", t("ch4.run.map-title", { name })));
     const div = el("div", "plot plot--small");
     div.dataset.testid = `live-map-${name}`;
     div.dataset.contestant = name;
     div.setAttribute("role", "group");
-    div.setAttribute("aria-label", t("run.map-label", { name }));
+    div.setAttribute("aria-label", t("ch4.run.map-label", { name }));
     figure.append(caption, div);
     holder.append(figure);
     maps.set(name, div);
-    showEmpty(div, ["run.map-waiting"]);
+    showEmpty(div, ["ch4.run.map-waiting"]);
   }
 }
 
@@ -150,17 +150,17 @@ function drawMap(run, name, line) {
   if (!div || !run.probe) return;
   run.maps.set(name, line);
   const src = run.probe.source.map(String);
-  const out = [...run.probe.target.map(String), t("run.end")];
+  const out = [...run.probe.target.map(String), t("ch4.run.end")];
   drawPlot(div, [{
     type: "heatmap", z: line.map, x: src.map((_, i) => i), y: out.map((_, i) => i), zmin: 0, zmax: 1,
     colorscale: WEIGHT_SCALE, showscale: false, xgap: 1, ygap: 1,
     customdata: out.map((o) => src.map((s) => [o, s])),
-    hovertemplate: t("run.map-hover"),
+    hovertemplate: t("ch4.run.map-hover"),
   }], baseLayout({
     margin: { l: 44, r: 8, t: 28, b: 40 },
-    title: { text: plotText(t("run.map-step", { step: line.step })), font: { size: 12 }, x: 0.02 },
-    xaxis: { title: { text: t("run.source-symbol") }, tickvals: src.map((_, i) => i), ticktext: src },
-    yaxis: { title: { text: t("run.output") }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
+    title: { text: plotText(t("ch4.run.map-step", { step: line.step })), font: { size: 12 }, x: 0.02 },
+    xaxis: { title: { text: t("ch4.run.source-symbol") }, tickvals: src.map((_, i) => i), ticktext: src },
+    yaxis: { title: { text: t("ch4.run.output") }, tickvals: out.map((_, i) => i), ticktext: out, autorange: "reversed" },
   }), `live-map-${name}`, { step: line.step, source: run.probe.source, target: run.probe.target, weights: line.map });
 }
 
@@ -171,17 +171,17 @@ function drawCurves() {
     const style = seriesStyle(contestants(), name);
     const old = r < runs.length - 1;
     return {
-      type: "scatter", mode: "lines+markers", name: plotText(old ? t("run.previous", { name }) : name),
+      type: "scatter", mode: "lines+markers", name: plotText(old ? t("ch4.run.previous", { name }) : name),
       x: lines.map((l) => l[x]), y: lines.map((l) => l[key]),
       line: { color: style.colour, dash: old ? "dot" : "solid", width: old ? 1.5 : 2.5 },
       marker: { symbol: style.marker, size: 5 }, opacity: old ? 0.55 : 1,
     };
   }));
-  const axis = { title: { text: t(x === "step" ? "curves.step" : "run.seconds-axis") } };
-  drawPlot(lab.part("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: t("run.loss") }, type: "log" },
+  const axis = { title: { text: t(x === "step" ? "ch1.curves.step" : "ch4.run.seconds-axis") } };
+  drawPlot(lab.part("live-loss"), traces("loss"), baseLayout({ xaxis: axis, yaxis: { title: { text: t("ch4.run.loss") }, type: "log" },
     legend: { orientation: "h", y: 1.15 } }), "live-loss", numbers());
   drawPlot(lab.part("live-accuracy"), traces("accuracy"), baseLayout({ xaxis: axis,
-    yaxis: { title: { text: t("live.exact") }, range: [0, 1.02], tickformat: ".0%" },
+    yaxis: { title: { text: t("ch4.live.exact") }, range: [0, 1.02], tickformat: ".0%" },
     legend: { orientation: "h", y: 1.15 } }), "live-accuracy", numbers());
 }
 
@@ -195,22 +195,22 @@ function verdict(run, partial = false) {
   const s = run.summary;
   if (partial) {
     const last = [...run.lines.values()].map((lines) => lines[lines.length - 1]);
-    if (!last.length) return t("run.no-turn");
-    return t("run.stood", { each: listOf(last.map((l) => t("run.stood-one", { contestant: l.contestant, share: pct(l.accuracy), step: String(l.step) }))) });
+    if (!last.length) return t("ch4.run.no-turn");
+    return t("ch4.run.stood", { each: listOf(last.map((l) => t("ch4.run.stood-one", { contestant: l.contestant, share: pct(l.accuracy), step: String(l.step) }))) });
   }
   const finals = [...run.finals.values()];
   if (!finals.length) return "";
   const { task, length } = run.settings;
-  const each = listOf(finals.map((f) => t("run.final-one", { contestant: f.contestant, share: pct(f.accuracy), step: String(f.step) })));
-  const head = t(task === "reverse" ? "run.head-reverse" : "run.head-copy", { length: String(length), each });
+  const each = listOf(finals.map((f) => t("ch4.run.final-one", { contestant: f.contestant, share: pct(f.accuracy), step: String(f.step) })));
+  const head = t(task === "reverse" ? "ch4.run.head-reverse" : "ch4.run.head-copy", { length: String(length), each });
   if (!s || !s.best_attention || !s.best_bottleneck) return head;
   const a = s.best_attention;
   const b = s.best_bottleneck;
   const gap = Math.round(100 * (a.accuracy - b.accuracy));
   const said = { head, a: a.contestant, b: b.contestant, count: gap, pa: pct(a.accuracy), pb: pct(b.accuracy) };
-  if (gap >= 20) return t("run.beat", said);
-  if (gap > 0) return t("run.ahead", said);
-  return t("run.as-well", said);
+  if (gap >= 20) return t("ch4.run.beat", said);
+  if (gap > 0) return t("ch4.run.ahead", said);
+  return t("ch4.run.as-well", said);
 }
 
 /**
@@ -221,27 +221,27 @@ export function describe(run, key, plot) {
   if (plot?.dataset.contestant) {
     const map = probeMap(run, plot.dataset.contestant);
     if (!map) return null;
-    return t("live.map.sentence", { name: plot.dataset.contestant, step: String(map.step), looks: strongest(map) });
+    return t("ch4.live.map.sentence", { name: plot.dataset.contestant, step: String(map.step), looks: strongest(map) });
   }
   if (plot?.id === "live-loss") {
     const each = [...run.lines].filter(([, lines]) => lines.length).map(([name, lines]) =>
-      t("run.loss-one", { name, first: fmt(lines[0].loss), last: fmt(lines.at(-1).loss), step: String(lines.at(-1).step) }));
-    return t("run.loss-describe", { task: t(`task.${run.settings.task}`), length: String(run.settings.length),
-      each: listOf(each) || t("run.no-turn-yet") });
+      t("ch4.run.loss-one", { name, first: fmt(lines[0].loss), last: fmt(lines.at(-1).loss), step: String(lines.at(-1).step) }));
+    return t("ch4.run.loss-describe", { task: t(`ch4.task.${run.settings.task}`), length: String(run.settings.length),
+      each: listOf(each) || t("ch4.run.no-turn-yet") });
   }
-  return run.error ? t("run.stopped-early", { why: run.error }) : verdict(run, !run.finals.size);
+  return run.error ? t("ch4.run.stopped-early", { why: run.error }) : verdict(run, !run.finals.size);
 }
 
 export function rows(run, key, plot) {
   if (plot?.dataset.contestant) {
     const map = probeMap(run, plot.dataset.contestant);
-    return mapTable(map, t("live.map.caption", { name: plot.dataset.contestant, step: String(map.step) }), t("live.map.corner"));
+    return mapTable(map, t("ch4.live.map.caption", { name: plot.dataset.contestant, step: String(map.step) }), t("ch4.live.map.corner"));
   }
   const loss = plot?.id === "live-loss";
   const accuracy = plot?.id === "live-accuracy";
   return {
-    caption: t("run.caption", { task: t(`task.${run.settings.task}`), length: String(run.settings.length) }),
-    headers: [t("live.contestant"), t("header.step"), t("lag.seconds"), ...(accuracy ? [] : [t("run.loss")]), ...(loss ? [] : [t("live.exact")])],
+    caption: t("ch4.run.caption", { task: t(`ch4.task.${run.settings.task}`), length: String(run.settings.length) }),
+    headers: [t("ch4.live.contestant"), t("header.step"), t("ch3.lag.seconds"), ...(accuracy ? [] : [t("ch4.run.loss")]), ...(loss ? [] : [t("ch4.live.exact")])],
     rows: [...run.lines].flatMap(([name, lines]) => lines.map((l) => [name, String(l.step), fmt(l.seconds),
       ...(accuracy ? [] : [fmt(l.loss)]), ...(loss ? [] : [pct(l.accuracy)])])),
   };

@@ -27,7 +27,7 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("labels-plot")];
-export const failure = (error) => couldNot(t("labels.what"), error);
+export const failure = (error) => couldNot(t("ch10.labels.what"), error);
 
 /** The model's own translation scored; with a reference in the box, that too (a refusal kept as its words). */
 export async function ask(text, signal) {
@@ -50,10 +50,10 @@ function facts(own) {
 
 /** What the status line under the box says. */
 function status(answer) {
-  if (answer.refused) return t("labels.reference-refused", { why: answer.refused.message });
-  if (!answer.reference) return t("labels.reference-hint");
+  if (answer.refused) return t("ch10.labels.reference-refused", { why: answer.refused.message });
+  if (!answer.reference) return t("ch10.labels.reference-hint");
   const { reference, own } = answer;
-  return t("labels.reference-said", { reference: reference.translation, count: reference.labels.length,
+  return t("ch10.labels.reference-said", { reference: reference.translation, count: reference.labels.length,
     mean: fmt(reference.mean_loss), own: fmt(own.mean_loss) });
 }
 
@@ -67,21 +67,21 @@ export function draw(answer) {
   said.dataset.state = answer.refused ? "bad" : reference ? "scored" : "empty";
   const div = lab.part("labels-plot");
   const bar = (scored, color, axis = "") => ({ type: "bar", x: positions(scored), y: scored.losses, marker: { color },
-    xaxis: `x${axis}`, yaxis: `y${axis}`, hovertemplate: t("labels.hover"), showlegend: false });
+    xaxis: `x${axis}`, yaxis: `y${axis}`, hovertemplate: t("ch10.labels.hover"), showlegend: false });
   const data = [bar(own, OWN)];
   const axes = {
-    xaxis: { title: { text: t("labels.x-axis") }, type: "category" },
-    yaxis: { title: { text: t("labels.y-axis") }, rangemode: "tozero", gridcolor: themed("grid") },
+    xaxis: { title: { text: t("ch10.labels.x-axis") }, type: "category" },
+    yaxis: { title: { text: t("ch10.labels.y-axis") }, rangemode: "tozero", gridcolor: themed("grid") },
   };
   let annotations = [];
   if (reference) {
     data.push(bar(reference, REFERENCE, "2"));
     axes.xaxis.domain = [0, 0.47];
-    axes.xaxis2 = { type: "category", domain: [0.53, 1], anchor: "y2", title: { text: t("labels.x-axis") } };
+    axes.xaxis2 = { type: "category", domain: [0.53, 1], anchor: "y2", title: { text: t("ch10.labels.x-axis") } };
     axes.yaxis2 = { anchor: "x2", matches: "y", rangemode: "tozero", gridcolor: themed("grid") };
     const heading = (text, x) => ({ text: plotText(text), xref: "paper", yref: "paper", x, y: 1, yanchor: "bottom", showarrow: false, font: { size: 12 } });
-    annotations = [heading(t("labels.own-title", { mean: fmt(own.mean_loss) }), 0.235),
-      heading(t("labels.reference-title", { mean: fmt(reference.mean_loss) }), 0.765)];
+    annotations = [heading(t("ch10.labels.own-title", { mean: fmt(own.mean_loss) }), 0.235),
+      heading(t("ch10.labels.reference-title", { mean: fmt(reference.mean_loss) }), 0.765)];
   }
   div.dataset.labels = String(own.labels.length);
   div.dataset.reference = reference ? String(reference.labels.length) : "";
@@ -91,7 +91,7 @@ export function draw(answer) {
 
 export function describe(answer) {
   const said = facts(answer.own);
-  const own = t("labels.describe", { model: said.model, translation: said.translation, count: String(answer.own.labels.length),
+  const own = t("ch10.labels.describe", { model: said.model, translation: said.translation, count: String(answer.own.labels.length),
     mean: said.mean, worst: said.worst, loss: said["worst-loss"] });
   return answer.reference ? `${own} ${status(answer)}` : own;
 }
@@ -100,8 +100,8 @@ export function rows(answer) {
   const { own, reference } = answer;
   const lines = (scored, which) => scored.labels.map((piece, i) => [String(i + 1), which, showToken(piece), fmt(scored.losses[i])]);
   return {
-    caption: t("labels.caption", { model: own.model, translation: own.translation }),
-    headers: [t("labels.position"), t("labels.scored"), t("labels.label"), t("labels.y-axis")],
+    caption: t("ch10.labels.caption", { model: own.model, translation: own.translation }),
+    headers: [t("ch10.labels.position"), t("ch10.labels.scored"), t("ch10.labels.label-word"), t("ch10.labels.y-axis")],
     rows: [...lines(own, own.translation), ...(reference ? lines(reference, reference.translation) : [])],
   };
 }

@@ -76,7 +76,7 @@ export function ask(text, signal) {
   return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, topK, b, signal)));
 }
 
-export const failure = (error) => couldNot(t("predict.what"), error);
+export const failure = (error) => couldNot(t("ch10.predict.what"), error);
 
 /** The story's facts of both searches. */
 function facts([greedy, wide]) {
@@ -86,8 +86,8 @@ function facts([greedy, wide]) {
     model: greedy.model, greedy: greedy.translation, "first-piece": first ? showToken(first.token) : "–",
     "first-probability": first ? fmt(first.probability) : "–", beam: String(wide.beam_size ?? lab.page.beam),
     best: best ? best.translation : greedy.translation, "best-score": best ? fmt(best.score) : "–",
-    verdict: t(!best ? "predict.beam-one" : best.translation === greedy.translation ? "predict.same" : "predict.not-greedy"),
-    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : t("predict.none"),
+    verdict: t(!best ? "ch10.predict.beam-one" : best.translation === greedy.translation ? "ch10.predict.same" : "ch10.predict.not-greedy"),
+    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : t("ch10.predict.none"),
   };
 }
 
@@ -96,13 +96,13 @@ export function draw([greedy, wide]) {
   table(greedy);
   const said = facts([greedy, wide]);
   fillStory(lab.part("predict-story"), said);
-  store.headline(chapter, t("predict.headline", { model: greedy.model, piece: greedy.steps[0] ? said["first-piece"] : "",
+  store.headline(chapter, t("ch10.predict.headline", { model: greedy.model, piece: greedy.steps[0] ? said["first-piece"] : "",
     probability: said["first-probability"], greedy: greedy.translation }));
   lab.part("predict-candidates").replaceChildren(...(wide.candidates || []).map((c) =>
-    el("li", "", t("predict.candidate", { translation: c.translation, logProb: fmt(c.log_prob), score: fmt(c.score) }))));
+    el("li", "", t("ch10.predict.candidate", { translation: c.translation, logProb: fmt(c.log_prob), score: fmt(c.score) }))));
   const tree = lab.part("predict-tree");
   if (wide.tree) whenNear(tree, () => drawTree(tree, wide));
-  else showEmpty(tree, t("predict.greedy-tree"));
+  else showEmpty(tree, t("ch10.predict.greedy-tree"));
 }
 
 function table(answer) {
@@ -124,19 +124,19 @@ function table(answer) {
   lab.part("predict-table").dataset.steps = String(made.length);
 }
 
-const stepName = (s, step) => (step.forced ? t("predict.forced-step", { step: String(s + 1) }) : String(s + 1));
+const stepName = (s, step) => (step.forced ? t("ch10.predict.forced-step", { step: String(s + 1) }) : String(s + 1));
 
 export function describe(answer) {
   const said = facts(answer);
-  return t("predict.describe", { model: said.model, piece: said["first-piece"], probability: said["first-probability"], greedy: said.greedy,
+  return t("ch10.predict.describe", { model: said.model, piece: said["first-piece"], probability: said["first-probability"], greedy: said.greedy,
     prefix: said.prefix, beam: said.beam, best: said.best, score: said["best-score"], verdict: said.verdict });
 }
 
 export function rows([greedy]) {
   const k = Math.max(0, ...greedy.steps.map((s) => s.top.length));
   return {
-    caption: t("predict.caption", { model: greedy.model }),
-    headers: [t("header.step"), t("predict.chosen"), t("predict.probability"), ...Array.from({ length: k }, (_, i) => t("predict.choice", { n: String(i + 1) }))],
+    caption: t("ch10.predict.caption", { model: greedy.model }),
+    headers: [t("header.step"), t("ch10.predict.chosen"), t("ch10.predict.probability"), ...Array.from({ length: k }, (_, i) => t("ch10.predict.choice", { n: String(i + 1) }))],
     rows: greedy.steps.map((step, s) => [stepName(s, step), showToken(step.token), fmt(step.probability),
       ...Array.from({ length: k }, (_, i) => (step.top[i] ? `${showToken(step.top[i].token)} ${fmt(step.top[i].probability)}` : "–"))]),
   };
@@ -152,7 +152,7 @@ function drawTree(div, answer) {
     x.push(s);
     y.push(i);
     colors.push(STATUS[n.status] || themed("muted"));
-    labels.push(t("predict.node", { token: plotText(showToken(n.token)), status: t(`beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
+    labels.push(t("ch10.predict.node", { token: plotText(showToken(n.token)), status: t(`ch10.beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
     if (n.parent !== null && n.parent !== undefined) edges.x.push(s - 1, s, null), edges.y.push(n.parent, i, null);
   }));
   const data = [
@@ -163,5 +163,5 @@ function drawTree(div, answer) {
   ];
   div.dataset.nodes = String(x.length);
   drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: t("header.step") }, dtick: 1, gridcolor: themed("grid") },
-    yaxis: { autorange: "reversed", title: { text: t("predict.rank") }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
+    yaxis: { autorange: "reversed", title: { text: t("ch10.predict.rank") }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
 }

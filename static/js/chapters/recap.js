@@ -44,7 +44,7 @@ function seal({ hidden }) {
     for (const part of item.querySelectorAll(".recap__answer, .recap__fact")) part.hidden = sealed;
     let note = item.querySelector(".recap__sealed");
     if (sealed && !note) {
-      note = label(el("span", "recap__sealed"), "recap.sealed", { chapter: n });
+      note = label(el("span", "recap__sealed"), "ch11.recap.sealed", { chapter: n });
       item.append(note);
     }
     if (note) note.hidden = !sealed;
@@ -69,13 +69,13 @@ export function draw(answer) {
 const said = (row) => row.said?.[language()] ?? row.text;
 
 export function describe(answer) {
-  return t("recap.describe", { rows: answer.rows.map((row) => t("recap.row", { chapter: String(row.chapter), text: said(row) })).join(t("list.separator")) });
+  return t("ch11.recap.describe", { rows: answer.rows.map((row) => t("ch11.recap.row", { chapter: String(row.chapter), text: said(row) })).join(t("list.separator")) });
 }
 
 export function rows(answer) {
   return {
-    caption: t("recap.caption"),
-    headers: [t("recap.chapter"), t("recap.measured")],
+    caption: t("ch11.recap.caption"),
+    headers: [t("ch11.recap.chapter"), t("ch11.recap.measured")],
     rows: answer.rows.map((row) => [String(row.chapter), said(row)]),
   };
 }

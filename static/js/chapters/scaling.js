@@ -17,10 +17,10 @@ export const asks = "text";
 
 const RAW = OKABE_ITO.vermillion;
 const SCALED = OKABE_ITO.blue;
-const QUANTITIES = [["max_weight", "scaling.max-weight"], ["entropy", "scaling.entropy"], ["gradient", "scaling.gradient"]];
+const QUANTITIES = [["max_weight", "ch7.scaling.max-weight"], ["entropy", "ch7.scaling.entropy"], ["gradient", "ch7.scaling.gradient"]];
 const QUANTITY = Object.fromEntries(QUANTITIES);
 
-const than = (a, b) => t(a > b ? "scaling.larger" : a < b ? "scaling.smaller" : "scaling.same");
+const than = (a, b) => t(a > b ? "ch7.scaling.larger" : a < b ? "ch7.scaling.smaller" : "ch7.scaling.same");
 
 let lab = null;
 
@@ -32,7 +32,7 @@ function scalingFacts(answer) {
   const cross = summary.cross || summary.encoder;
   return {
     model: answer.model, "d-k": String(dk), keys: String(sampled.keys), draws: String(sampled.draws),
-    distribution: t("scaling.distribution"), // the server draws them so (API `sampled.distribution`)
+    distribution: t("ch7.scaling.distribution"), // the server draws them so (API `sampled.distribution`)
     "std-small-dk": String(first.d_k), "std-small": fmt(first.score_std),
     "std-large-dk": String(last.d_k), "std-large": fmt(last.score_std),
     "raw-max": fmt(raw.max_weight), "scaled-max": fmt(scaled.max_weight),
@@ -41,7 +41,7 @@ function scalingFacts(answer) {
     "gradient-direction": than(scaled.gradient, raw.gradient),
     "heads-raw-std": fmt(cross.raw_std), "heads-scaled-std": fmt(cross.scaled_std),
     "heads-raw-max": fmt(cross.unscaled_max_weight), "heads-scaled-max": fmt(cross.max_weight),
-    "heads-kind": t(summary.cross ? "scaling.cross" : "scaling.encoder"),
+    "heads-kind": t(summary.cross ? "ch7.scaling.cross" : "ch7.scaling.encoder"),
   };
 }
 
@@ -52,12 +52,12 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("scaling-curves"), lab.part("scaling-heads")];
 export const ask = (text, signal) => api.scaling(text, signal);
-export const failure = (error) => couldNot(t("scaling.what"), error);
+export const failure = (error) => couldNot(t("ch7.scaling.what"), error);
 
 export function draw(answer) {
   const facts = scalingFacts(answer);
   fillStory(lab.part("scaling-story"), facts);
-  store.headline(chapter, t("scaling.headline", { model: answer.model, dk: String(answer.d_k), raw: facts["raw-max"], scaled: facts["scaled-max"] }));
+  store.headline(chapter, t("ch7.scaling.headline", { model: answer.model, dk: String(answer.d_k), raw: facts["raw-max"], scaled: facts["scaled-max"] }));
   const [curves, heads] = panels();
   whenNear(curves, () => drawCurves(curves, answer));
   whenNear(heads, () => drawHeads(heads, answer));
@@ -69,28 +69,28 @@ export function describe(answer, key, plot) {
     keys: f.keys, small: f["std-small"], smallDk: f["std-small-dk"], large: f["std-large"], largeDk: f["std-large-dk"], model: f.model,
     dk: f["d-k"], rawMax: f["raw-max"], scaledMax: f["scaled-max"], rawGradient: f["raw-gradient"], scaledGradient: f["scaled-gradient"],
   };
-  if (plot?.id === "scaling-curves") return t("scaling.curves-describe", said);
+  if (plot?.id === "scaling-curves") return t("ch7.scaling.curves-describe", said);
   if (plot?.id === "scaling-heads") {
-    const range = (k) => t("scaling.range", { low: fmt(Math.min(...answer.heads.map((h) => h[k]))), high: fmt(Math.max(...answer.heads.map((h) => h[k]))) });
-    return t("scaling.heads-describe", { model: f.model, count: answer.heads.length, raw: range("raw_std"), scaled: range("scaled_std") });
+    const range = (k) => t("ch7.scaling.range", { low: fmt(Math.min(...answer.heads.map((h) => h[k]))), high: fmt(Math.max(...answer.heads.map((h) => h[k]))) });
+    return t("ch7.scaling.heads-describe", { model: f.model, count: answer.heads.length, raw: range("raw_std"), scaled: range("scaled_std") });
   }
-  return t("scaling.describe", said);
+  return t("ch7.scaling.describe", said);
 }
 
 export function rows(answer, key, plot) {
   if (plot?.id === "scaling-heads") {
     return {
-      caption: t("scaling.heads-caption", { model: answer.model }),
-      headers: [t("heads-lab.head"), t("scaling.without"), t("scaling.with")],
-      rows: answer.heads.map((h) => [t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }),
+      caption: t("ch7.scaling.heads-caption", { model: answer.model }),
+      headers: [t("ch9.heads-lab.head"), t("ch7.scaling.without"), t("ch7.scaling.with")],
+      rows: answer.heads.map((h) => [t("ch7.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }),
         fmt(h.raw_std), fmt(h.scaled_std)]),
     };
   }
   const { unscaled, scaled } = answer.sampled;
   const pair = (key) => [`${t(QUANTITY[key])}, q · k`, `${t(QUANTITY[key])}, q · k / √d_k`];
   return {
-    caption: t("scaling.caption", { keys: String(answer.sampled.keys), draws: String(answer.sampled.draws), dk: String(answer.d_k) }),
-    headers: ["d_k", t("scaling.spread"), ...QUANTITIES.flatMap(([key]) => pair(key))],
+    caption: t("ch7.scaling.caption", { keys: String(answer.sampled.keys), draws: String(answer.sampled.draws), dk: String(answer.d_k) }),
+    headers: ["d_k", t("ch7.scaling.spread"), ...QUANTITIES.flatMap(([key]) => pair(key))],
     rows: unscaled.map((r, i) => [String(r.d_k), fmt(r.score_std), ...QUANTITIES.flatMap(([key]) => [fmt(r[key]), fmt(scaled[i][key])])]),
   };
 }
@@ -120,7 +120,7 @@ function drawCurves(div, answer) {
   });
   const layout = baseLayout({ margin: { l: 48, r: 10, t: 30, b: 44 }, ...axes, shapes,
     legend: { orientation: "h", x: 0, y: 1.12 },
-    annotations: [{ text: t("scaling.model-dk", { dk: String(dk) }), xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
+    annotations: [{ text: t("ch7.scaling.model-dk", { dk: String(dk) }), xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
   div.dataset.dk = String(dk);
   drawPlot(div, data, layout, `${answer.model}-scaling-sampled`, answer);
 }
@@ -128,13 +128,13 @@ function drawCurves(div, answer) {
 function drawHeads(div, answer) {
   const heads = answer.heads;
   const x = heads.map((_, i) => i);
-  const labels = heads.map((h) => t("scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }));
+  const labels = heads.map((h) => t("ch7.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }));
   const bar = (name, key, color) => ({ type: "bar", name, x, y: heads.map((h) => h[key]), customdata: labels,
     marker: { color }, hovertemplate: `%{customdata}<br>${name}: %{y:.4g}<extra></extra>` });
   const layout = baseLayout({ margin: { l: 56, r: 10, t: 30, b: 90 }, barmode: "group",
     legend: { orientation: "h", x: 0, y: 1.12 },
     xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },
-    yaxis: { type: "log", title: { text: t("scaling.std") }, gridcolor: themed("grid") } });
-  drawPlot(div, [bar(t("scaling.without"), "raw_std", RAW), bar(t("scaling.with"), "scaled_std", SCALED)], layout,
+    yaxis: { type: "log", title: { text: t("ch7.scaling.std") }, gridcolor: themed("grid") } });
+  drawPlot(div, [bar(t("ch7.scaling.without"), "raw_std", RAW), bar(t("ch7.scaling.with"), "scaled_std", SCALED)], layout,
     `${answer.model}-scaling-heads`, answer);
 }

@@ -14,8 +14,8 @@ export const figures = ["sublayers-table", "sublayers-story"];
 export const asks = "text";
 
 const SWITCHES = [null, "feed_forward", "residual_attention", "residual_feed_forward"];
-const NAMES = { none: "sublayers.none", feed_forward: "sublayers.feed_forward", residual_attention: "sublayers.residual_attention",
-  residual_feed_forward: "sublayers.residual_feed_forward" };
+const NAMES = { none: "ch9.sublayers.none", feed_forward: "ch9.sublayers.feed_forward", residual_attention: "ch9.sublayers.residual_attention",
+  residual_feed_forward: "ch9.sublayers.residual_feed_forward" };
 let lab = null;
 let model = null; // the Transformer's catalogue entry: its name and its shipped sub-layer scores
 
@@ -29,7 +29,7 @@ export const panels = () => [lab.part("sublayers-table")];
 export const wants = () => model !== null;
 export const ask = (text, signal) => Promise.all(SWITCHES.map((off) =>
   api.translateWith(text, model.name, off ? [off] : [], signal)));
-export const failure = (error) => couldNot(t("sublayers.what"), error);
+export const failure = (error) => couldNot(t("ch9.sublayers.what"), error);
 
 /** Per switch: its name, the live translation, and its shipped test BLEU (null when not scored). */
 function lines(answers) {
@@ -39,7 +39,7 @@ function lines(answers) {
   });
 }
 
-const bleu = (score) => (score ? t("sublayers.bleu", { bleu: fmt(score.bleu), low: fmt(score.bleu_low), high: fmt(score.bleu_high) }) : "–");
+const bleu = (score) => (score ? t("ch9.sublayers.bleu", { bleu: fmt(score.bleu), low: fmt(score.bleu_low), high: fmt(score.bleu_high) }) : "–");
 
 export function draw(answers) {
   const made = lines(answers);
@@ -58,13 +58,13 @@ export function draw(answers) {
 }
 
 export function describe(answers) {
-  return t("sublayers.describe", { model: model.name, rows: lines(answers).map((l) => t("sublayers.row", { name: l.name, translation: l.translation, bleu: bleu(l.score) })).join(t("list.separator")) });
+  return t("ch9.sublayers.describe", { model: model.name, rows: lines(answers).map((l) => t("ch9.sublayers.row", { name: l.name, translation: l.translation, bleu: bleu(l.score) })).join(t("list.separator")) });
 }
 
 export function rows(answers) {
   return {
-    caption: t("sublayers.caption", { model: model.name }),
-    headers: [t("sublayers.switch"), t("sublayers.translation"), t("sublayers.test-bleu")],
+    caption: t("ch9.sublayers.caption", { model: model.name }),
+    headers: [t("ch9.sublayers.switch"), t("ch9.sublayers.translation"), t("ch9.sublayers.test-bleu")],
     rows: lines(answers).map((l) => [l.name, l.translation, bleu(l.score)]),
   };
 }

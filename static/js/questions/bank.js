@@ -74,9 +74,9 @@ const training = {
     const second = runnerUp(best, right);
     const choices = logs.map((c, i) => ({ id: String(i), label: c.model }));
     return {
-      prompt: t("q.1.prompt", { count: logs.length }),
+      prompt: t("ch1.question.prompt", { count: logs.length }),
       choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: best[right],
-      says: (id) => t("q.1.says", {
+      says: (id) => t("ch1.question.says", {
         guess: logs[Number(id)].model, guessValue: power(best[Number(id)]), answer: logs[right].model, value: power(best[right]),
       }),
     };
@@ -93,10 +93,10 @@ const recurrence = {
     const { choices, right, close } = amongPieces(answer.tokens.slice(1), later);
     const best = Number(right);
     return {
-      prompt: t("q.2.prompt", { model: answer.model, count: answer.tokens.length }),
+      prompt: t("ch2.question.prompt", { model: answer.model, count: answer.tokens.length }),
       choices, right, close,
       measured: later[best],
-      says: (id) => t("q.2.says", {
+      says: (id) => t("ch2.question.says", {
         guess: choices[Number(id)].label, guessValue: power(later[Number(id)]),
         answer: choices[best].label, value: power(later[best]),
       }),
@@ -118,11 +118,11 @@ const gradients = {
     const share = (c) => c.norm[c.norm.length - 1] / c.norm[0];
     const measured = share(start);
     const steps = start.distance[start.distance.length - 1];
-    const { choices, right, close } = amongRanges(Math.log10(Math.max(measured, 1e-300)), SHARE_EDGES, "q.3.choice");
+    const { choices, right, close } = amongRanges(Math.log10(Math.max(measured, 1e-300)), SHARE_EDGES, "ch3.question.choice");
     return {
-      prompt: t("q.3.prompt", { model: plain.name, count: steps, length: answer.tokens.length }),
+      prompt: t("ch3.question.prompt", { model: plain.name, count: steps, length: answer.tokens.length }),
       choices, right, close, measured,
-      says: (id) => t("q.3.says", {
+      says: (id) => t("ch3.question.says", {
         guess: choices[Number(id)].label, value: power(measured), trained: trained ? power(share(trained)) : "—",
         count: steps,
       }),
@@ -153,13 +153,13 @@ const bottleneck = {
     };
     const [mine, theirs] = [lead(bucket), lead(other)];
     if (!mine || !theirs) return null;
-    const choices = [bucket, other].map((b, i) => ({ id: String(i), label: t("q.4.choice", { bucket: b }) }));
+    const choices = [bucket, other].map((b, i) => ({ id: String(i), label: t("ch4.question.choice", { bucket: b }) }));
     const right = mine.gap >= theirs.gap ? "0" : "1";
     const measured = right === "0" ? mine.gap : theirs.gap;
     return {
-      prompt: t("q.4.prompt", { count: words }),
+      prompt: t("ch4.question.prompt", { count: words }),
       choices, right, close: new Set(), measured,
-      says: (id) => t("q.4.says", {
+      says: (id) => t("ch4.question.says", {
         guess: choices[Number(id)].label, bucket, other, mine: power(mine.gap), theirs: power(theirs.gap),
         without: mine.without.name, within: mine.within.name,
       }),
@@ -183,10 +183,10 @@ const attention = {
     const { choices, right, close } = amongPieces(answer.source_tokens, answer.weights);
     const best = Number(right);
     return {
-      prompt: t("q.5.prompt", { model: answer.model, word: piece(answer.query_token), translation: answer.translation }),
+      prompt: t("ch5.question.prompt", { model: answer.model, word: piece(answer.query_token), translation: answer.translation }),
       choices, right, close,
       measured: answer.weights[best],
-      says: (id) => t("q.5.says", {
+      says: (id) => t("ch5.question.says", {
         guess: choices[Number(id)].label, guessValue: power(answer.weights[Number(id)]),
         answer: choices[best].label, value: power(answer.weights[best]), word: piece(answer.query_token),
       }),
@@ -200,17 +200,17 @@ const GROWTH_EDGES = [0.5, 2];
 const timing = {
   chapter: 6,
   later: true,
-  ask: () => ({ prompt: t("q.6.prompt"), choices: rangeChoices(GROWTH_EDGES, "q.6.choice") }),
+  ask: () => ({ prompt: t("ch6.question.prompt"), choices: rangeChoices(GROWTH_EDGES, "ch6.question.choice") }),
   // one measurement runs at a time on the server (the chapter's own button may have started it): a
   // 429 is asked again after its Retry-After by the request lifecycle, like any view's
   measure: (text, { page }, signal) => api.timing(page.tlen, false, signal),
   pose(answer) {
     const { recurrent, parallel } = answer.roles;
     const measured = answer.growth[recurrent] / answer.growth[parallel];
-    const { choices, right, close } = amongRanges(measured, GROWTH_EDGES, "q.6.choice");
+    const { choices, right, close } = amongRanges(measured, GROWTH_EDGES, "ch6.question.choice");
     return {
-      prompt: t("q.6.prompt"), choices, right, close, measured,
-      says: (id) => t("q.6.says", {
+      prompt: t("ch6.question.prompt"), choices, right, close, measured,
+      says: (id) => t("ch6.question.says", {
         guess: choices[Number(id)].label, value: power(measured), device: answer.device, recurrent, parallel,
         shortest: Math.min(...answer.lengths), longest: Math.max(...answer.lengths),
         recurrentGrowth: power(answer.growth[recurrent]), parallelGrowth: power(answer.growth[parallel]),
@@ -228,11 +228,11 @@ const scaling = {
     const encoder = answer.summary && answer.summary.encoder;
     if (!encoder) return null;
     const measured = encoder.unscaled_max_weight;
-    const { choices, right, close } = amongRanges(measured, SATURATION_EDGES, "q.7.choice");
+    const { choices, right, close } = amongRanges(measured, SATURATION_EDGES, "ch7.question.choice");
     return {
-      prompt: t("q.7.prompt", { model: answer.model, dk: answer.d_k }),
+      prompt: t("ch7.question.prompt", { model: answer.model, dk: answer.d_k }),
       choices, right, close, measured,
-      says: (id) => t("q.7.says", {
+      says: (id) => t("ch7.question.says", {
         guess: choices[Number(id)].label, value: power(measured), scaled: power(encoder.max_weight),
       }),
     };
@@ -248,11 +248,11 @@ const order = {
   pose(answer) {
     // the claim's own case, the encoding off; the claim's verdict stays hidden until the answer (questions.js)
     const off = answer.checks.pe_off.max_abs_difference;
-    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "q.8.choice");
+    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "ch8.question.choice");
     return {
-      prompt: t("q.8.prompt", { shuffled: answer.shuffled_text }),
+      prompt: t("ch8.question.prompt", { shuffled: answer.shuffled_text }),
       choices, right, close, measured: off,
-      says: (id) => t("q.8.says", {
+      says: (id) => t("ch8.question.says", {
         guess: choices[Number(id)].label,
         value: power(off),
         on: power(answer.checks.pe_on.max_abs_difference),
@@ -267,16 +267,16 @@ const heads = {
   pose(answer) {
     const cross = answer.contributions.filter((c) => c.kind === "cross");
     if (cross.length < 2) return null;
-    const name = (c) => t("q.9.head", { layer: c.layer + 1, head: c.head + 1 });
+    const name = (c) => t("ch9.question.head", { layer: c.layer + 1, head: c.head + 1 });
     const sharpest = cross[argmax(cross.map((c) => c.max_weight))];
     const strongest = cross[argmax(cross.map((c) => c.mean))];
     // what the sharpest head adds as a share of the most: 1 when it is itself the one that adds most
     const measured = sharpest.mean / strongest.mean;
-    const { choices, right, close } = amongRanges(sharpest === strongest ? 1 : Math.min(measured, 0.999), [0.5, 1], "q.9.choice");
+    const { choices, right, close } = amongRanges(sharpest === strongest ? 1 : Math.min(measured, 0.999), [0.5, 1], "ch9.question.choice");
     return {
-      prompt: t("q.9.prompt", { model: answer.model, count: cross.length, sharpest: name(sharpest), weight: power(sharpest.max_weight) }),
+      prompt: t("ch9.question.prompt", { model: answer.model, count: cross.length, sharpest: name(sharpest), weight: power(sharpest.max_weight) }),
       choices, right, close, measured,
-      says: (id) => t("q.9.says", {
+      says: (id) => t("ch9.question.says", {
         guess: choices[Number(id)].label, sharpest: name(sharpest), guessValue: power(sharpest.mean), share: power(measured),
         answer: name(strongest), value: power(strongest.mean),
       }),
@@ -298,11 +298,11 @@ const predict = {
     const written = answer.target_tokens.slice(0, at).join("").replace(/▁/g, " ").trim();
     const [first, second] = step.top;
     const measured = first.probability;
-    const { choices, right, close } = amongRanges(measured, CONFIDENCE_EDGES, "q.10.choice");
+    const { choices, right, close } = amongRanges(measured, CONFIDENCE_EDGES, "ch10.question.choice");
     return {
-      prompt: written ? t("q.10.prompt", { model: answer.model, written }) : t("q.10.first", { model: answer.model }),
+      prompt: written ? t("ch10.question.prompt", { model: answer.model, written }) : t("ch10.question.first", { model: answer.model }),
       choices, right, close, measured,
-      says: (id) => t("q.10.says", {
+      says: (id) => t("ch10.question.says", {
         guess: choices[Number(id)].label, answer: piece(first.token), value: power(measured),
         second: piece(second.token), secondValue: power(second.probability),
       }),
@@ -336,11 +336,11 @@ const point = {
     if (gains.some((g) => !Number.isFinite(g))) return null;
     const right = argmax(gains);
     const second = runnerUp(gains, right);
-    const choices = links.map(([fix, before, after], i) => ({ id: String(i), label: t(`q.11.choice.${fix}`, { before: before.name, after: after.name }) }));
+    const choices = links.map(([fix, before, after], i) => ({ id: String(i), label: t(`ch11.question.choice.${fix}`, { before: before.name, after: after.name }) }));
     return {
-      prompt: t("q.11.prompt", { bucket }),
+      prompt: t("ch11.question.prompt", { bucket }),
       choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: gains[right],
-      says: (id) => t("q.11.says", {
+      says: (id) => t("ch11.question.says", {
         guess: choices[Number(id)].label, guessValue: power(gains[Number(id)]), answer: choices[right].label,
         value: power(gains[right]), bucket,
       }),
@@ -366,9 +366,9 @@ const roomToThink = {
     const kept = off.bleu / all.bleu;
     const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "q.9.sublayers.choice");
     return {
-      prompt: t("q.9.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
+      prompt: t("ch9.question.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
       choices, right, close, measured: off.bleu,
-      says: (id) => t("q.9.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
+      says: (id) => t("ch9.question.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
     };
   },
 };

@@ -32,9 +32,9 @@ def test_choose(asked, remembered, header, chosen):
 
 def test_words_fill_plurals_and_numbers_by_the_locale():
     fr, en = language.Words("fr"), language.Words("en")
-    assert fr.text("gradients.tokens", count=1) == "1 jeton"
-    assert fr.text("gradients.tokens", count=80) == "80 jetons"
-    assert en.text("gradients.tokens", count=1) == "1 piece"
+    assert fr.text("ch3.gradients.tokens", count=1) == "1 jeton"
+    assert fr.text("ch3.gradients.tokens", count=80) == "80 jetons"
+    assert en.text("ch3.gradients.tokens", count=1) == "1 piece"
     assert fr.number(0.83) == "0,83" and en.number(0.83) == "0.83"
     assert fr.text("footer.credit", credit="Tatoeba") == "Paires de phrases\u00a0: Tatoeba."
     assert language.Words("xx").lang == "en"
@@ -52,10 +52,10 @@ def test_a_plural_message_without_a_count_takes_the_other_form_as_the_page_s_scr
     """static/js/i18n.js: a missing count is no number, whose form is "other" in every language;
     0 would be French "one"."""
     fr, en = language.Words("fr"), language.Words("en")
-    assert fr.text("gradients.tokens") == "{count} jetons"
-    assert fr.text("gradients.tokens", count=None) == "{count} jetons"
-    assert en.text("gradients.tokens") == "{count} pieces"
-    assert fr.text("gradients.tokens", count=0) == "0 jeton"  # a count of 0 keeps French's own rule
+    assert fr.text("ch3.gradients.tokens") == "{count} jetons"
+    assert fr.text("ch3.gradients.tokens", count=None) == "{count} jetons"
+    assert en.text("ch3.gradients.tokens") == "{count} pieces"
+    assert fr.text("ch3.gradients.tokens", count=0) == "0 jeton"  # a count of 0 keeps French's own rule
 
 
 @pytest.fixture(scope="module")
