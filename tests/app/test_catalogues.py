@@ -61,7 +61,7 @@ DYNAMIC = {
     "ch9.question.choice.": "chapter 9's shares",
     "ch10.question.choice.": "chapter 10's ranges",
     "ch7.question.choice.": "chapter 7's ranges", "ch8.question.choice.": "chapter 8's ranges",
-    "q.9.sublayers.choice.": "chapter 9's shares of BLEU kept",
+    "ch9.question.sublayers.choice.": "chapter 9's shares of BLEU kept",
     "ch11.question.choice.": "chapter 11's fixes (gates, attention, self-attention)",
 }
 # the page's template and scripts, and the services that phrase what the server writes for the page

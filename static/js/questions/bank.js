@@ -364,7 +364,7 @@ const roomToThink = {
     const off = scores.find((s) => s.off === "feed_forward");
     if (!all || !off || !(all.bleu > 0)) return null;
     const kept = off.bleu / all.bleu;
-    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "q.9.sublayers.choice");
+    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "ch9.question.sublayers.choice");
     return {
       prompt: t("ch9.question.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
       choices, right, close, measured: off.bleu,
