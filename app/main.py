@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import logging
 import math
+import pkgutil
 import re
 from contextlib import asynccontextmanager
 
@@ -18,35 +20,13 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
+from app import routes as route_modules
 from app.admission import Admission
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
 from app.guard import BodyLimit, Compress, SecurityHeaders
 from app.request_log import RequestLog, configure_logging
-from app.routes import (
-    compare,
-    docs,
-    gradients,
-    heads,
-    health,
-    live,
-    long_lag,
-    lookup,
-    maps,
-    models,
-    next_token,
-    order,
-    pages,
-    predict,
-    recap,
-    recurrence,
-    scaling,
-    scores,
-    snapshots,
-    timing,
-    translate,
-)
-from app.routes import metrics as metrics_route
+from app.routes import docs
 from app.runtime.errors import (
     BusyError,
     InvalidOptionError,
@@ -128,9 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_wait=settings.max_wait)
     app.add_middleware(SecurityHeaders)  # 413s get the headers too
     app.add_middleware(RequestLog, metrics=metrics)  # outermost of ours: every answer is timed and logged
-    for module in (health, models, translate, maps, compare, recurrence, scores, lookup, timing, gradients,
-                   long_lag, scaling, order, heads, predict, next_token, snapshots, live, recap, pages,
-                   metrics_route):
+    for module in routers():
         document_errors(module.router)
         app.include_router(module.router)
     if settings.docs:
@@ -150,6 +128,14 @@ MODEL_ERRORS = {
     503: "too many model requests at once (Retry-After says when to try again), or the model computed "
          "a non-finite value",
 }
+
+
+def routers() -> list:
+    """Every module of app/routes with a `router`, so a new route's module is served by being there;
+    the docs pages only when the settings ask for them."""
+    names = (m.name for m in pkgutil.iter_modules(route_modules.__path__))
+    found = (importlib.import_module(f"app.routes.{name}") for name in names)
+    return [module for module in found if hasattr(module, "router") and module is not docs]
 
 
 def document_errors(router: APIRouter) -> None:
