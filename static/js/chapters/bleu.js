@@ -75,7 +75,7 @@ function best(bucket) {
   return [top((m) => !m.cross_attention), top((m) => m.cross_attention)];
 }
 
-const sayBest = (b) => (b ? `${b.name} ${tenths(b.bleu)}` : t("ch4.bleu.none-evaluated"));
+const sayBest = (b) => (b ? t("ch4.bleu.best", { model: b.name, bleu: tenths(b.bleu) }) : t("ch4.bleu.none-evaluated"));
 
 function headline(bucket) {
   const [squeezed, looking] = best(bucket);
@@ -92,7 +92,7 @@ export function describe({ bucket, selected }) {
 
 export function rows() {
   const cell = (row) => (!row ? "–" : hasInterval(row)
-    ? `${tenths(row.bleu)} (${tenths(row.bleu_low)}–${tenths(row.bleu_high)})` : tenths(row.bleu));
+    ? t("ch4.bleu.interval", { bleu: tenths(row.bleu), low: tenths(row.bleu_low), high: tenths(row.bleu_high) }) : tenths(row.bleu));
   return {
     caption: t("ch4.bleu.caption"),
     headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("ch4.bleu.words", { words: b.replace("-", "–") }))],
