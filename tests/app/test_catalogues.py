@@ -32,6 +32,14 @@ def test_every_language_has_every_key():
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_key_is_written_twice(lang):
+    """A key written twice loads as its last message and hides the first, which some script shows."""
+    pairs = json.loads((FOLDER / f"{lang}.json").read_text(encoding="utf-8"), object_pairs_hook=list)
+    keys = [key for key, _ in pairs]
+    assert len(keys) == len(set(keys)), sorted({key for key in keys if keys.count(key) > 1})
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_messages_keep_their_placeholders(lang):
     english = catalogue("en")
     for key, message in catalogue(lang).items():

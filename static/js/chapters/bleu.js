@@ -92,7 +92,7 @@ export function describe({ bucket, selected }) {
 
 export function rows() {
   const cell = (row) => (!row ? "–" : hasInterval(row)
-    ? t("ch4.bleu.interval", { bleu: tenths(row.bleu), low: tenths(row.bleu_low), high: tenths(row.bleu_high) }) : tenths(row.bleu));
+    ? t("ch4.bleu.with-interval", { bleu: tenths(row.bleu), low: tenths(row.bleu_low), high: tenths(row.bleu_high) }) : tenths(row.bleu));
   return {
     caption: t("ch4.bleu.caption"),
     headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("ch4.bleu.words", { words: b.replace("-", "–") }))],
