@@ -198,6 +198,9 @@ def test_what_the_server_knows_of_a_model_is_said_in_french(open_page, catalog, 
     curves = show(page, "scaling-curves")
     hovers = curves.evaluate("gd => gd.data.map((trace) => trace.hovertemplate)")
     assert hovers and all("\u00a0: %{y:.4g}" in hover for hover in hovers), hovers
+    points = show(page, "bleu-plot").evaluate("gd => gd.data.flatMap((trace) => trace.customdata)")
+    hover = re.compile(r"de BLEU sur [\d\u202f]+ phrases, intervalle à 95\u202f% ")  # one message a point
+    assert points and all(hover.search(said) for said in filter(None, points)), points
     gone = EXTRA_MODEL
     reason = f"FileNotFoundError: no checkpoint at {gone}/model.safetensors"
     page.route("**/api/health", lambda route: route.fulfill(json={

@@ -138,8 +138,10 @@ function lines(selected) {
         array: groups.map((r) => (hasInterval(r) ? r.bleu_high - r.bleu : null)),
         arrayminus: groups.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
       },
-      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? t("ch4.bleu.interval", { low: tenths(r.bleu_low), high: tenths(r.bleu_high) }) : ""]),
-      hovertemplate: t("ch4.bleu.hover", { model: plotText(m.name) }),
+      // each point's hover is one message: with its interval or without
+      customdata: groups.map((r) => (!r ? "" : t(hasInterval(r) ? "ch4.bleu.hover-interval" : "ch4.bleu.hover", {
+        model: plotText(m.name), bleu: tenths(r.bleu), count: r.pairs, low: tenths(r.bleu_low ?? 0), high: tenths(r.bleu_high ?? 0) }))),
+      hovertemplate: "%{customdata}<extra></extra>",
       line: { color: catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },
       marker: { size: selected === m.name ? 9 : 6, symbol: catalog.marker(m.name) },
       opacity: emphasis ? 1 : 0.45,
