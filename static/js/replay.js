@@ -114,8 +114,8 @@ export function replayView({ chapter, container, key, candidates }) {
   function story(point, map, answer) {
     const last = replay.timeline[replay.timeline.length - 1].step;
     const weights = t(`replay.weights.${point.weights}`, { precision: point.precision });
-    const minutes = point.seconds == null ? "" : t("replay.minutes", { minutes: fixed(point.seconds / 60, 1) });
-    let text = t("replay.step", { step: String(point.step), last: String(last), minutes, weights,
+    const minutes = point.seconds == null ? undefined : fixed(point.seconds / 60, 1);
+    let text = t(minutes === undefined ? "replay.step" : "replay.step-timed", { step: String(point.step), last: String(last), minutes, weights,
       bleu: fixed(point.valid_bleu, 1), loss: fixed(point.valid_loss, 2) });
     if (map && answer && answer.snapshot.step === point.step) {
       const fog = 1 / map.cols.length;

@@ -32,6 +32,17 @@ def test_every_language_has_every_key():
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_message_is_a_clause_for_another(lang):
+    """A message is whole: one that starts with the punctuation joining it to another (", 4
+    minutes", "; try again") is a clause filled into a sentence, whose order and spacing another
+    language may not share. A variant of the whole sentence says it instead."""
+    separators = {"list.separator", "plot.separators"}  # what joins a list, and Plotly's decimal signs
+    for key, message in catalogue(lang).items():
+        for text in message.values() if isinstance(message, dict) else [message]:
+            assert key in separators or not re.match(r"[\s,;:]", text), (key, text)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_no_key_is_written_twice(lang):
     """A key written twice loads as its last message and hides the first, which some script shows."""
     pairs = json.loads((FOLDER / f"{lang}.json").read_text(encoding="utf-8"), object_pairs_hook=list)
