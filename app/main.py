@@ -168,7 +168,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidOptionError)
     def invalid_option(request: Request, error: InvalidOptionError) -> JSONResponse:
-        return _invalid(error.field, str(error))
+        return _invalid(error.field, str(error), error.kind, error.ctx)
 
     @app.exception_handler(BusyError)
     def busy(request: Request, error: BusyError) -> JSONResponse:
@@ -231,9 +231,9 @@ def _encodable(value):
     return value
 
 
-def _invalid(field: str, message: str) -> JSONResponse:
+def _invalid(field: str, message: str, kind: str = "value_error", ctx: dict | None = None) -> JSONResponse:
     """The same shape as FastAPI's own 422, so clients read one format."""
-    detail = [{"type": "value_error", "loc": ["body", field], "msg": message}]
+    detail = [{"type": kind, "loc": ["body", field], "msg": message, **({"ctx": ctx} if ctx else {})}]
     return JSONResponse({"detail": detail}, status_code=422)
 
 

@@ -26,11 +26,15 @@ class InvalidTextError(ValueError):
 
 
 class InvalidOptionError(ValueError):
-    """422: an option the chosen model does not have (e.g. a head switch on a recurrent model)."""
+    """422: an option the chosen model does not have (e.g. a head switch on a recurrent model).
+    `kind` and `ctx` are the 422's `type` and `ctx`, for a client that words the refusal itself (in
+    pydantic's terms where one fits: "too_long" with its max_length and actual_length)."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, kind: str = "value_error", ctx: dict | None = None):
         super().__init__(message)
         self.field = field
+        self.kind = kind
+        self.ctx = ctx
 
 
 class BusyError(RuntimeError):

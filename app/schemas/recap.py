@@ -11,6 +11,9 @@ class RecapRow(Response):
     """One row of chapter 11's recap: its chapter's one number on the reader's sentence, in a sentence."""
 
     chapter: int = Field(ge=1, le=11, description="the chapter the row recaps (its number in the story)")
+    part: str | None = Field(None, description="which of the chapter's measurements the row states, where it "
+                                               "has more than one: \"lookup\", chapter 5's one line; null "
+                                               "for the chapter's main one")
     text: str = Field(description="the row's sentence, with the number measured on the text (English)")
     said: dict[str, str] = Field(description="the same sentence in each language of the page (en, fr): the "
                                              "catalogue's message for the row, its numbers written by that "

@@ -30,9 +30,11 @@ def next_token(registry: ModelRegistry, text: str, name: str | None = None, refe
     if reference is not None:
         target_ids = registry.tokenizer.encode(reference.strip())
         if not target_ids:
-            raise InvalidOptionError("reference", "the reference has no pieces to score")
+            raise InvalidOptionError("reference", "the reference has no pieces to score", "too_short",
+                                     {"min_length": 1, "actual_length": 0})
         if len(target_ids) > limit:
-            raise InvalidOptionError("reference", f"the reference is {len(target_ids)} pieces; at most {limit}")
+            raise InvalidOptionError("reference", f"the reference is {len(target_ids)} pieces; at most {limit}",
+                                     "too_long", {"max_length": limit, "actual_length": len(target_ids)})
 
     def compute() -> NextToken:
         tokens, finished = decode_tokens(entry, source, GREEDY, limit, stop)

@@ -8,7 +8,9 @@ chosen where a chapter's default is heavy: chapter 3's gradient at the sentence'
 instead of its repeats to 80 pieces, chapter 6's step counts instead of a timing (which only the
 reader starts).
 
-A row is a catalogue message ("recap.said.<chapter>") and its values, phrased in every language
+Chapter 5 has two rows, its alignment weight and its one line (`part` "lookup").
+
+A row is a catalogue message ("ch11.recap.said.<chapter>") and its values, phrased in every language
 of the page (app/services/language.py): the page shows the reader's, and keeps it when the reader
 switches language; `text` is the English one.
 """
@@ -25,6 +27,7 @@ from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import Recap, RecapRow, TextRequest
 from app.services.gradients import gradient_curves
 from app.services.language import LANGUAGES, Words
+from app.services.lookup import lookup
 from app.services.order import order as shuffled
 from app.services.page import Cancel, PageRequest
 from app.services.predict import prediction
@@ -59,8 +62,8 @@ def phrase(words: Words, said: Said) -> str:
     return words.text(said.key, **{name: value(v) for name, v in said.values.items()})
 
 
-def row(chapter: int, said: Said) -> RecapRow:
-    return RecapRow(chapter=chapter, text=phrase(Words("en"), said),
+def row(chapter: int, said: Said, part: str | None = None) -> RecapRow:
+    return RecapRow(chapter=chapter, part=part, text=phrase(Words("en"), said),
                     said={lang: phrase(Words(lang), said) for lang in LANGUAGES})
 
 
@@ -73,7 +76,7 @@ def recap(registry: ModelRegistry, text: str, cancel: threading.Event | None = N
     loaded) has no row. `cancel` set (the client hung up): the work not started is skipped."""
     registry.source(text)  # an invalid text is refused here (422), before any work
     rows = []
-    for chapter in (recurrence, gradients, scores, steps, scaling, order, predict):
+    for chapter in (recurrence, gradients, scores, one_line, steps, scaling, order, predict):
         try:
             rows.append(chapter(registry, text, cancel))
         except (UnknownModelError, InvalidOptionError) as error:
@@ -110,6 +113,20 @@ def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
     return row(5, Said("ch11.recap.said.5", {"model": model.name, "piece": Piece(answer.query_token),
                                          "weight": float(answer.max_weight),
                                          "onto": Piece(answer.source_tokens[onto])}))
+
+
+def one_line(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+    """Chapter 5's one line, as the chapter first asks it (head 1): its strongest weight and how
+    close the recomputed mix of values is to the head's own output."""
+    if first(registry, lambda c: c.switches) is None:
+        return None
+    answer = lookup(registry, text, None, 0, cancel)
+    query, key = max(((i, j) for i, weights in enumerate(answer.weights) for j in range(len(weights))),
+                     key=lambda at: answer.weights[at[0]][at[1]])
+    return row(5, Said("ch11.recap.said.5.lookup", {
+        "head": str(answer.head + 1), "model": answer.model, "piece": Piece(answer.source_tokens[query]),
+        "weight": float(answer.weights[query][key]), "onto": Piece(answer.source_tokens[key]),
+        "difference": float(answer.max_abs_difference), "scale": float(answer.output_scale)}), "lookup")
 
 
 def steps(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:

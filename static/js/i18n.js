@@ -150,4 +150,5 @@ export function translatePage(root = document) {
     }
   }
   document.documentElement.lang = current;
+  document.documentElement.style.setProperty("--measuring", JSON.stringify(t("page.measuring")));
 }

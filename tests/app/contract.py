@@ -50,8 +50,10 @@ def check_weights(m: dict) -> None:
 
 
 def assert_recap_is_the_chapters(client, text: str) -> None:
-    """Chapter 11's rows 3, 5, 7 and 10 against the answers of the requests their chapters make."""
-    rows = {r["chapter"]: r["text"] for r in client.post("/api/recap", json={"text": text}).json()["rows"]}
+    """Chapter 11's rows 3, 5 (both), 7 and 10 against the answers of the requests their chapters make."""
+    answer = client.post("/api/recap", json={"text": text}).json()["rows"]
+    rows = {r["chapter"]: r["text"] for r in answer if r["part"] is None}
+    [one_line] = [r["text"] for r in answer if r["part"] == "lookup"]
     gradients = client.post("/api/gradients", json={"text": text}).json()
     back = len(gradients["tokens"]) - 1
     for curve in gradients["curves"]:
@@ -60,6 +62,12 @@ def assert_recap_is_the_chapters(client, text: str) -> None:
     aligning = next(m["name"] for m in models if m["recurrent"] and m["cross_attention"])
     scores = client.post("/api/scores", json={"text": text, "model": aligning, "row": 0}).json()
     assert f"puts {fmt(scores['max_weight'])} of its weight" in rows[5]
+    lookup = client.post("/api/lookup", json={"text": text, "head": 0}).json()
+    strongest = max(w for row in lookup["weights"] for w in row)
+    assert one_line.startswith(f"head 1 of the {lookup['model']}'s first encoder layer: ")
+    assert f"puts {fmt(strongest)} of its weight" in one_line
+    assert f"to within {fmt(lookup['max_abs_difference'])} (its entries reach {fmt(lookup['output_scale'])})" \
+        in one_line
     at = client.post("/api/scaling", json={"text": text}).json()["sampled"]["at_model_d_k"]
     unscaled, scaled = fmt(at["unscaled"]["max_weight"]), fmt(at["scaled"]["max_weight"])
     assert f"is {unscaled} unscaled, {scaled} divided" in rows[7]

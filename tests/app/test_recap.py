@@ -22,7 +22,11 @@ fmt = Words("en").figure  # the recap's English, as the page writes its numbers
 def test_the_recap_has_a_measured_number_for_every_chapter_of_the_sentence(client):
     answer = client.post("/api/recap", json={"text": TEXT}).json()
     assert set(answer) == {"rows"}  # the text is not echoed
-    assert [row["chapter"] for row in answer["rows"]] == [c.number for c in chapters.CHAPTERS if c.recap]
+    main = [row["chapter"] for row in answer["rows"] if row["part"] is None]
+    assert main == [c.number for c in chapters.CHAPTERS if c.recap]
+    # chapter 5's one line has a row of its own, after the chapter's alignment weight
+    assert [(row["chapter"], row["part"]) for row in answer["rows"] if row["part"]] == [(5, "lookup")]
+    assert [row["chapter"] for row in answer["rows"]] == sorted(row["chapter"] for row in answer["rows"])
     for row in answer["rows"]:
         assert re.search(r"\d", row["text"]), row
 
@@ -55,6 +59,9 @@ def test_every_row_comes_in_every_language_of_the_page(client):
         assert french != row["text"] and not re.search(r"\d\.\d", french), row  # 0,50: a decimal comma
     steps = next(r for r in rows if r["chapter"] == 6)["said"]["fr"]
     assert "jetons de votre phrase" in steps and "couches" in steps, steps
+    one_line = next(r for r in rows if r["part"] == "lookup")["said"]["fr"]
+    assert one_line.startswith("tête 1 de la première couche de l’encodeur du "), one_line
+    assert " près " in one_line, one_line
 
 
 def test_the_first_visit_is_every_chapter_in_reading_order(tiny_checkpoints):

@@ -294,6 +294,8 @@ def test_chapter_10_scores_a_typed_reference_beside_the_translation_and_says_a_r
     assert number(said.inner_text().split("mean loss ")[1].split(" ")[0]) == pytest.approx(
         reference["mean_loss"], rel=0.06)
     assert page.evaluate(where) == before, "typing a reference moved the page"
+    page.wait_for_function("new URLSearchParams(location.search).get('ref') === \"I'm eating bread.\"")
+    assert box.evaluate("el => el === document.activeElement"), "writing the URL took the box's focus"
     box.fill("bread " * 100)  # over the server's limit: refused in words, the model's own bars kept
     page.wait_for_function("document.getElementById('labels-reference-status').dataset.state === 'bad'")
     assert "reference" in said.inner_text() and "500" in said.inner_text()
@@ -302,6 +304,39 @@ def test_chapter_10_scores_a_typed_reference_beside_the_translation_and_says_a_r
     assert page.evaluate(where) == before
     refused = "Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)"
     assert [e for e in problems.errors if e != refused] == []  # Chromium's own line for the refused request
+
+
+def test_a_link_with_a_reference_opens_with_the_box_filled_and_its_bars_drawn(open_page, server):
+    reference = post(server, "/api/next-token", {"reference": "I eat bread."})
+    page, problems = open_page("?ch=10&ref=I+eat+bread.")
+    plot = show(page, "labels-plot")
+    assert page.get_by_test_id("labels-reference").input_value() == "I eat bread."
+    page.wait_for_function("n => document.getElementById('labels-plot').dataset.reference === n",
+                           arg=str(len(reference["labels"])))
+    assert plot.evaluate("gd => gd.data[1].y") == reference["losses"]
+    assert page.get_by_test_id("labels-reference-status").get_attribute("data-state") == "scored"
+    assert problems.errors == []
+
+
+def test_a_refused_reference_is_said_in_the_page_s_language(open_page, server):
+    """The 422's `msg` is the server's English; the French page words the refusal from its catalogue,
+    from the kind of problem the 422 names and its numbers."""
+    page, problems = open_page("?lang=fr&ch=10&ref=" + "pain+" * 120)  # 600 characters
+    show(page, "labels-plot")
+    said = page.get_by_test_id("labels-reference-status")
+    page.wait_for_function("document.getElementById('labels-reference-status').dataset.state === 'bad'")
+    assert said.inner_text() == "Cette référence ne peut pas être notée\u00a0: elle dépasse 500 caractères."
+    limit = httpx.get(f"{server}/api/health").json()["limits"]["max_target_tokens"]
+    many = "a " * (limit + 10)
+    refused = httpx.post(f"{server}/api/next-token", json={"text": SENTENCE, "reference": many}).json()
+    pieces = refused["detail"][0]["ctx"]["actual_length"]
+    page.get_by_test_id("labels-reference").fill(many)
+    page.wait_for_function("n => document.getElementById('labels-reference-status').textContent.includes(n)",
+                           arg=f"elle fait {pieces} jetons")
+    assert said.inner_text().endswith(f"elle fait {pieces} jetons, et le modèle en écrit au plus {limit}.")
+    assert "pieces" not in said.inner_text() and said.get_attribute("data-state") == "bad"
+    refused_line = "Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)"
+    assert [e for e in problems.errors if e != refused_line] == []
 
 
 def test_chapter_9_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):

@@ -1,8 +1,9 @@
 // Chapter 10, the free labels of next-token prediction (POST /api/next-token): the model's own
 // greedy translation of the reader's sentence, scored in one teacher-forced pass, one label per
 // position, and the loss at each in nats (a bar per position). An English reference typed in the
-// box is scored the same way and drawn beside it; a reference the server refuses is said in the
-// box's status line, and the model's own bars stay.
+// box is scored the same way and drawn beside it, and lives in the URL (`ref`) so a link shares it; a
+// reference the server refuses is said in the box's status line in the page's words (from the 422's
+// `type` and `ctx`: its `msg` is the server's English), and the model's own bars stay.
 import * as api from "../api.js";
 import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
@@ -18,11 +19,19 @@ const OWN = OKABE_ITO.blue;
 const REFERENCE = OKABE_ITO.vermillion; // the reader's reference
 const PAUSE_MS = 300; // the box asks once typing pauses this long
 
+/** The URL's `ref`: the reference in the box, as typed (left out when empty). */
+export const state = { ref: { read: (q) => ({ ref: q.get("ref") ?? "" }), write: (p) => p.ref || null } };
+
 let lab = null;
 
 export function mount(context) {
   lab = context;
-  lab.part("labels-reference").addEventListener("input", () => lab.ask({ lazy: true, pause: PAUSE_MS }));
+  const box = lab.part("labels-reference");
+  box.value = lab.page.ref;
+  box.addEventListener("input", () => {
+    lab.page.setSoon({ ref: box.value }); // the address only: the box keeps the caret and the page stays put
+    lab.ask({ lazy: true, pause: PAUSE_MS });
+  });
 }
 
 export const keys = () => [null];
@@ -48,9 +57,22 @@ function facts(own) {
     mean: fmt(own.mean_loss), worst: showToken(own.labels[worst]), "worst-loss": fmt(own.losses[worst]) };
 }
 
+/** Why the server refused the reference, in the page's words: the 422 names the kind of problem. */
+function refusal(error) {
+  const detail = error instanceof api.ApiError && Array.isArray(error.body?.detail) ? error.body.detail : [];
+  const problem = detail.find((d) => d.loc?.[1] === "reference");
+  const ctx = problem && typeof problem.ctx === "object" ? problem.ctx : {};
+  switch (problem?.type) {
+    case "string_too_long": return t("ch10.labels.refused.characters", { max: String(ctx.max_length) });
+    case "too_long": return t("ch10.labels.refused.pieces", { count: String(ctx.actual_length), max: String(ctx.max_length) });
+    case "too_short": case "string_too_short": return t("ch10.labels.refused.empty");
+    default: return t("ch10.labels.refused.other");
+  }
+}
+
 /** What the status line under the box says. */
 function status(answer) {
-  if (answer.refused) return t("ch10.labels.reference-refused", { why: answer.refused.message });
+  if (answer.refused) return t("ch10.labels.reference-refused", { why: refusal(answer.refused) });
   if (!answer.reference) return t("ch10.labels.reference-hint");
   const { reference, own } = answer;
   return t("ch10.labels.reference-said", { reference: reference.translation, count: reference.labels.length,

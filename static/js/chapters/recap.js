@@ -1,4 +1,5 @@
-// Chapter 11's recap: one number per chapter. Each chapter says its own headline (store
+// Chapter 11's recap: one number per chapter (two for chapter 5: its alignment and its one line, the
+// second's place named by the row's `part`). Each chapter says its own headline (store
 // `headline:N`) as it measures; the numbers measured on the sentence that no chapter has said yet
 // come in one request (POST /api/recap) when the recap comes near the screen. A chapter's own
 // headline for the current text wins over the recap's row. While the questions are asked, the row of
@@ -57,10 +58,13 @@ export const ask = (text, signal) => api.recap(text, signal);
 /** No figure: a failed request leaves each row as it was (the status line names it). */
 export const failure = () => null;
 
+/** Where a row goes (`data-recap`): its chapter's number, and the part's name for a chapter's second measurement. */
+const place = (row) => (row.part ? `${row.chapter}-${row.part}` : String(row.chapter));
+
 export function draw(answer) {
   for (const row of answer.rows) {
-    const node = lab.part("recap").querySelector(`[data-recap="${row.chapter}"]`);
-    if (!node || written.has(String(row.chapter))) continue;
+    const node = lab.part("recap").querySelector(`[data-recap="${place(row)}"]`);
+    if (!node || written.has(place(row))) continue;
     node.textContent = said(row);
   }
 }

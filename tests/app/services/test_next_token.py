@@ -46,3 +46,20 @@ def test_bad_input_is_a_4xx_naming_the_field(registry, client):
                          ({"text": ""}, 422), ({"extra": 1}, 422)]:
         response = client.post("/api/next-token", json={"text": TEXT, **body})
         assert response.status_code == status, (body, response.text)
+
+
+def test_a_refused_reference_says_its_kind_of_problem_for_a_client_to_word(registry, client):
+    """The 422's `type` and `ctx` say what is wrong with the reference, so the page can phrase the
+    refusal in its own language; `msg` stays the server's English."""
+    limit = registry.limits.max_target_tokens
+    cases = [("I " * 400, "string_too_long", {"max_length": 500}),
+             ("a " * (limit + 10), "too_long", {"max_length": limit}),
+             ("   ", "too_short", {"min_length": 1, "actual_length": 0})]
+    for reference, kind, ctx in cases:
+        response = client.post("/api/next-token", json={"text": TEXT, "reference": reference})
+        assert response.status_code == 422, response.text
+        [problem] = response.json()["detail"]
+        assert problem["loc"] == ["body", "reference"] and problem["type"] == kind, problem
+        assert ctx.items() <= problem["ctx"].items(), problem
+    many = client.post("/api/next-token", json={"text": TEXT, "reference": "a " * (limit + 10)}).json()
+    assert many["detail"][0]["ctx"]["actual_length"] > limit
