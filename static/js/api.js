@@ -31,10 +31,10 @@ export function waitBeforeRetry(error) {
 /** What went wrong with a request, in words a reader can act on (for a panel's message). */
 export function explain(error) {
   if (!(error instanceof ApiError)) return t("error.unusable");
-  const later = error.retryAfter ? t("error.retry-in", { seconds: error.retryAfter }) : t("error.retry-soon");
+  const seconds = error.retryAfter;
   if (error.status === 0) return t("error.unreachable");
-  if (error.status === 429) return t("error.too-many", { later });
-  if (error.status === 503 && error.retryAfter) return t("error.busy", { later });
+  if (error.status === 429) return t(seconds ? "error.too-many-retry-in" : "error.too-many", { seconds });
+  if (error.status === 503 && seconds) return t("error.busy", { seconds });
   if (error.status >= 500) return t("error.server", { status: error.status, message: error.message });
   return t("error.rejected", { status: error.status, message: error.message });
 }

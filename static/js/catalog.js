@@ -2,7 +2,7 @@
 // capabilities (GET /api/models). The page builds every view from these and names no model
 // itself, so a new checkpoint folder shows up with no edit here.
 import * as api from "./api.js";
-import { has, label, t } from "./i18n.js";
+import { has, label, number, t } from "./i18n.js";
 import { MODEL_MARKERS, MODEL_PALETTE, themed } from "./plots.js";
 
 class Catalog {
@@ -49,14 +49,16 @@ class Catalog {
   }
 
   /**
-   * Write model `m`'s summary into `node`: the catalogue's words for a model of the story, else the
-   * server's own (API data, in English, said as such).
+   * Write model `m`'s summary into `node`: the catalogue's words for a model of the story; for
+   * another, a line phrased in the reader's language from what the API says of it (architecture,
+   * attention layers, size), not the server's English blurb, so a language switch rewrites it too.
    */
   summarize(node, m) {
     if (has(`summary.${m.name}`)) return label(node, `summary.${m.name}`);
-    node.textContent = m.summary;
-    node.lang = "en";
-    return node;
+    const parameters = number(m.parameters, { notation: "compact", maximumSignificantDigits: 3 });
+    if (!m.recurrent) return label(node, "summary.of.transformer", { count: m.layers, parameters });
+    const cell = m.architecture.toUpperCase();
+    return label(node, m.cross_attention ? "summary.of.recurrent-attention" : "summary.of.recurrent", { cell, parameters });
   }
 
   /** One sentence saying how the models run for this page: the device, the precision, the weights' order. */

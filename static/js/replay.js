@@ -114,12 +114,13 @@ export function replayView({ chapter, container, key, candidates }) {
   function story(point, map, answer) {
     const last = replay.timeline[replay.timeline.length - 1].step;
     const weights = t(`replay.weights.${point.weights}`, { precision: point.precision });
-    const minutes = point.seconds == null ? "" : t("replay.minutes", { minutes: fixed(point.seconds / 60, 1) });
-    let text = t("replay.step", { step: String(point.step), last: String(last), minutes, weights,
+    const minutes = point.seconds == null ? undefined : fixed(point.seconds / 60, 1);
+    let text = t(minutes === undefined ? "replay.step" : "replay.step-timed", { step: String(point.step), last: String(last), minutes, weights,
       bleu: fixed(point.valid_bleu, 1), loss: fixed(point.valid_loss, 2) });
     if (map && answer && answer.snapshot.step === point.step) {
       const fog = 1 / map.cols.length;
-      text += ` ${t("replay.translates", { translation: answer.translation, sharpness: fixed(sharpness(map.weights), 2), count: map.cols.length, fog: fixed(fog, 2) })}`;
+      const translates = t("replay.translates", { translation: answer.translation, sharpness: fixed(sharpness(map.weights), 2), count: map.cols.length, fog: fixed(fog, 2) });
+      text = t("sentences.two", { first: text, second: translates });
     }
     return text;
   }
@@ -180,8 +181,8 @@ export function replayView({ chapter, container, key, candidates }) {
           first: String(first.step), lastBleu: fmt(last.valid_bleu), last: String(last.step), shown: String(pointOf(answer).step) });
       }
       const map = mapOf(answer);
-      const looks = map && map.rows.length ? ` ${t("replay.each-word", { looks: strongest(map) })}` : "";
-      return `${story(pointOf(answer), map, answer)}${looks}`;
+      const told = story(pointOf(answer), map, answer);
+      return map && map.rows.length ? t("sentences.two", { first: told, second: t("replay.each-word", { looks: strongest(map) }) }) : told;
     },
     rows: (answer, key, plot) => {
       if (plot === parts.curvePlot) {

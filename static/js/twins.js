@@ -172,8 +172,8 @@ function onKey(div, event) {
   const heat = maps[m];
   [i, j] = step(heat.z, i, j, move || [0, 1]);
   cells.set(div, [m, i, j]);
-  const name = maps.length > 1 || page ? `${mapName(heat, m)}: ` : "";
-  liveRegion("cell-said").textContent = name + cellSaid(div, heat, i, j);
+  const said = cellSaid(div, heat, i, j);
+  liveRegion("cell-said").textContent = maps.length > 1 || page ? t("plot.hover-value", { label: mapName(heat, m), value: said }) : said;
   try { // the hover label marks the cell for the eye too; a plot without it is still read
     const subplot = `${heat.xaxis || "x"}${heat.yaxis || "y"}`;
     window.Plotly.Fx.hover(div, [{ curveNumber: div.data.indexOf(heat), pointNumber: [i, j] }], subplot);

@@ -32,6 +32,25 @@ def test_every_language_has_every_key():
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_message_is_a_clause_for_another(lang):
+    """A message is whole: one that starts with the punctuation joining it to another (", 4
+    minutes", "; try again") is a clause filled into a sentence, whose order and spacing another
+    language may not share. A variant of the whole sentence says it instead."""
+    separators = {"list.separator", "plot.separators"}  # what joins a list, and Plotly's decimal signs
+    for key, message in catalogue(lang).items():
+        for text in message.values() if isinstance(message, dict) else [message]:
+            assert key in separators or not re.match(r"[\s,;:]", text), (key, text)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_key_is_written_twice(lang):
+    """A key written twice loads as its last message and hides the first, which some script shows."""
+    pairs = json.loads((FOLDER / f"{lang}.json").read_text(encoding="utf-8"), object_pairs_hook=list)
+    keys = [key for key, _ in pairs]
+    assert len(keys) == len(set(keys)), sorted({key for key in keys if keys.count(key) > 1})
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_messages_keep_their_placeholders(lang):
     english = catalogue("en")
     for key, message in catalogue(lang).items():
@@ -130,3 +149,52 @@ def test_french_spaces_do_not_break_before_their_mark():
 def test_french_apostrophes_are_one_kind():
     for key, text in french_prose():
         assert "'" not in text, f"{key}: a straight apostrophe, where docs/glossary.md asks for ’"
+
+
+# A template literal of the page's scripts with its ${...} pieces as \0, Plotly's %{...} and HTML tags
+# as breaks: what is left is the words and punctuation the code itself writes around its pieces.
+TEMPLATE = re.compile(r"`((?:[^`\\]|\\.)*)`", re.S)
+PROSE_IN_CODE = re.compile(r"[A-Za-z]{2,} [A-Za-z]{2,}")  # two words: a sentence written in code
+JOINED = re.compile(r"\0[,:]? \0|\0[,:] |\0 \(|^ \0|\0 $")  # pieces joined with a space, comma or colon
+CONCATENATED = re.compile(r"""["'][ ,:;]+["']\s*\+\s|\s\+\s*["'][ ,:;]+["']|\s\+\s*t\(|\+= *` """)
+# literals that join pieces but are no sentence: memo keys, a cookie, the API's own English detail
+NOT_SENTENCES = {
+    ("i18n.js", "\0 \0"), ("plots.js", "\0 \0"), ("api.js", "\0: \0"),
+    ("live.js", " \0 "),  # a model's name between its checkbox and its label, elements apart
+}
+
+
+def template_texts(source: str) -> list[str]:
+    texts = []
+    for match in TEMPLATE.finditer(source):
+        body, kept, depth, i = match.group(1), [], 0, 0
+        while i < len(body):
+            if depth == 0 and body.startswith("${", i):
+                kept.append("\0")
+                depth, i = 1, i + 2
+                continue
+            if depth:
+                depth += {"{": 1, "}": -1}.get(body[i], 0)
+            else:
+                kept.append(body[i])
+            i += 1
+        if source[:match.start()].endswith("Error("):
+            continue  # an error for the console and its reader, not the page's
+        texts.append(re.sub(r"%\{[^}]*\}|<[^>]*>", "|", "".join(kept)))
+    return texts
+
+
+def test_no_sentence_is_assembled_in_code():
+    """Words and the punctuation between them come from one catalogue message with named
+    placeholders (French spaces a colon, orders words its own way): a script does not join a label
+    to its number, a sentence to the next, or write prose in a template literal."""
+    found = []
+    for path in sorted((REPO_ROOT / "static" / "js").rglob("*.js")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        source = "\n".join(line for line in lines if not line.lstrip().startswith(("//", "*", "/*")))
+        for text in template_texts(source):
+            joins = PROSE_IN_CODE.search(text) or JOINED.search(text)
+            if "\0" in text and joins and (path.name, text) not in NOT_SENTENCES:
+                found.append(f"{path.name}: `{text}`")
+        found += [f"{path.name}: {m.group(0)!r}" for m in CONCATENATED.finditer(source)]
+    assert not found, found

@@ -25,6 +25,9 @@ from tests.tiny import ROOT, TOKENIZER, tiny_config, write_tiny_checkpoints
 
 APP = os.environ.get("ATTENTION_LAB_BROWSER_APP", "app.main:app")  # point the tests at another server
 EXTRA_MODEL = "lstm-wide"
+# a model's size as the page writes it in a summary: [lang, parameters] -> "1.2M", « 1,2 M »
+COMPACT = "([lang, n]) => new Intl.NumberFormat(lang, {notation: 'compact', maximumSignificantDigits: 3})" \
+    ".format(n)"
 # Random models never stop on their own: a short target table keeps each answer quick and small.
 # The Transformer's also bounds its positional table, so it gets room for the longest input typed.
 MAX_TARGET, MAX_TRANSFORMER = 24, 160

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from app.config import REPO_ROOT
-from tests.browser.conftest import asked_of_the_page, sent_so_far, show_everything
+from tests.browser.conftest import COMPACT, EXTRA_MODEL, asked_of_the_page, sent_so_far, show, show_everything
 
 pytestmark = pytest.mark.browser
 
@@ -56,7 +56,7 @@ def phrases(lang: str, other: str) -> set[str]:
 def read(page, lang: str) -> str:
     """Every view drawn for the sentence, then the page's text (figure sentences included), less
     what is marked as written in another language (lang="..."): the sentence typed, the models'
-    translations, the server's own words for a model the story does not name."""
+    translations, the reason the server gives for a model it could not load."""
     show_everything(page)
     text = page.evaluate("document.body.innerText")
     for other in page.locator(f"body [lang]:not([lang={lang}])").all_inner_texts():
@@ -182,4 +182,35 @@ def test_the_recap_the_server_writes_is_in_french_on_the_french_page(open_page):
     french = row.inner_text()
     assert "jetons de votre phrase" in french and "couches" in french, french
     assert row.get_attribute("lang") is None and not any("/api/recap" in url for url in asked)
+    assert not problems.errors
+
+
+def test_what_the_server_knows_of_a_model_is_said_in_french(open_page, catalog, health):
+    """A model the story does not name is summed up from its data in French (not the server's
+    English blurb); an unavailable model says so in French and marks the server's reason as
+    English; a label and its number in a plot's hover follow French typography."""
+    page, problems = open_page("?lang=fr&ch=4")
+    info = next(m for m in catalog if m["name"] == EXTRA_MODEL)
+    size = page.evaluate(COMPACT, ["fr", info["parameters"]])
+    what = page.locator(f'.card[data-model="{EXTRA_MODEL}"] .card__what')
+    assert what.inner_text() == f"Encodeur-décodeur LSTM avec attention, {size} paramètres"
+    assert what.get_attribute("lang") is None
+    curves = show(page, "scaling-curves")
+    hovers = curves.evaluate("gd => gd.data.map((trace) => trace.hovertemplate)")
+    assert hovers and all("\u00a0: %{y:.4g}" in hover for hover in hovers), hovers
+    points = show(page, "bleu-plot").evaluate("gd => gd.data.flatMap((trace) => trace.customdata)")
+    hover = re.compile(r"de BLEU sur [\d\u202f]+ phrases, intervalle à 95\u202f% ")  # one message a point
+    assert points and all(hover.search(said) for said in filter(None, points)), points
+    gone = EXTRA_MODEL
+    reason = f"FileNotFoundError: no checkpoint at {gone}/model.safetensors"
+    page.route("**/api/health", lambda route: route.fulfill(json={
+        **health, "models": [n for n in health["models"] if n != gone], "unavailable": {gone: reason}}))
+    page.route("**/api/models", lambda route: route.fulfill(json=[m for m in catalog if m["name"] != gone]))
+    page.reload()
+    page.wait_for_function("window.attentionLab.lastUpdate !== null")
+    text = page.get_by_test_id(f"translation-{gone}")
+    assert text.inner_text() == "Non disponible" and text.get_attribute("lang") is None
+    said = page.get_by_test_id(f"reason-{gone}")
+    assert said.inner_text() == reason and said.get_attribute("lang") == "en"
+    assert said.get_attribute("title") == "La raison donnée par le serveur, en anglais"
     assert not problems.errors

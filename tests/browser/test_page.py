@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser.conftest import EXTRA_MODEL, show, show_everything, type_sentence
+from tests.browser.conftest import COMPACT, EXTRA_MODEL, show, show_everything, type_sentence
 
 pytestmark = pytest.mark.browser
 
@@ -91,7 +91,8 @@ def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(open_page, catalog, 
     page, problems = open_page("?ch=4")
     info = next(m for m in catalog if m["name"] == EXTRA_MODEL)
     card = page.locator(f'.card[data-model="{EXTRA_MODEL}"]')
-    assert info["summary"] in card.inner_text()
+    size = page.evaluate(COMPACT, ["en", info["parameters"]])
+    assert f"LSTM encoder-decoder with attention, {size} parameters" in card.inner_text()  # from its data
     group = card.evaluate("el => el.closest('.card-group').querySelector('.card-group__title').textContent")
     assert group == "Free to look back at the source"
     colours = page.locator(".card__name").evaluate_all(
@@ -490,7 +491,10 @@ def test_an_unavailable_model_is_shown_with_its_reason_and_the_rest_works(open_p
     page.wait_for_function("window.attentionLab.lastUpdate !== null")
     card = page.locator(f'.card[data-model="{gone}"]')
     assert card.get_attribute("aria-disabled") == "true"
-    assert page.get_by_test_id(f"translation-{gone}").inner_text() == f"Not available: {reason}"
+    assert page.get_by_test_id(f"translation-{gone}").inner_text() == "Not available"
+    said = page.get_by_test_id(f"reason-{gone}")  # the API's own words, marked as English
+    assert said.inner_text() == reason and said.get_attribute("lang") == "en"
+    assert said.get_attribute("title") == "The server’s reason, in English"
     assert page.get_by_test_id(f"attention-{gone}").count() == 0, "what it has inside is unknown"
     for name in kept:
         assert plot_drawn(page, f"attention-{name}")

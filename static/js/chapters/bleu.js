@@ -75,7 +75,7 @@ function best(bucket) {
   return [top((m) => !m.cross_attention), top((m) => m.cross_attention)];
 }
 
-const sayBest = (b) => (b ? `${b.name} ${tenths(b.bleu)}` : t("ch4.bleu.none-evaluated"));
+const sayBest = (b) => (b ? t("ch4.bleu.best", { model: b.name, bleu: tenths(b.bleu) }) : t("ch4.bleu.none-evaluated"));
 
 function headline(bucket) {
   const [squeezed, looking] = best(bucket);
@@ -92,7 +92,7 @@ export function describe({ bucket, selected }) {
 
 export function rows() {
   const cell = (row) => (!row ? "–" : hasInterval(row)
-    ? `${tenths(row.bleu)} (${tenths(row.bleu_low)}–${tenths(row.bleu_high)})` : tenths(row.bleu));
+    ? t("ch4.bleu.with-interval", { bleu: tenths(row.bleu), low: tenths(row.bleu_low), high: tenths(row.bleu_high) }) : tenths(row.bleu));
   return {
     caption: t("ch4.bleu.caption"),
     headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("ch4.bleu.words", { words: b.replace("-", "–") }))],
@@ -138,8 +138,10 @@ function lines(selected) {
         array: groups.map((r) => (hasInterval(r) ? r.bleu_high - r.bleu : null)),
         arrayminus: groups.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
       },
-      customdata: groups.map((r) => [r ? r.pairs : 0, hasInterval(r) ? t("ch4.bleu.interval", { low: tenths(r.bleu_low), high: tenths(r.bleu_high) }) : ""]),
-      hovertemplate: t("ch4.bleu.hover", { model: plotText(m.name) }),
+      // each point's hover is one message: with its interval or without
+      customdata: groups.map((r) => (!r ? "" : t(hasInterval(r) ? "ch4.bleu.hover-interval" : "ch4.bleu.hover", {
+        model: plotText(m.name), bleu: tenths(r.bleu), count: r.pairs, low: tenths(r.bleu_low ?? 0), high: tenths(r.bleu_high ?? 0) }))),
+      hovertemplate: "%{customdata}<extra></extra>",
       line: { color: catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },
       marker: { size: selected === m.name ? 9 : 6, symbol: catalog.marker(m.name) },
       opacity: emphasis ? 1 : 0.45,

@@ -142,8 +142,8 @@ function describeGates(shown, view) {
       low: showToken(tokens[low]), lowValue: fmt(values[low]) });
   });
   const shown3 = said.slice(0, 3).join(t("list.separator"));
-  const more = said.length > 3 ? t("ch3.gates.more", { count: said.length - 3 }) : "";
-  return t("ch3.gates.describe", { model: shown.gates.model, title: gatesTitle(view), said: shown3, more });
+  const about = { model: shown.gates.model, title: gatesTitle(view), said: shown3, count: said.length - 3 };
+  return t(said.length > 3 ? "ch3.gates.describe-more" : "ch3.gates.describe", about);
 }
 
 function gateRows(shown, view) {

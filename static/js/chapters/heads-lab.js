@@ -226,10 +226,11 @@ export function describe(shown, key, plot) {
     return t("ch9.heads-lab.rollout-describe", { model: shown.model, layer: String(layer + 1), looks: strongest(map) });
   }
   const f = headsFacts(shown);
-  const off = shown.heads_off.length
-    ? ` ${t("ch9.heads-lab.off", { count: shown.heads_off.length, translation: shown.effect?.changed.translation ?? "" })}` : "";
-  return t("ch9.heads-lab.describe", { model: shown.model, sharpest: f.sharpest, sharpestWeight: f["sharpest-weight"], sharpestAdds: f["sharpest-adds"],
-    strongest: f.strongest, strongestAdds: f["strongest-adds"], same: f["same-head"], reference: f.reference, top: f.top }) + off;
+  const told = t("ch9.heads-lab.describe", { model: shown.model, sharpest: f.sharpest, sharpestWeight: f["sharpest-weight"], sharpestAdds: f["sharpest-adds"],
+    strongest: f.strongest, strongestAdds: f["strongest-adds"], same: f["same-head"], reference: f.reference, top: f.top });
+  if (!shown.heads_off.length) return told;
+  const off = t("ch9.heads-lab.off", { count: shown.heads_off.length, translation: shown.effect?.changed.translation ?? "" });
+  return t("sentences.two", { first: told, second: off });
 }
 
 export function rows(shown, key, plot) {

@@ -200,7 +200,7 @@ export function rows(answer, name, plot) {
       caption: t("ch9.heads.grid-caption", { name, what: t(`ch9.heads.kind.${kind}`), rows: rowsAxis, cols }),
       headers: [t("ch9.heads.grid-corner"), ...(maps[0] ? maps[0].cols.map(showToken) : [])],
       rows: maps.flatMap((m) => m.weights.map((row, i) => [
-        `${t("ch9.heads.short", { layer: String(m.layer + 1), head: String(m.head + 1) })}, ${showToken(m.rows[i])}`, ...row.map(fmt)])),
+        t("ch9.heads.grid-row", { head: t("ch9.heads.short", { layer: String(m.layer + 1), head: String(m.head + 1) }), token: showToken(m.rows[i]) }), ...row.map(fmt)])),
     };
   }
   const map = selectedMap(answer) || { rows: [], cols: [], weights: [] };
@@ -227,7 +227,7 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
   const { grid, layers, heads } = mapsOfKind(response, kind);
   const first = grid.flat().find(Boolean);
   if (!first) {
-    showEmpty(div, `${name} returned no attention maps for this sentence.`);
+    showEmpty(div, t("ch9.heads.no-maps", { model: name }));
     return;
   }
   const rowCount = first.rows.length;

@@ -36,7 +36,7 @@ export function describe(answer) {
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
   const reach = answer.curves.map((c) => {
     const share = c.norm[0] > 0 && signal < c.norm.length ? c.norm[signal] / c.norm[0] : null;
-    return `${label(c)} ${fmt(share)}`;
+    return t("ch3.lag-gradients.reach", { curve: label(c), share: fmt(share) });
   });
   return t("ch3.lag-gradients.describe", { lag: String(answer.lag), filler: t(`ch3.filler.${answer.filler}`), count: signal, reach: reach.join(t("list.separator")) });
 }

@@ -140,8 +140,9 @@ function prepareMaps(names) {
 function probeMap(run, name) {
   const line = run.maps.get(name);
   if (!line || !run.probe) return null;
-  const place = (symbols) => symbols.map((s, i) => `${s} (#${i + 1})`); // a symbol may come twice
-  return { rows: [...place(run.probe.target.map(String)), "end"], cols: place(run.probe.source.map(String)), weights: line.map,
+  // a symbol may come twice: its place tells them apart
+  const place = (symbols) => symbols.map((s, i) => t("ch4.run.placed", { symbol: s, place: String(i + 1) }));
+  return { rows: [...place(run.probe.target.map(String)), t("ch4.run.end")], cols: place(run.probe.source.map(String)), weights: line.map,
     step: line.step };
 }
 

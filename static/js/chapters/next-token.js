@@ -115,7 +115,7 @@ export function describe(answer) {
   const said = facts(answer.own);
   const own = t("ch10.labels.describe", { model: said.model, translation: said.translation, count: String(answer.own.labels.length),
     mean: said.mean, worst: said.worst, loss: said["worst-loss"] });
-  return answer.reference ? `${own} ${status(answer)}` : own;
+  return answer.reference ? t("sentences.two", { first: own, second: status(answer) }) : own;
 }
 
 export function rows(answer) {

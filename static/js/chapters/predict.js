@@ -105,13 +105,16 @@ export function draw([greedy, wide]) {
   else showEmpty(tree, t("ch10.predict.greedy-tree"));
 }
 
+/** A candidate piece and its probability, as the buttons and the table write it. */
+const said = (choice) => t("ch10.predict.token-probability", { token: showToken(choice.token), probability: fmt(choice.probability) });
+
 function table(answer) {
   const made = answer.steps.map((step, s) => {
     const tr = el("tr", step.forced ? "predict-forced" : "");
     tr.append(el("th", "", stepName(s, step)));
     for (const choice of step.top) {
       const button = el("button", choice.token === step.token ? "predict-choice predict-choice--chosen" : "predict-choice",
-        `${showToken(choice.token)} ${fmt(choice.probability)}`);
+        said(choice));
       button.type = "button";
       Object.assign(button.dataset, { step: String(s), token: choice.token });
       const td = el("td");
@@ -138,7 +141,7 @@ export function rows([greedy]) {
     caption: t("ch10.predict.caption", { model: greedy.model }),
     headers: [t("header.step"), t("ch10.predict.chosen"), t("ch10.predict.probability"), ...Array.from({ length: k }, (_, i) => t("ch10.predict.choice", { n: String(i + 1) }))],
     rows: greedy.steps.map((step, s) => [stepName(s, step), showToken(step.token), fmt(step.probability),
-      ...Array.from({ length: k }, (_, i) => (step.top[i] ? `${showToken(step.top[i].token)} ${fmt(step.top[i].probability)}` : "–"))]),
+      ...Array.from({ length: k }, (_, i) => (step.top[i] ? said(step.top[i]) : "–"))]),
   };
 }
 

@@ -87,7 +87,7 @@ export function rows(answer, key, plot) {
     };
   }
   const { unscaled, scaled } = answer.sampled;
-  const pair = (key) => [`${t(QUANTITY[key])}, q · k`, `${t(QUANTITY[key])}, q · k / √d_k`];
+  const pair = (key) => ["q · k", "q · k / √d_k"].map((score) => t("ch7.scaling.column", { quantity: t(QUANTITY[key]), score }));
   return {
     caption: t("ch7.scaling.caption", { keys: String(answer.sampled.keys), draws: String(answer.sampled.draws), dk: String(answer.d_k) }),
     headers: ["d_k", t("ch7.scaling.spread"), ...QUANTITIES.flatMap(([key]) => pair(key))],
@@ -104,7 +104,7 @@ function drawCurves(div, answer) {
     for (const [rows, name, color] of [[sampled.unscaled, "q · k", RAW], [sampled.scaled, "q · k / √d_k", SCALED]]) {
       data.push({ type: "scatter", mode: "lines+markers", name, legendgroup: name, showlegend: i === 0, x: rows.map((r) => r.d_k),
         y: rows.map((r) => r[key]), xaxis: `x${axis}`, yaxis: `y${axis}`, line: { color }, marker: { color, size: 6 },
-        hovertemplate: `d_k %{x}<br>${label}: %{y:.4g}<extra>${name}</extra>` });
+        hovertemplate: `d_k %{x}<br>${t("plot.hover-value", { label, value: "%{y:.4g}" })}<extra>${name}</extra>` });
     }
   });
   const axes = {};
@@ -130,7 +130,7 @@ function drawHeads(div, answer) {
   const x = heads.map((_, i) => i);
   const labels = heads.map((h) => t("ch7.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }));
   const bar = (name, key, color) => ({ type: "bar", name, x, y: heads.map((h) => h[key]), customdata: labels,
-    marker: { color }, hovertemplate: `%{customdata}<br>${name}: %{y:.4g}<extra></extra>` });
+    marker: { color }, hovertemplate: `%{customdata}<br>${t("plot.hover-value", { label: name, value: "%{y:.4g}" })}<extra></extra>` });
   const layout = baseLayout({ margin: { l: 56, r: 10, t: 30, b: 90 }, barmode: "group",
     legend: { orientation: "h", x: 0, y: 1.12 },
     xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },

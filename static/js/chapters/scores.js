@@ -205,7 +205,7 @@ function drawScores(div, answer) {
   const labels = tokens.map((tok) => plotText(showToken(tok)));
   const bar = (name, y, color, axis, extra = {}) => ({
     type: "bar", name, x, y, customdata: labels, marker: { color }, xaxis: "x", yaxis: axis,
-    hovertemplate: `<b>%{customdata}</b><br>${name}: %{y:.4g}<extra></extra>`, ...extra,
+    hovertemplate: `<b>%{customdata}</b><br>${t("plot.hover-value", { label: name, value: "%{y:.4g}" })}<extra></extra>`, ...extra,
   });
   const data = [
     bar(t("ch5.scores.score"), answer.scores, SCORE, "y", { showlegend: false }),
@@ -230,7 +230,7 @@ function drawBlend(div, answer) {
   const { blend, source_tokens: tokens, weights } = answer;
   div.closest("figure").querySelector(".panel__note").textContent =
     t("ch5.scores.blend-note", { rule: unitsRule(blend, "ch5.scores.units-rule") });
-  const labels = [...tokens.map((tok, j) => `${showToken(tok)} (α ${fmt(weights[j])})`), t("ch5.scores.context")];
+  const labels = [...tokens.map((tok, j) => t("ch5.scores.token-weight", { token: showToken(tok), weight: fmt(weights[j]) })), t("ch5.scores.context")];
   const z = [...blend.states, blend.context];
   const reach = Math.max(...z.flat().map(Math.abs), 1e-9);
   const trace = {

@@ -73,7 +73,7 @@ function plotCurves() {
       ...common, type: "scatter", mode: "lines+markers", name: plotText(model), showlegend: i === 0,
       x: points.map(X[x].of), y: points.map((p) => p[key]), line: { ...common.line, dash },
       marker: { size: 5, symbol: catalog.marker(model) },
-      hovertemplate: `<b>${plotText(model)}</b> ${label}<br>${t(X[x].title)} %{x:.0f}<br>%{y:.3f}<extra></extra>`,
+      hovertemplate: `${t("ch1.curves.hover", { model: plotText(model), series: label, axis: t(X[x].title), x: "%{x:.0f}", y: "%{y:.3f}" })}<extra></extra>`,
     }));
     const kept = catalog.info(model)?.kept;
     if (kept) {

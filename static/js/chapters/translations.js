@@ -114,8 +114,14 @@ function unavailableCard(name, reason) {
   made.setAttribute("aria-disabled", "true");
   const { text } = cards.get(name);
   text.className = "card__text is-missing";
-  text.lang = "en"; // the server's reason
-  label(text, "ch4.cards.not-available", { reason });
+  text.removeAttribute("lang");
+  label(text, "ch4.cards.not-available");
+  // the reason is the API's own text, which stays English: marked as such, for the eye and the reader
+  const why = el("span", "card__reason", reason);
+  why.lang = "en";
+  why.dataset.testid = `reason-${name}`;
+  label(why, "ch4.cards.server-says", {}, "title");
+  text.after(why);
   return made;
 }
 
