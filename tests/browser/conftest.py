@@ -203,3 +203,15 @@ def show_everything(page) -> None:
     for testid in page.locator(".plot").evaluate_all("els => els.map(e => e.dataset.testid)"):
         show(page, testid)
     page.evaluate("window.scrollTo({top: 0, behavior: 'instant'})")
+
+
+def lose_model(page, health: dict, catalog: list[dict], gone: str) -> str:
+    """Reload `page` as if the server had failed to load `gone`: left out of GET /api/health's models and
+    GET /api/models, listed as unavailable with a reason (returned), and wait for the first round."""
+    reason = f"FileNotFoundError: no checkpoint at {gone}/model.safetensors"
+    page.route("**/api/health", lambda route: route.fulfill(json={
+        **health, "models": [n for n in health["models"] if n != gone], "unavailable": {gone: reason}}))
+    page.route("**/api/models", lambda route: route.fulfill(json=[m for m in catalog if m["name"] != gone]))
+    page.reload()
+    page.wait_for_function("window.attentionLab.lastUpdate !== null")
+    return reason

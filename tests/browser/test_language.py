@@ -9,7 +9,15 @@ import re
 import pytest
 
 from app.config import REPO_ROOT
-from tests.browser.conftest import COMPACT, EXTRA_MODEL, asked_of_the_page, sent_so_far, show, show_everything
+from tests.browser.conftest import (
+    COMPACT,
+    EXTRA_MODEL,
+    asked_of_the_page,
+    lose_model,
+    sent_so_far,
+    show,
+    show_everything,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -202,12 +210,7 @@ def test_what_the_server_knows_of_a_model_is_said_in_french(open_page, catalog, 
     hover = re.compile(r"de BLEU sur [\d\u202f]+ phrases, intervalle à 95\u202f% ")  # one message a point
     assert points and all(hover.search(said) for said in filter(None, points)), points
     gone = EXTRA_MODEL
-    reason = f"FileNotFoundError: no checkpoint at {gone}/model.safetensors"
-    page.route("**/api/health", lambda route: route.fulfill(json={
-        **health, "models": [n for n in health["models"] if n != gone], "unavailable": {gone: reason}}))
-    page.route("**/api/models", lambda route: route.fulfill(json=[m for m in catalog if m["name"] != gone]))
-    page.reload()
-    page.wait_for_function("window.attentionLab.lastUpdate !== null")
+    reason = lose_model(page, health, catalog, gone)
     text = page.get_by_test_id(f"translation-{gone}")
     assert text.inner_text() == "Non disponible" and text.get_attribute("lang") is None
     said = page.get_by_test_id(f"reason-{gone}")
