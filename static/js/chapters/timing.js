@@ -113,7 +113,7 @@ function poll() {
 export function encoderSaid(a, name) {
   const size = a.encoder_sizes[name];
   const numbers = Object.fromEntries(Object.entries(size).filter(([, v]) => Number.isInteger(v)).map(([k, v]) => [k, String(v)]));
-  if (size.cell === "transformer") return t("ch6.timing.encoder-size.transformer", numbers);
+  if (Number.isInteger(size.heads)) return t("ch6.timing.encoder-size.transformer", numbers); // an encoder of heads, not of cells
   return t("ch6.timing.encoder-size.recurrent", { ...numbers, cell: size.cell.toUpperCase(), count: size.layers });
 }
 
