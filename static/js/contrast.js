@@ -2,8 +2,6 @@
 // scales, plots.js). High when the reader pressed the switch in the header, remembered in this
 // browser; until they press it, high when their system asks for more contrast (prefers-contrast).
 // Switching redraws every figure from what it last drew: no request leaves.
-import { el } from "./dom.js";
-import { t } from "./i18n.js";
 import { redrawAll } from "./plots.js";
 
 const KEY = "attentionLab.contrast"; // "more" or "normal", once the reader chose
@@ -39,21 +37,18 @@ function apply(more) {
 /** The contrast the page starts at, set before any figure is drawn. */
 export function startContrast() {
   apply(wanted());
+  wireSwitch();
   SYSTEM.addEventListener("change", () => apply(wanted()));
 }
 
-/** The switch, a toggle button, at the end of `parent` (the page's header). */
-export function contrastSwitch(parent) {
-  const button = el("button", "contrast-switch", t("contrast.switch"));
-  button.type = "button";
-  button.id = "contrast-switch";
-  button.dataset.testid = "contrast-switch";
+/** The switch in the page's header (the template writes it, so that the header never moves): a toggle button. */
+function wireSwitch() {
+  const button = document.getElementById("contrast-switch");
+  if (!button) return;
   button.setAttribute("aria-pressed", String(document.documentElement.dataset.contrast === "more"));
   button.addEventListener("click", () => {
     const more = button.getAttribute("aria-pressed") !== "true";
     remember(more ? "more" : "normal");
     apply(more);
   });
-  parent.append(button);
-  return button;
 }

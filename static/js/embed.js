@@ -83,9 +83,10 @@ export class Embed {
 }
 
 /**
- * Every figure of the template: an "Embed" button in its caption (or, for a pair of panels, just
- * above it), opening the snippet to copy. Called before the views are built, so that the figures
- * they add (one per model, no id the server knows) are embedded with their pair.
+ * Every figure of the template: its "Embed" button, which the template writes in its caption (or, for
+ * a pair of panels, just above it) so that no caption grows when this code arrives, here opens the
+ * snippet to copy. Called before the views are built, so that the figures they add (one per model,
+ * no id the server knows) are embedded with their pair.
  */
 const offered = []; // [button, its figure]: their names said again in another language
 
@@ -96,16 +97,9 @@ export function relabelEmbeds() {
 
 export function offerEmbeds() {
   for (const div of embeddable()) {
-    let caption = div.closest("figure")?.querySelector("figcaption");
-    if (!caption) {
-      caption = el("div", "embed-row");
-      div.before(caption);
-    }
-    const button = label(el("button", "numbers embed-button"), "embed.offer");
+    const button = document.querySelector(`[data-embed-for="${div.id}"]`);
+    if (!button) continue;
     offered.push([button, div]);
-    button.type = "button";
-    button.dataset.testid = `embed-${div.id}`;
-    button.setAttribute("aria-expanded", "false");
     button.setAttribute("aria-label", t("embed.offer-name", { title: titleOf(div) }));
     const box = el("div", "embed-snippet");
     box.hidden = true;
@@ -129,7 +123,7 @@ export function offerEmbeds() {
       box.hidden = !open;
       button.setAttribute("aria-expanded", String(open));
     });
-    caption.append(button, box);
+    button.after(box);
   }
 }
 

@@ -8,7 +8,7 @@ import * as api from "./api.js";
 import { loadCatalog } from "./catalog.js";
 import { language, pageLanguage, t, useLanguage } from "./i18n.js";
 import { Composer, say, sayAgain } from "./composer.js";
-import { contrastSwitch, startContrast } from "./contrast.js";
+import { startContrast } from "./contrast.js";
 import { VIEWS } from "./contents.js";
 import { $ } from "./dom.js";
 import { Embed, offerEmbeds } from "./embed.js";
@@ -57,7 +57,6 @@ async function start() {
     loadCatalog((error) => say(() => t("status.no-models", { why: api.explain(error) }), "error")),
     useLanguage(pageLanguage()).catch(() => "en"), // a missing catalogue leaves the words as the server wrote them
   ]);
-  contrastSwitch(document.querySelector(".header-tools") || document.querySelector(".site-header__inner"));
   sayAgain(); // a failure said while the catalogue was still on its way, now in words
   if (!catalog) {
     lab.begin().announce($("source").value);

@@ -33,3 +33,13 @@ def test_an_embedded_figure_hides_nothing(client):
     page = client.get("/embed/curves-plot")
     assert page.status_code == 200
     assert REVEAL.search(page.text).group(1) is None and not CARD.search(page.text)
+
+
+def test_the_header_s_controls_are_written_with_the_page(client):
+    # the contrast switch beside the languages from the first paint: the header stays still as the script starts
+    page = client.get("/?lang=fr").text
+    tools = page[page.index('<div class="header-tools">'):]
+    tools = tools[:tools.index('<nav class="site-nav"')]
+    assert 'data-lang="fr"' in tools
+    switch = re.search(r'<button [^>]*id="contrast-switch"[^>]*>([^<]+)</button>', tools)
+    assert switch and "contrast" in switch.group(1).lower()

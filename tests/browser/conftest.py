@@ -128,6 +128,8 @@ def browser_page(chromium, server):
     Its reader chose "Just show me": the chapters' figures show at once (test_questions.py asks)."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     context.add_init_script(JUST_SHOW_ME)
+    # and the cookie that choice leaves, so that the server writes even the session's first page as shown
+    context.add_cookies([{"name": "questions", "value": "show", "url": server}])
     page = context.new_page()
     page.set_default_timeout(UPDATE_TIMEOUT_MS)
     yield page, Problems(page)
