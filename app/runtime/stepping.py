@@ -128,13 +128,16 @@ class SteppedDecoding:
             if not self._stepping:
                 self._stepping = True
                 self._queue_turn(INTERACTIVE, self._step_turn, [])
+                if self._long_step:  # a long job's step holds the model thread: a side lane steps it now
+                    self._step_beside()
         return future
 
-    def _step_turn(self) -> None:
+    def _step_turn(self, one_lane: bool = False) -> None:
         """Decoding steps of every pool, for about STEP_SLICE_S: each lane takes the group stepped
         longest ago, lets its new sentences join, takes one step, and puts it back, so no lane waits
         for another between steps and a group's steps follow each other as closely as the lanes
-        allow. Queued again while any pool has sentences, so other work comes between two slices."""
+        allow. Queued again while any pool has sentences, so other work comes between two slices.
+        `one_lane`: on the calling thread alone (a side lane's, `_side_steps`)."""
         with self.load.turn():
             until = time.perf_counter() + STEP_SLICE_S
             if self._pause_until is not None:  # inside a long job's pause: no longer than it gives
@@ -172,7 +175,10 @@ class SteppedDecoding:
             with self._ready:
                 pools = len({*self._pools, *((g, s) for g in self._joining for s in range(self._shards()))})
             try:
-                self._together([lane] * max(1, min(self.lanes, pools)))
+                if one_lane:
+                    lane()
+                else:
+                    self._together([lane] * max(1, min(self.lanes, pools)))
             finally:
                 with self._ready:
                     self._stepping = not self._closed and bool(self._joining or any(self._pools.values()))

@@ -32,11 +32,17 @@ thread, before the long job goes on. So a compare queued behind a 5-second exper
 step (a power iteration, a model's curve: tens of milliseconds), not for the experiment. The paused
 job's state stays on its stack untouched, and the jobs run in between only read the loaded models,
 so every answer is the one it would be without pausing (tests/app/runtime/test_worker.py). Urgent work
-does not take it all, though: a pause runs queued jobs for about as long as the step before it took
-(at least one job), then the long job takes its next step. Under steady typing the queue never
-empties, and a pause that waited for it to empty starved the reader of chapter 3 for the whole
-time others typed (bench/README.md, readers.py); shared this way, an experiment takes about twice
-its time while others type, and a compare waits at most about one step more.
+does not take it all, though: over the whole long job, the urgent work run in its pauses gets as long
+as the job's own steps have had, no more (an account kept per open turn): a pause runs queued jobs
+while the account is in their favour, then the long job takes its next step. A pause after a short
+step (a power iteration of a few milliseconds) therefore does not always cost a whole step of
+every reader's decoding: one that overran is paid back by the pauses after it. Under steady typing
+the queue never empties, and a pause that waited for it to empty starved the reader of chapter 3 for
+the whole time others typed (bench/README.md, readers.py); shared this way, an experiment takes
+about twice its time while others type, and a compare waits at most about one step more. And while
+the long job takes a step, the readers' stepped decoding does not wait for its next pause: a side
+lane steps their sentences on the other core meanwhile (`_step_beside`), since those steps, like a
+paused job's, only read the loaded models.
 
 Stepped decoding across readers (`batching`, `step_together`) is its own idea: app/runtime/stepping.py.
 """
@@ -60,7 +66,7 @@ from typing import Any, TypeVar
 import torch
 
 from app.runtime.cores import CoreShare
-from app.runtime.priorities import EXPERIMENT, INTERACTIVE, ORDINARY, PATIENCE_S
+from app.runtime.priorities import EXPERIMENT, INTERACTIVE, ORDINARY, PATIENCE_S, URGENT_SHARE
 from app.runtime.stepping import SteppedDecoding
 from app.runtime.workload import Abandoned, Dropped, Load
 from models.serving.threads import intra_op, set_intra_op
@@ -118,6 +124,11 @@ class ModelThread(SteppedDecoding):
         self._closed = False
         self._running: list[int] = []  # priorities of the turns open on the model thread, innermost last
         self._resumed: list[float] = []  # per open turn, when it last started or came back from a pause
+        # per open turn, its account: [its own time running, the time its pauses gave urgent work]
+        self._account: list[list[float]] = []
+        # a long job is running one of its steps on the model thread (between two pauses), and a side
+        # lane is stepping readers' sentences meanwhile (`_side_steps`)
+        self._long_step = self._side_stepping = False
         self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane",
                                         initializer=yield_cpu, initargs=(nice,)) if self.lanes > 1 else None
         self._thread = threading.Thread(target=self._serve, name="models", daemon=True)
@@ -144,11 +155,16 @@ class ModelThread(SteppedDecoding):
     def _run_turn(self, priority: int, turn: Callable[[], None]) -> None:
         self._running.append(priority)
         self._resumed.append(time.perf_counter())
+        self._account.append([0.0, 0.0])
         try:
             turn()
         finally:
             self._running.pop()
             self._resumed.pop()
+            self._account.pop()
+            if not self._running:
+                with self._ready:
+                    self._long_step = False
 
     def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future]) -> None:
         with self._ready:
@@ -172,15 +188,22 @@ class ModelThread(SteppedDecoding):
 
     def pause(self) -> None:
         """Called by a long job between two of its steps, on the model thread: first run the queued
-        jobs more urgent than it, most urgent first, until they have had about as long as its last
-        step (at least one; see the module's docstring), each from the torch state a turn starts
-        from (grad mode, inference mode, intra-op threads), then give the long job its own back.
-        Anywhere else (another thread, no turn running): nothing."""
+        jobs more urgent than it, most urgent first, while the job's account is in their favour
+        (they have had less time in its pauses than it has had running; see the module's
+        docstring), each from the torch state a turn starts from (grad mode, inference mode,
+        intra-op threads), then give the long job its own back. Anywhere else (another thread, no
+        turn running): nothing."""
         if threading.current_thread() is not self._thread or not self._running:
             return
-        current = self._running[-1]
+        current, account = self._running[-1], self._account[-1]
+        with self._ready:
+            self._long_step = False
         began = time.perf_counter()
-        until = began + (began - self._resumed[-1])  # as long as the step before took
+        account[0] += began - self._resumed[-1]
+        if account[1] >= URGENT_SHARE * account[0]:  # an earlier pause overran: the job's next step comes first
+            self._resumed[-1] = began
+            return
+        until = began + URGENT_SHARE * account[0] - account[1]
         self._pause_until = until  # a slice of stepped decoding run here ends by then (`_step_turn`)
         try:
             while True:
@@ -200,6 +223,43 @@ class ModelThread(SteppedDecoding):
         finally:
             self._pause_until = None
             self._resumed[-1] = time.perf_counter()
+            account[1] += self._resumed[-1] - began
+            with self._ready:
+                self._long_step = True
+                self._step_beside()
+
+    def _step_beside(self) -> None:
+        """Under the lock, as a long job takes its next step: the readers' stepped decoding, if a turn
+        of it is queued, goes on on a side lane meanwhile (`_side_steps`), on the core the long job
+        leaves idle, instead of waiting for the job's next pause."""
+        if self._side is None or self._side_stepping or not self._take_step_turn():
+            return
+        self._side_stepping = True
+        self._side.submit(self._side_steps)
+
+    def _take_step_turn(self) -> bool:
+        """Under the lock: the queued turn of stepped decoding taken out of the queue (False: none)."""
+        for entry in self._queue:
+            if entry[3] == self._step_turn:
+                self._queue.remove(entry)
+                heapq.heapify(self._queue)
+                return True
+        return False
+
+    def _side_steps(self) -> None:
+        """On a side lane, while the model thread runs a long job's step: turns of stepped decoding,
+        one lane each, as long as one is queued again; the model thread takes the next one otherwise
+        (in the job's next pause, or after the job)."""
+        set_intra_op(1)
+        try:
+            while True:
+                self._step_turn(one_lane=True)
+                with self._ready:
+                    if not (self._long_step and self._take_step_turn()):
+                        return
+        finally:
+            with self._ready:
+                self._side_stepping = False
 
     def _share_cores(self) -> None:
         if self.cores is not None:

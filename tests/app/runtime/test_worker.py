@@ -252,33 +252,45 @@ def test_interactive_work_queued_behind_an_experiment_runs_before_it_ends():
         worker.close()
 
 
-def test_an_experiment_goes_on_while_interactive_work_never_stops_coming():
-    """Readers typing keep compares queued all the time: each pause runs them for about as long as
-    the experiment's last step, then the experiment takes its next one, so it ends all the same."""
+def test_over_a_long_job_its_pauses_give_urgent_work_as_long_as_the_job_has_had():
+    """Readers typing keep compares queued all the time, and the experiment still ends (never
+    starved), its pauses running them. Steps of 2 ms and compares of 10 ms: a pause after every step
+    that ran one compare would give the readers five times the experiment's own time; the account
+    gives them as long as it has had, one compare's overrun at most, and not much less."""
     worker = ModelThread(1, lanes=1)
-    stop, ran = threading.Event(), []
+    stop, compares, steps = threading.Event(), [], []
 
-    def typist() -> None:  # one reader: always a compare queued or running
+    def compare() -> None:
+        began = time.perf_counter()
+        time.sleep(0.01)
+        compares.append((began, time.perf_counter()))
+
+    def typist() -> None:
         while not stop.is_set():
-            worker.submit(lambda: ran.append(time.sleep(0.01)), priority=INTERACTIVE).result(timeout=10)
+            worker.submit(compare, priority=INTERACTIVE).result(timeout=10)
 
-    def experiment() -> int:
-        for _ in range(20):
-            time.sleep(0.01)  # one step
+    def experiment() -> tuple[float, float]:
+        began = time.perf_counter()
+        for _ in range(40):
+            start = time.perf_counter()
+            time.sleep(0.002)  # one step
+            steps.append(time.perf_counter() - start)
             worker.pause()
-        return len(ran)
+        return began, time.perf_counter()
 
     typists = [threading.Thread(target=typist) for _ in range(4)]
     try:
         for thread in typists:
             thread.start()
         deadline = time.monotonic() + 10
-        while len(ran) < 4:
-            assert time.monotonic() < deadline, f"the typists ran {len(ran)} compares in 10 s, not 4"
+        while len(compares) < 4:
+            assert time.monotonic() < deadline, f"the typists ran {len(compares)} compares in 10 s, not 4"
             time.sleep(0.01)
-        during = worker.submit(experiment, priority=EXPERIMENT).result(timeout=5)  # starved: never
-        assert during >= 4 + 20  # each pause ran at least one compare
-        assert not stop.is_set()  # the typists were still going
+        began, ended = worker.submit(experiment, priority=EXPERIMENT).result(timeout=10)
+        during = [b - a for a, b in compares if began <= a and b <= ended]
+        own = sum(steps)
+        assert sum(during) <= own + max(during) + 0.005, (sum(during), own)
+        assert sum(during) >= own - max(steps) - max(during), (sum(during), own)
     finally:
         stop.set()
         for thread in typists:
@@ -448,6 +460,36 @@ def test_a_sentence_joins_at_the_next_step_and_its_answer_comes_when_it_ends():
         done.set()
         assert isinstance(long.exception(timeout=10), Stopped)
     finally:
+        worker.close()
+
+
+def test_while_a_long_job_takes_a_step_readers_sentences_step_on_a_side_lane():
+    worker, log, release, inside = ModelThread(1, lanes=2), {}, threading.Event(), threading.Event()
+    stepped_on = set()
+
+    class Watched(CountingPool):
+        def step(self):
+            stepped_on.add(threading.current_thread().name)
+            return super().step()
+
+    def experiment() -> str:
+        worker.pause()  # the step after its first pause is a long one
+        inside.set()
+        release.wait(10)
+        return "done"
+
+    try:
+        long = worker.submit(experiment, priority=EXPERIMENT)
+        assert inside.wait(10)
+        futures = [worker.step_together(Batchable(("compare", "a"), ("a", t), (t, 3), lambda: Watched(log)))
+                   for t in ("un", "deux")]
+        assert [f.result(timeout=10) for f in futures] == ["un after 3 steps", "deux after 3 steps"]
+        assert not long.done()  # answered during the long step, not in the job's next pause
+        assert stepped_on and all(name.startswith("models-lane") for name in stepped_on)
+        release.set()
+        assert long.result(timeout=10) == "done"
+    finally:
+        release.set()
         worker.close()
 
 
