@@ -200,13 +200,11 @@ class ModelThread(SteppedDecoding):
             self._long_step = False
         began = time.perf_counter()
         account[0] += began - self._resumed[-1]
-        if account[1] >= URGENT_SHARE * account[0]:  # an earlier pause overran: the job's next step comes first
-            self._resumed[-1] = began
-            return
+        # no later than the account allows: at once when an earlier pause overran
         until = began + URGENT_SHARE * account[0] - account[1]
         self._pause_until = until  # a slice of stepped decoding run here ends by then (`_step_turn`)
         try:
-            while True:
+            while time.perf_counter() < until:
                 with self._ready:
                     urgent = [entry for entry in self._queue if entry[2] < current]
                     if not urgent:
@@ -218,8 +216,6 @@ class ModelThread(SteppedDecoding):
                 with intra_op(torch.get_num_threads()), torch.inference_mode(self._inference), \
                         torch.set_grad_enabled(self._grad):
                     self._run_turn(priority, turn)
-                if time.perf_counter() >= until:
-                    return
         finally:
             self._pause_until = None
             self._resumed[-1] = time.perf_counter()

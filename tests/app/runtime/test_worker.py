@@ -463,7 +463,10 @@ def test_a_sentence_joins_at_the_next_step_and_its_answer_comes_when_it_ends():
         worker.close()
 
 
-def test_while_a_long_job_takes_a_step_readers_sentences_step_on_a_side_lane():
+@pytest.mark.parametrize("overrun", [False, True])
+def test_while_a_long_job_takes_a_step_readers_sentences_step_on_a_side_lane(overrun):
+    """`overrun`: the pause before the long step gives urgent work nothing (an earlier one outlasted
+    the job's own time); the side lane still takes the readers' sentences during the step."""
     worker, log, release, inside = ModelThread(1, lanes=2), {}, threading.Event(), threading.Event()
     stepped_on = set()
 
@@ -473,7 +476,11 @@ def test_while_a_long_job_takes_a_step_readers_sentences_step_on_a_side_lane():
             return super().step()
 
     def experiment() -> str:
-        worker.pause()  # the step after its first pause is a long one
+        if overrun:  # a 2 ms step, then a pause whose one urgent job takes 50 ms
+            worker.submit(time.sleep, 0.05, priority=INTERACTIVE)
+            time.sleep(0.002)
+            worker.pause()
+        worker.pause()  # the step after this pause is a long one
         inside.set()
         release.wait(10)
         return "done"
