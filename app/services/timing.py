@@ -177,6 +177,6 @@ def describe(size: EncoderSize, words: Words | None = None) -> str:
     for the API's `encoders`)."""
     words = words or Words("en")
     numbers = {name: str(value) for name, value in size.model_dump().items() if isinstance(value, int)}
-    if size.cell == "transformer":
+    if size.heads is not None:  # an encoder of heads, not of cells: the page's test too (timing.js)
         return words.text("ch6.timing.encoder-size.transformer", **numbers)
     return words.text("ch6.timing.encoder-size.recurrent", cell=size.cell.upper(), count=size.layers, **numbers)
