@@ -33,33 +33,48 @@ export class Keeper {
     return this.composer.getBoundingClientRect().bottom;
   }
 
-  /** What the reader is looking at now. */
+  /**
+   * What the reader is looking at now: the first heading or block that starts on the screen below the
+   * line, in the first chapter that reaches below it. A chapter of which only a sliver shows above the
+   * next one is passed over: what the reader sees there is the next chapter's heading.
+   */
   pick() {
     const line = this.line();
     if (line === null) {
       this.hold($("source"), null);
       return;
     }
-    const section = this.sections.find((s) => shown(s) && s.getBoundingClientRect().bottom > line);
-    if (!section) {
-      this.anchor = null;
-      return;
-    }
-    const heading = section.querySelector("h2");
-    const top = heading.getBoundingClientRect().top;
-    if (top >= line - 1 && top < innerHeight) {
-      this.hold(heading, heading);
-      return;
-    }
-    for (const node of section.querySelectorAll(BLOCKS)) {
-      if (!shown(node)) continue;
-      const box = node.getBoundingClientRect();
-      if (box.top >= line && box.top < innerHeight) {
-        this.hold(node, heading);
+    this.anchor = null;
+    for (const section of this.sections) {
+      if (!shown(section)) continue;
+      const { top, bottom } = section.getBoundingClientRect();
+      if (bottom <= line) continue;
+      if (top >= innerHeight) return;
+      const heading = section.querySelector("h2");
+      const at = heading.getBoundingClientRect().top;
+      if (at >= line - 1 && at < innerHeight) {
+        this.hold(heading, heading);
+        return;
+      }
+      for (const node of section.querySelectorAll(BLOCKS)) {
+        if (!shown(node)) continue;
+        const box = node.getBoundingClientRect();
+        if (box.top >= line && box.top < innerHeight) {
+          this.hold(node, heading);
+          return;
+        }
+      }
+      if (bottom >= innerHeight) { // one block fills the screen: the chapter itself holds
+        this.hold(section, heading);
         return;
       }
     }
-    this.hold(section, heading);
+  }
+
+  /** The page was put somewhere on purpose (a jump to a chapter): hold `heading`, its chapter's, there. */
+  holdHere(heading) {
+    this.hold(heading, heading);
+    this.placed = scrollY;
   }
 
   hold(node, heading) {

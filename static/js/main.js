@@ -79,8 +79,7 @@ async function start() {
   }
   lab.mount(embed ? embed.views(VIEWS) : [...VIEWS, ...state.questions.views], { catalog, page });
   if (!embed) {
-    new Nav(page);
-    new Keeper();
+    new Nav(page, new Keeper());
   }
   update(state);
 }

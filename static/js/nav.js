@@ -5,9 +5,13 @@
 const SETTLED_PX = 2; // a page scrolled further than this, with a chapter held, was scrolled by the reader
 
 export class Nav {
-  /** `page`: the URL state; its `ch` is opened now (a shared link) and kept as the reader scrolls. */
-  constructor(page) {
+  /**
+   * `page`: the URL state; its `ch` is opened now (a shared link) and kept as the reader scrolls.
+   * `keeper`: what keeps the page still; a jump tells it what the reader now looks at.
+   */
+  constructor(page, keeper) {
     this.page = page;
+    this.keeper = keeper;
     this.sections = [...document.querySelectorAll("section[data-chapter]")];
     this.held = null; // the chapter the reader asked for, and where its top was put
     for (const link of document.querySelectorAll("a[data-chapter]")) {
@@ -46,6 +50,7 @@ export class Nav {
     // the browser's scroll anchoring would move the page too, by its own choice of anchor
     document.documentElement.style.overflowAnchor = "none";
     this.held = { section, top: section.getBoundingClientRect().top, y: scrollY };
+    this.keeper.holdHere(section.querySelector("h2"));
   }
 
   letGo() {

@@ -161,6 +161,16 @@ def fresh_page(open_page):
     return open_page()
 
 
+def painted(page, expression: str):
+    """`expression`'s value as the next frame paints it. The page puts what moved back from its
+    ResizeObservers, which run after a frame's layout and before its paint; a value read in a task
+    between frames can fall after a plot is drawn and before that correction, a position no reader
+    ever sees. An observer made now runs after the page's own, in the frame's last step before paint."""
+    return page.evaluate(
+        "() => new Promise((done) => { const seen = new ResizeObserver(() => { seen.disconnect();"
+        f" done({expression}); }}); seen.observe(document.documentElement); }})")
+
+
 def type_sentence(page, text: str) -> None:
     """Replace the text box's content by typing, like a reader; wait until every view shows it."""
     box = page.get_by_test_id("source")

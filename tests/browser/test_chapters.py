@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.chapters import CHAPTERS
-from tests.browser.conftest import UPDATE_TIMEOUT_MS, show
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, painted, show
 from tests.browser.test_vanishing import number
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,9 @@ def test_the_nav_opens_every_chapter_in_the_story_order(fresh_page, catalog):
 
 
 def top_of(page, chapter: str) -> float:
-    return page.locator(f"section[data-chapter='{chapter}']").evaluate("s => s.getBoundingClientRect().top")
+    """Where the chapter's top is painted on the screen."""
+    section = f"document.querySelector(\"section[data-chapter='{chapter}']\")"
+    return painted(page, f"{section}.getBoundingClientRect().top")
 
 
 def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fresh_page, catalog):

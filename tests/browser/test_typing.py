@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, painted
 
 pytestmark = pytest.mark.browser
 
@@ -90,10 +90,10 @@ def test_typing_mid_page_moves_nothing(reader, server, size, chapter):
     load(page, server, "", size, asking=False)
     problems.clear()
     wheel_to(page, chapter)
-    top = page.evaluate(heading(chapter))
+    top = painted(page, heading(chapter))
     seen = []
-    type_keys(page, TYPED, lambda: seen.append(page.evaluate(heading(chapter))))
-    seen.append(page.evaluate(heading(chapter)))
+    type_keys(page, TYPED, lambda: seen.append(painted(page, heading(chapter))))
+    seen.append(painted(page, heading(chapter)))
     assert max(abs(y - top) for y in seen) <= HELD_PX, (top, seen)
     assert not problems.errors
 
@@ -107,7 +107,7 @@ def test_an_answered_chapter_stays_answered_through_new_sentences(reader, server
     assert reveal.evaluate("el => el.hidden")
     recap_row = "n => !document.querySelector(`[data-recap='${n}']`).hidden"
     assert not page.evaluate(recap_row, "2"), "the recap shows an answer not yet given"
-    top = page.evaluate(heading("2"))
+    top = painted(page, heading("2"))
     card.locator("button[data-choice]").first.click()
     assert not reveal.evaluate("el => el.hidden")
     assert page.evaluate(recap_row, "2") and not page.evaluate(recap_row, "3")
@@ -117,7 +117,7 @@ def test_an_answered_chapter_stays_answered_through_new_sentences(reader, server
         assert not reveal.evaluate("el => el.hidden"), f"chapter 2 hidden again after {words!r}"
         assert card.locator(".question__result[data-verdict]").is_visible()
         assert card.get_by_test_id("question-2-again").is_visible()
-        assert abs(page.evaluate(heading("2")) - top) <= HELD_PX
+        assert abs(painted(page, heading("2")) - top) <= HELD_PX
         assert page.evaluate("document.body.scrollHeight") >= height * 0.9, "the page collapsed"
     # asked again, it is the question of the sentence in the box, and the chapter waits for the answer
     card.get_by_test_id("question-2-again").click()
