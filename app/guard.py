@@ -103,6 +103,8 @@ class BodyLimit:
         if message is None:
             await self._too_large(send, 413)
             return
+        if message["type"] == "http.disconnect":  # the client left before its body was whole: nobody to answer
+            return
         body = b"".join(chunks)
         places = non_finite_places(body) if scope["method"] != "GET" else []
         if places:
@@ -128,7 +130,7 @@ class BodyLimit:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                return message  # the client left while sending: the app reads the disconnect itself
+                return message  # the client left while sending
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:

@@ -4,6 +4,7 @@ heads and bodies cut."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -200,3 +201,27 @@ def test_a_slowly_sent_body_is_408_and_its_connection_closed(trickle):
     finally:
         server.should_exit = True
         thread.join(5)
+
+
+def test_a_client_gone_before_its_body_is_whole_is_not_answered():
+    """A reader's page aborts a request as they type on, sometimes before its body has all been sent:
+    nobody is left to answer, so neither a 400 for the cut-off JSON (which the request log would
+    count as the client's fault) nor the route runs; the log records it as gone (499)."""
+    called, sent = [], []
+
+    async def app(scope, receive, send):
+        called.append(scope)
+
+    messages = iter([{"type": "http.request", "body": b'{"text": "Je ma', "more_body": True},
+                     {"type": "http.disconnect"}])
+
+    async def receive():
+        return next(messages)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/compare",
+             "headers": [(b"content-length", b"60"), (b"content-type", b"application/json")]}
+    asyncio.run(BodyLimit(app, max_bytes=65536)(scope, receive, send))
+    assert (called, sent) == ([], [])
