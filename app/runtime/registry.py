@@ -5,6 +5,7 @@ result cache when it can be.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from models.serving.options import PLAIN
 from models.tokenizer import BPETokenizer
 
 log = logging.getLogger("attention_lab")
+SOURCES_KEPT = 1024  # texts whose pieces are kept (a few hundred bytes each)
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,14 @@ class ModelRegistry:
 
     def __post_init__(self) -> None:
         self.states = TrainedStates(self)
+        # a text is asked about again and again: by each model of one request, and by the same
+        # reader's next requests (the page's chapters, a pause in typing); split it once
+        self._sources = functools.lru_cache(maxsize=SOURCES_KEPT)(functools.partial(source_of, self.tokenizer))
 
     def source(self, text: str) -> Source:
-        """The checked, normalised text and its pieces, within this server's limit (InvalidTextError)."""
-        return source_of(self.tokenizer, text, self.limits.max_chars)
+        """The checked, normalised text and its pieces, within this server's limit (InvalidTextError).
+        Shared between callers: read it, never change it."""
+        return self._sources(text, self.limits.max_chars)
 
     def get(self, name: str) -> LoadedModel:
         if name in self.models:

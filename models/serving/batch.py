@@ -54,6 +54,8 @@ class _Row:
     sentence: Sentence
     internals: dict
     tokens: list[int] = field(default_factory=list)
+    # per step: the whole step's logits and maps, this row's index in them and the pieces it had read;
+    # its own part is cut out when it ends with an answer (`_own`)
     steps: list = field(default_factory=list)
     last: int = BOS_ID
     read: int = 0  # decoder positions read so far
@@ -185,12 +187,9 @@ def _advance(row: _Row, logits: torch.Tensor, weights: dict, b: int, choice: int
     """Row b's step, as the one-sentence searches take it: True when its sentence has ended."""
     keep, max_len = row.sentence.keep, row.sentence.max_len
     if keep:
-        if logits.size(0) == 1:  # alone: no padding to cut off
-            row.steps.append((logits.view(1, 1, -1), weights))
-        else:  # a source's keys end at its length, a decoder's past keys are its last `read` columns
-            maps = {kind: w[b:b + 1, ..., :row.length] if kind == "cross"
-                    else w[b:b + 1, ..., w.size(-1) - row.read:] for kind, w in weights.items()}
-            row.steps.append((logits[b:b + 1].view(1, 1, -1), maps))
+        # the whole step's outputs and this row's place in them: cut out only if the sentence ends with
+        # an answer (most of a typing reader's sentences are told to stop first, and never need theirs)
+        row.steps.append((logits, weights, b, row.read))
         if len(row.tokens) == max_len:  # cut by the limit, with the outputs after the last token kept
             return _end(row, False)
     row.last = choice
@@ -202,10 +201,22 @@ def _advance(row: _Row, logits: torch.Tensor, weights: dict, b: int, choice: int
 
 def _end(row: _Row, finished: bool) -> bool:
     if row.sentence.keep:
-        row.result = collected(row.tokens, finished, row.steps, row.internals, 0)
+        steps = [_own(row, *step) for step in row.steps]
+        row.result = collected(row.tokens, finished, steps, row.internals, 0)
     else:
         row.result = (row.tokens, finished)
     return True
+
+
+def _own(row: _Row, logits: torch.Tensor, weights: dict, b: int, read: int) -> tuple[torch.Tensor, dict]:
+    """Row b's logits (1, 1, V) and maps of one step taken by `logits.size(0)` rows, when it had read
+    `read` pieces: a source's keys end at its length, a decoder's past keys are its last `read`
+    columns, the rest padding."""
+    if logits.size(0) == 1:  # alone: no padding to cut off
+        return logits.view(1, 1, -1), weights
+    maps = {kind: w[b:b + 1, ..., :row.length] if kind == "cross" else w[b:b + 1, ..., w.size(-1) - read:]
+            for kind, w in weights.items()}
+    return logits[b:b + 1].view(1, 1, -1), maps
 
 
 def _joined(parts: list, width: int, mask: torch.Tensor | None) -> TransformerMemory | Seq2SeqMemory:
