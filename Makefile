@@ -33,8 +33,12 @@ install: $(STAMP) $(NODE_STAMP)
 # logs each request itself, with its duration and id (app/request_log.py), so uvicorn's access log is off.
 UVICORN_LIMITS := --http app.serving:H11 --timeout-keep-alive 5 --limit-concurrency 1024 --backlog 256 --no-access-log
 
+# Server processes: one. WORKERS=2 on two cores answers many typing readers sooner at the median, at
+# twice the memory; one process's Python runs one thread at a time (docs/SERVER.md, "Two processes").
+WORKERS ?= 1
+
 serve: $(STAMP)
-	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 $(UVICORN_LIMITS)
+	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 --workers $(WORKERS) $(UVICORN_LIMITS)
 
 test: lint $(NODE_STAMP)
 	$(PY) -m pytest -q

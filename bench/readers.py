@@ -29,6 +29,10 @@ model requests in flight on average (GET /metrics, the autoscaler's signal), the
 own CPU (its share of the machine), and then the most readers held at p95 <= 250 ms with none
 failed. The readers start staggered over their first 2 s; each level runs
 on the same server, after the previous one's readers have stopped.
+
+The server started here is `make serve`'s, one process; --workers 2 starts two, each answering for
+itself: GET /metrics is answered by whichever process takes the scrape, so with two the figures read
+from it (in flight, sentences per step) are one process's.
 """
 
 from __future__ import annotations
@@ -51,12 +55,14 @@ UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE
 # every simulated reader asks from this one address: no per-client shares (app/runtime/shares.py),
 # which would count them all as one client; a server given with --url keeps its own setting
 SERVER_ENV = {**UVICORN_LIMITS, "ATTENTION_LAB_SHARES": "false"}
+WORKERS = 1  # `make serve`'s server processes (Makefile WORKERS)
 SUBJECTS = ["Je", "Tu", "Il", "Elle", "Nous", "Vous", "Ils", "Mon frère", "La voisine", "Le professeur"]
 VERBS = ["mange", "regarde", "cherche", "aime", "prépare", "oublie", "achète", "lit"]
 OBJECTS = ["du pain", "une pomme", "le journal", "la lettre", "un livre", "les clés", "ce film", "la soupe"]
 ENDINGS = [".", " ce matin.", " avant la nuit.", " dans le jardin.", " avec ses amis.", " depuis hier.",
            " parce qu'il pleut.", " tous les jours à Paris."]
 KEY_MS = (120, 260)  # a key every 120-260 ms
+CONNECTIONS = 64  # per reader (see Reader)
 READ_S = (2.0, 5.0)  # reading between sentences
 PAUSE_S = 0.070  # the page's pause in typing (static/js/main.js PAUSE_MS)
 HELD_P95_MS = 250
@@ -106,7 +112,12 @@ class Reader:
         self.where = where
         self.models: list[str] = []  # what a key asks for where the reader is now
         self.keys = self.asked = 0  # compares sent, and the models they asked for
-        self.client = httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=6))
+        # a browser opens at most 6 connections to a host and frees an aborted request's at once; httpx's
+        # pool can keep counting a request cancelled mid-exchange as holding its connection, and against a
+        # server that answers within the time between two keys such leftovers filled all 6 and stopped
+        # the reader for 30 s (PoolTimeout), so the pool has room beyond the browser's 6
+        self.client = httpx.AsyncClient(base_url=url, timeout=30,
+                                        limits=httpx.Limits(max_connections=CONNECTIONS))
         self.page = page
         self.key = secrets.token_hex(16)  # the page's X-Supersede-Key: one per visit
         self.latencies: list[float] = []
@@ -324,6 +335,8 @@ def main() -> None:
     parser.add_argument("--experiment", action="store_true",
                         help="also ask chapter 3's experiment over and over during each level, and alone first")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
+    parser.add_argument("--workers", type=int, default=WORKERS,
+                        help=f"processes of the server started here (default {WORKERS}, as `make serve`)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     counts = [int(n) for n in args.readers.split(",")]
@@ -351,15 +364,17 @@ def main() -> None:
     if args.url:
         rows = measure(args.url.rstrip("/"))
     else:
-        with serve(env=SERVER_ENV) as url:
-            time.sleep(10)  # the default sentence's answers computed ahead, as a replica has them by then
+        with serve(env={**SERVER_ENV, "UVICORN_WORKERS": str(args.workers)}) as url:
+            # the default sentence's answers computed ahead (by every process), as a replica has them by then
+            time.sleep(10 * max(1, args.workers))
             rows = measure(url)
     held_by_place = {where: held(rows, where) for where in places}
     for where, most in held_by_place.items():
         print(f"held at p95 <= {HELD_P95_MS} ms with none failed, readers at {where}: {most} typing readers")
     write_report(args.json, {"levels": rows, "held_readers": held_by_place, "p95_target_ms": HELD_P95_MS,
                              "typing_only": args.typing_only,
-                             "seconds_per_level": args.seconds, "cpus": os.cpu_count()})
+                             "seconds_per_level": args.seconds, "cpus": os.cpu_count(),
+                             "workers": None if args.url else args.workers})
 
 
 if __name__ == "__main__":

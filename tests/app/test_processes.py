@@ -1,0 +1,71 @@
+"""Two server processes (`make serve WORKERS=2`, `UVICORN_WORKERS=2`; docs/SERVER.md, "Two
+processes"): each loads the models and answers on the one port, whichever takes a connection."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+
+from bench.serving import serve
+from tests.tiny import ROOT
+
+SENTENCE = "Je mange du pain."
+
+
+def processes() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def parent_of(pid: int) -> int | None:
+    try:  # the field after the command's name, which is in parentheses and may hold spaces
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def workers_of(pid: int) -> list[int]:
+    """The processes uvicorn `pid` started to serve (its spawned children), read from /proc."""
+    return [child for child in processes() if parent_of(child) == pid
+            and b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()]
+
+
+def resident_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def test_make_serve_takes_its_processes_from_workers():
+    makefile = (ROOT / "Makefile").read_text()
+    serve_rule = re.search(r"^serve:.*\n\t(.+)$", makefile, re.M).group(1)
+    assert "--workers $(WORKERS)" in serve_rule
+    assert re.search(r"^WORKERS \?= 1$", makefile, re.M), "one process unless asked"
+
+
+def test_two_processes_each_load_the_models_and_answer_on_one_port(tiny_checkpoints):
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
+           "ATTENTION_LAB_SHARES": "false", "UVICORN_WORKERS": "2"}
+    with serve(env, timeout=120) as url:
+        port = int(url.rsplit(":", 1)[1])
+        uvicorn = next(pid for pid in processes() if _serves(pid, port))
+        workers = workers_of(uvicorn)
+        assert len(workers) == 2
+        translations = set()
+        for _ in range(12):  # a new connection each time, as a page's aborted request leaves it
+            with httpx.Client(base_url=url, timeout=60) as client:
+                assert client.get("/api/health").status_code == 200
+                answer = client.post("/api/translate", json={"text": SENTENCE, "model": "transformer"})
+                assert answer.status_code == 200
+                translations.add(answer.json()["translation"])
+        assert len(translations) == 1, "both processes translate alike"
+        # each process holds its own models (torch and the weights: far more than a bare interpreter)
+        assert all(resident_mb(pid) > 150 for pid in workers), [resident_mb(pid) for pid in workers]
+
+
+def _serves(pid: int, port: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"uvicorn" in command and str(port).encode() in command
