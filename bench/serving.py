@@ -73,19 +73,22 @@ def serve(env: dict[str, str] | None = None, app: str = "app.main:app", timeout:
                 process.kill()
 
 
-def live_processes() -> set[int]:
-    """The ids of the live training processes running on this machine (`python -m models.live run`,
-    started by a server for POST /api/train), read from /proc."""
-    found = set()
+def commands() -> dict[int, list[bytes]]:
+    """Every process on this machine that can be read: its id -> its command line's words, from /proc."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"models.live" in command and b"run" in command:
-                found.add(int(entry.name))
     return found
+
+
+def live_processes() -> set[int]:
+    """The ids of the live training processes running on this machine (`python -m models.live run`,
+    started by a server for POST /api/train)."""
+    return {pid for pid, command in commands().items() if b"models.live" in command and b"run" in command}
 
 
 def wait_for_health(url: str, process: subprocess.Popen, log, timeout: float) -> None:

@@ -8,14 +8,10 @@ from pathlib import Path
 
 import httpx
 
-from bench.serving import serve
+from bench.serving import commands, serve
 from tests.tiny import ROOT
 
 SENTENCE = "Je mange du pain."
-
-
-def processes() -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
 
 
 def parent_of(pid: int) -> int | None:
@@ -25,10 +21,13 @@ def parent_of(pid: int) -> int | None:
         return None
 
 
-def workers_of(pid: int) -> list[int]:
-    """The processes uvicorn `pid` started to serve (its spawned children), read from /proc."""
-    return [child for child in processes() if parent_of(child) == pid
-            and b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()]
+def workers_of(port: int) -> list[int]:
+    """The processes the uvicorn serving `port` started to serve (its spawned children)."""
+    running = commands()
+    uvicorn = next(pid for pid, command in running.items()
+                   if b"uvicorn" in command and str(port).encode() in command)
+    return [pid for pid, command in running.items()
+            if parent_of(pid) == uvicorn and any(b"spawn_main" in word for word in command)]
 
 
 def resident_mb(pid: int) -> float:
@@ -47,9 +46,7 @@ def test_two_processes_each_load_the_models_and_answer_on_one_port(tiny_checkpoi
     env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
            "ATTENTION_LAB_SHARES": "false", "UVICORN_WORKERS": "2"}
     with serve(env, timeout=120) as url:
-        port = int(url.rsplit(":", 1)[1])
-        uvicorn = next(pid for pid in processes() if _serves(pid, port))
-        workers = workers_of(uvicorn)
+        workers = workers_of(int(url.rsplit(":", 1)[1]))
         assert len(workers) == 2
         translations = set()
         for _ in range(12):  # a new connection each time, as a page's aborted request leaves it
@@ -62,10 +59,3 @@ def test_two_processes_each_load_the_models_and_answer_on_one_port(tiny_checkpoi
         # each process holds its own models (torch and the weights: far more than a bare interpreter)
         assert all(resident_mb(pid) > 150 for pid in workers), [resident_mb(pid) for pid in workers]
 
-
-def _serves(pid: int, port: int) -> bool:
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"uvicorn" in command and str(port).encode() in command
