@@ -59,7 +59,16 @@ class Settings(BaseSettings):
     # Sentences one model decodes together at most; more wait, oldest first, and a text superseded
     # while it waits costs nothing (app/runtime/worker.py). Larger pools step more sentences per
     # read of the weights but each step takes longer: every live sentence's next piece waits for it.
-    pool_rows: int = Field(8, ge=1)
+    pool_rows: int = Field(16, ge=1)
+    # Processes that step readers' compares together (app/runtime/steppers.py): each loads the models
+    # and steps its share of them on a lane of its own, out of reach of the event loop's interpreter
+    # lock (docs/SERVER.md, "Stepping processes"). None: one per lane (core); 0: the model thread steps
+    # them, as it does while a process starts. Only on a CPU, and only with batch_compares.
+    step_processes: int | None = Field(None, ge=0)
+    # The Linux nice value the stepper processes add to the server's. Unlike model_nice, not 0 by
+    # default: the processes have both cores to themselves, and at nice 0 they starved the event loop
+    # that hands their answers over, so every answer waited (docs/SERVER.md, "Stepping processes").
+    stepper_nice: int = Field(5, ge=0, le=19)
     # How the models are served (models/serving; the allowed values and defaults are declared in
     # models/serving/options.py). layout: how the served weights lie in memory (input-major makes a
     # CPU's one-row decoding steps faster with the same fp32 values; as-stored keeps the checkpoint's

@@ -38,10 +38,13 @@ from app.runtime.errors import (
 )
 from app.runtime.loading import load_registry
 from app.runtime.metrics import Metrics
+from app.runtime.registry import ModelRegistry
 from app.runtime.shares import Shares
+from app.runtime.steppers import StepperConfig, Steppers
 from app.runtime.worker import Abandoned, ModelThread
 from app.schemas import NON_FINITE, ErrorBody
 from app.services import ahead
+from app.services.comparison import stepped
 from app.services.live import LiveRuns
 from models.decoding import Stopped
 from models.outputs import NonFiniteError
@@ -62,6 +65,20 @@ def freeze_start_up_heap() -> None:
     gc.freeze()
 
 
+def stepper_processes(settings: Settings, registry: ModelRegistry) -> Steppers | None:
+    """The processes that step readers' compares (app/runtime/steppers.py), started; None where the
+    settings or the device leave that to the model thread."""
+    worker = registry.jobs.worker
+    count = worker.lanes if settings.step_processes is None else settings.step_processes
+    if not count or not settings.batch_compares or registry.device.type != "cpu" or not registry.models:
+        return None
+    config = StepperConfig(settings.checkpoints, tuple(registry.models), settings.device, settings.limits,
+                           registry.layout, registry.precision, registry.step, settings.pool_rows,
+                           settings.stepper_nice, stepped)
+    sizes = {entry.name: entry.parameters for entry in registry.models.values()}
+    return Steppers(config, count, worker.load, worker.dropped, sizes)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_level)
@@ -74,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                          settings.batch_compares, settings.pool_rows),
             settings.layout, settings.precision, settings.step,
         )
+        app.state.registry.jobs.steppers = stepper_processes(settings, app.state.registry)
         # the default sentence's answers, computed while nobody waits
         work = app.state.ahead = ahead.start(app.state.registry)
         freeze_start_up_heap()
@@ -102,7 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
     # before the body is read
     def waited() -> float:  # the model thread's queue age (none before it is loaded)
-        return 0.0 if app.state.registry is None else app.state.registry.jobs.worker.waited()
+        return 0.0 if app.state.registry is None else app.state.registry.jobs.waited()
 
     app.add_middleware(Admission, limit=settings.queue_limit, traffic=metrics.traffic, waited=waited,
                        max_wait=settings.max_wait)

@@ -9,11 +9,22 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from app.runtime.cache import MISSING, ResultCache
 from app.runtime.stepping import Batchable
 from app.runtime.worker import ORDINARY, ModelThread
+
+
+class Steppers(Protocol):
+    """Processes that step readers' sentences (app/runtime/steppers.py, which loads models and so
+    comes after this module)."""
+
+    def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future | None: ...
+
+    def waited(self) -> float: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -24,6 +35,8 @@ class Jobs:
     # submit_together orders a batch by. Per piece, because a batch's models share one text, while
     # the text of each model's last job was any length (live typing: every prefix, most aborted).
     seconds: dict[str, float] = field(default_factory=dict)
+    # processes that step readers' sentences (app/runtime/steppers.py); None: the model thread does
+    steppers: Steppers | None = None
 
     def result(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -52,7 +65,8 @@ class Jobs:
         """Like `submit` for several (model name, key, compute, Batchable or None) of independent
         work that only reads the loaded models, all on one text of `pieces` source pieces. The ones
         not cached with a Batchable are stepped with other readers' sentences of their model
-        (worker.step_together) while the worker batches; the others run as one batch on every core
+        (in a stepper process when the server has them, else worker.step_together) while the worker
+        batches; the others run as one batch on every core
         (worker.run_together), ahead of everything else queued (INTERACTIVE: typing asks for these),
         the slowest per piece lately first (longest first keeps the lanes evenly busy)."""
         futures: list[Future | None] = []
@@ -63,7 +77,8 @@ class Jobs:
                 futures.append(Future())
                 futures[-1].set_result(value)
             elif spec is not None and self.worker.batching:
-                futures.append(self.worker.step_together(spec, cancel))
+                remote = self.steppers.step_together(spec, cancel) if self.steppers is not None else None
+                futures.append(remote or self.worker.step_together(spec, cancel))
                 futures[-1].add_done_callback(partial(self._keep, key))
             else:
                 futures.append(None)
@@ -73,6 +88,18 @@ class Jobs:
         start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
         queued = iter(self.worker.run_together(todo, cancel, start) if todo else [])
         return [future or next(queued) for future in futures]
+
+    def waited(self) -> float:
+        """Seconds the oldest model work a new request would wait behind has waited (0: none), on the
+        model thread or in a stepper process: what admission refuses by (app/admission.py)."""
+        remote = self.steppers.waited() if self.steppers is not None else 0.0
+        return max(self.worker.waited(), remote)
+
+    def close(self) -> None:
+        """Stop the stepper processes, then the model thread; queued work that has not started is dropped."""
+        if self.steppers is not None:
+            self.steppers.close()
+        self.worker.close()
 
     def _keep(self, key, future: Future) -> None:
         """A stepped answer into the cache (nothing for one that was cancelled or failed)."""

@@ -100,8 +100,8 @@ class ModelRegistry:
         return list(self.models)
 
     def close(self) -> None:
-        """Stop the model thread; queued work that has not started is dropped."""
-        self.jobs.worker.close()
+        """Stop the stepper processes and the model thread; queued work that has not started is dropped."""
+        self.jobs.close()
 
     def __enter__(self) -> ModelRegistry:
         return self

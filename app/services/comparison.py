@@ -72,6 +72,12 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
     return key, compute, batchable
 
 
+def stepped(registry: ModelRegistry, name: str, source: Source, cancel: threading.Event | None) -> Batchable:
+    """The Batchable of model `name` on `source`, as `_job` makes it: how a stepper process
+    (app/runtime/steppers.py) rebuilds a reader's sentence from what the server sent it."""
+    return _job(registry, name, source.text, cancel)[2]
+
+
 class ReaderPool:
     """Readers' texts on one model, decoded a step at a time together (stepping.Pool over
     models/serving/batch.Pool): per text what `_job`'s compute answers, within float rounding."""

@@ -22,6 +22,11 @@ from tests.deploy.files import (
 # heaviest requests (beam 8, every attention map, gradients of length 200), measured by
 # scripts/check-container.sh on the image's command; deploy/README.md gives it (test_memory_in_docs.py).
 MEASURED_RSS_MIB = 846
+# Peak resident memory (VmHWM) of one stepper process (app/runtime/steppers.py: the five models and
+# torch) after 32 readers typing at chapter 4, and how many a pod runs (one per core of its CPU limit);
+# deploy/README.md gives it.
+MEASURED_STEPPER_MIB = 597
+STEPPERS_PER_POD = 2
 # What one cached maximum-size Transformer /api/attention result adds to the resident memory.
 MIB_PER_CACHED_RESULT = 21
 HEALTH_PATH = "/api/health"
@@ -130,11 +135,13 @@ def test_resources_are_sized_from_the_measured_memory(k8s, compose):
     assert MEASURED_RSS_MIB <= request <= limit
     env = {e["name"]: e["value"] for e in _container(k8s)["env"]}
     cache_size = int(env.get("ATTENTION_LAB_CACHE_SIZE", 256))  # 256: the server's default
-    worst = MEASURED_RSS_MIB + cache_size * MIB_PER_CACHED_RESULT
+    steppers = STEPPERS_PER_POD * MEASURED_STEPPER_MIB
+    assert request >= MEASURED_RSS_MIB + steppers, "the request under the working set with the steppers"
+    worst = MEASURED_RSS_MIB + steppers + cache_size * MIB_PER_CACHED_RESULT
     assert limit >= 1.1 * worst, f"limit {limit:.0f} MiB under the worst case {worst} MiB plus 10%"
     server = compose["services"]["server"]
     compose_cache = int(server["environment"].get("ATTENTION_LAB_CACHE_SIZE", 256))
-    compose_worst = MEASURED_RSS_MIB + compose_cache * MIB_PER_CACHED_RESULT
+    compose_worst = MEASURED_RSS_MIB + steppers + compose_cache * MIB_PER_CACHED_RESULT
     assert _mebibytes(server["deploy"]["resources"]["limits"]["memory"]) >= 1.1 * compose_worst
 
 

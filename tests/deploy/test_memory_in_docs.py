@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tests.deploy.files import DEPLOY, ROOT
-from tests.deploy.test_manifests import MEASURED_RSS_MIB, MIB_PER_CACHED_RESULT
+from tests.deploy.test_manifests import MEASURED_RSS_MIB, MEASURED_STEPPER_MIB, MIB_PER_CACHED_RESULT
 
 SIZING = "deploy/README.md#memory-per-replica"
 QUANTITY = re.compile(r"(\d[\d,.]*)\s*(?:KiB|MiB|GiB|kB|MB|GB)\b(?!/s)")
@@ -44,8 +44,10 @@ def test_deploy_readme_gives_the_pinned_peak_per_replica():
     peaks = re.findall(r"\*\*([\d,]+) MiB peak \(VmHWM\) per replica\*\*", section)
     assert peaks == [str(MEASURED_RSS_MIB)], peaks
     assert re.search(rf"\|\s*\+ ~{MIB_PER_CACHED_RESULT} MiB\s*\|", section), "the cached result's cost"
-    # beside the peak, only the bounds the settings give: the result cache's and a training run's
-    known = {MEASURED_RSS_MIB, _setting_default("cache_mb"), _setting_default("train_memory_mb")}
+    assert re.search(rf"\*\*{MEASURED_STEPPER_MIB} MiB peak \(VmHWM\) per stepper process\*\*", section)
+    # beside the peaks, only the bounds the settings give: the result cache's and a training run's
+    known = {MEASURED_RSS_MIB, MEASURED_STEPPER_MIB, _setting_default("cache_mb"),
+             _setting_default("train_memory_mb")}
     others = [(s, f) for s, f in _process_figures(text) if int(float(f.replace(",", ""))) not in known]
     assert not others, f"deploy/README.md states another memory figure for the process: {others}"
 

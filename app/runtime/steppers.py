@@ -1,0 +1,416 @@
+"""Readers' stepped decoding in processes of their own (Settings.step_processes): one stepping lane
+per process, so that no lane waits for the interpreter lock while the event loop or another lane
+holds it.
+
+Why: a lane's decoding step is a few dozen PyTorch calls, each of which gives the interpreter lock
+up and takes it back. In one process the event loop (parsing requests, writing answers) and the other
+lane hold the lock between those calls, and a lane that wants it back waits up to the interpreter's
+switch interval (5 ms) at every call: under load a step took twice its own CPU time, with cores idle
+(docs/SERVER.md, "Stepping processes", has the measurements). A process has a lock of its own.
+
+Each stepper process loads the models (the same checkpoints and serving settings, no result cache)
+and runs the same stepped decoding as the model thread (stepping.SteppedDecoding) on a model thread
+of one lane, fed through a pipe. A model's sentences go to its home process (models are shared out
+over the processes by size, so that every process has a similar share of the work), or, while
+fewer models have work than there are processes, to whichever of them has fewer of that model's
+sentences, so one model typed into by many readers is stepped on every core. Identical work (the
+same model and key) is sent once for every reader asking. A sentence nobody wants any more (every
+reader's Future cancelled) is dropped in its process at its next step. A process reports what its
+model thread did (batch sizes, waits) and how long its oldest sentence has waited, for /metrics and
+admission. Until a process is ready, or after it has died, its sentences are stepped on the model
+thread as before (`step_together` answers None).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from app.limits import Limits
+from app.runtime.stepping import Batchable
+from app.runtime.workload import Abandoned, Dropped, Load
+from models.decoding import Stopped
+
+log = logging.getLogger("attention_lab")
+REPORT_S = 0.02  # how often a busy process reports its model thread's figures and its queue's age
+START_TIMEOUT_S = 120.0  # a process not ready by then is given up (its sentences stay in process)
+
+# (registry, model name, item, cancel) -> the Batchable that steps it: how a process rebuilds a job
+# from what was sent (a module-level function, so that it is sent by name)
+JobOf = Callable[[Any, str, Any, threading.Event], Batchable]
+
+
+@dataclass(frozen=True)
+class StepperConfig:
+    """What a stepper process loads and how it steps: the server's settings that concern it."""
+
+    checkpoints: Path
+    models: tuple[str, ...] | None
+    device: str
+    limits: Limits
+    layout: str
+    precision: str
+    step: str
+    pool_rows: int
+    nice: int  # added to the process's Linux nice value
+    job: JobOf
+
+
+@dataclass(eq=False)
+class _Sent:
+    """One sentence sent to a process: the readers' Futures waiting for it."""
+
+    sid: int
+    process: int
+    group: Hashable
+    key: Hashable
+    futures: list[Future] = field(default_factory=list)
+
+
+class Steppers:
+    """The stepper processes of a server, and the sentences sent to them (see the module's docstring)."""
+
+    def __init__(self, config: StepperConfig, processes: int, load: Load, dropped: Dropped,
+                 sizes: dict[str, int] | None = None):
+        """processes: how many; load, dropped: the model thread's figures, which the processes' are
+        added to; sizes: model name -> parameters, what the models are shared out by (their home process)."""
+        self.load, self.dropped = load, dropped
+        self.homes = _homes(sizes or {}, processes)
+        self._lock = threading.Lock()
+        self._sids = itertools.count()
+        self._sent: dict[int, _Sent] = {}
+        self._by_key: dict[tuple[Hashable, Hashable], _Sent] = {}
+        self._waited = [(0.0, 0.0)] * processes  # per process: its oldest sentence's age, when reported
+        self._closed = False
+        self._processes: list[subprocess.Popen] = []
+        self._conns: list[Connection] = []
+        self._send_locks = [threading.Lock() for _ in range(processes)]
+        self._ready = [False] * processes
+        for i in range(processes):
+            process, conn = _start(config)
+            self._processes.append(process)
+            self._conns.append(conn)
+            threading.Thread(target=self._receive, args=(i,), name=f"stepper-{i}-answers", daemon=True).start()
+
+    def ready(self) -> int:
+        """How many processes take sentences now."""
+        return sum(self._ready)
+
+    def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future | None:
+        """Send `spec` (its model and item) to a process to be stepped with other readers' sentences:
+        its Future, settled as the model thread's `step_together` settles it; None when no process
+        is ready (the caller steps it in process)."""
+        if cancel is not None and cancel.is_set():
+            return None
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                return None
+            shared = self._by_key.get((spec.group, spec.key))
+            if shared is not None and any(not f.done() for f in shared.futures):
+                shared.futures.append(future)
+                future.add_done_callback(partial_dropped(self, shared))
+                return future
+            process = self._choose(spec.group)
+            if process is None:
+                return None
+            sent = _Sent(next(self._sids), process, spec.group, spec.key, [future])
+            self._sent[sent.sid] = sent
+            self._by_key[spec.group, spec.key] = sent
+        if not self._send(process, ("join", sent.sid, spec.model, spec.item)):
+            with self._lock:
+                self._forget(sent)
+            return None
+        future.add_done_callback(partial_dropped(self, sent))
+        return future
+
+    def waited(self) -> float:
+        """Seconds the oldest sentence not yet stepped in any process has waited, as last reported
+        plus the time since (0: none)."""
+        now = time.perf_counter()
+        return max((age + now - when for age, when in self._waited if age > 0), default=0.0)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            sent, self._sent = list(self._sent.values()), {}
+            self._by_key.clear()
+        for i in range(len(self._processes)):
+            self._send(i, ("close",))
+        for process in self._processes:
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for conn in self._conns:
+            conn.close()
+        for one in sent:
+            for future in one.futures:
+                future.cancel()
+
+    def _choose(self, group: Hashable) -> int | None:
+        """Under the lock: the process a new sentence of `group` goes to (see the module's docstring)."""
+        ready = [i for i, ok in enumerate(self._ready) if ok]
+        if not ready:
+            return None
+        live = {}  # group -> process -> sentences
+        for sent in self._sent.values():
+            per = live.setdefault(sent.group, {})
+            per[sent.process] = per.get(sent.process, 0) + 1
+        groups = set(live) | {group}
+        home = self.homes.get(group[-1] if isinstance(group, tuple) else group, hash(group) % len(self._ready))
+        if home not in ready:
+            home = ready[0]
+        if len(groups) >= len(ready):
+            return home
+        mine = live.get(group, {})
+        return min(ready, key=lambda i: (mine.get(i, 0), i != home))
+
+    def _send(self, process: int, message: tuple) -> bool:
+        try:
+            with self._send_locks[process]:
+                self._conns[process].send(message)
+            return True
+        except (OSError, ValueError, EOFError):  # the process has gone
+            self._ready[process] = False
+            return False
+
+    def _dropped(self, sent: _Sent, future: Future) -> None:
+        """A reader's Future is done: if it was cancelled and no reader waits for the sentence any
+        more, the process drops it at its next step."""
+        if not future.cancelled():
+            return
+        with self._lock:
+            if any(not f.done() for f in sent.futures) or sent.sid not in self._sent:
+                return
+            self._forget(sent)
+        self._send(sent.process, ("drop", sent.sid))
+
+    def _forget(self, sent: _Sent) -> None:
+        self._sent.pop(sent.sid, None)
+        if self._by_key.get((sent.group, sent.key)) is sent:
+            del self._by_key[sent.group, sent.key]
+
+    def _receive(self, process: int) -> None:
+        """The process's messages, until it ends: its answers, its figures, that it is ready."""
+        conn = self._conns[process]
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            except Exception:  # an answer that could not be read: that reader's error, the others go on
+                log.exception("stepper %d: an unreadable message", process)
+                continue
+            kind = message[0]
+            if kind == "done":
+                self._answered(message[1], message[2])
+            elif kind == "report":
+                self._report(process, *message[1:])
+            elif kind == "ready":
+                self._ready[process] = True
+                log.info("stepper %d ready (pid %d)", process, self._processes[process].pid)
+        self._ready[process] = False
+        self._waited[process] = (0.0, 0.0)
+        with self._lock:
+            lost = [sent for sent in self._sent.values() if sent.process == process]
+            for sent in lost:
+                self._forget(sent)
+            closed = self._closed
+        if not closed:
+            log.error("stepper %d ended (exit %s); its models are stepped in process", process,
+                      self._processes[process].poll())
+        for sent in lost:
+            _settle(sent.futures, RuntimeError("the stepping process ended"))
+
+    def _answered(self, sid: int, result: Any) -> None:
+        if isinstance(result, BaseException):
+            self.dropped.count(result)  # work nobody wanted any more, as the model thread counts it
+        with self._lock:
+            sent = self._sent.get(sid)
+            if sent is not None:
+                self._forget(sent)
+        if sent is not None:
+            _settle(sent.futures, result)
+
+    def _report(self, process: int, age: float, ran: list, waits: list) -> None:
+        self._waited[process] = (age, time.perf_counter())
+        for model, together in ran:
+            self.load.ran(together, model)
+        for model, seconds in waits:
+            self.load.waited(model, seconds)
+
+
+def _start(config: StepperConfig) -> tuple[subprocess.Popen, Connection]:
+    """A stepper process (`python -m app.runtime.steppers FD`), sent its settings over a socket pair
+    that stays its only line to the server: when the server goes, the process reads the end of it and
+    ends too. A new interpreter, not a fork: the server has threads, and a forked child may inherit a
+    lock another thread held."""
+    ours, theirs = socket.socketpair()
+    # the folder this `app` package is in first on its path, however the server was started
+    home = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)}
+    with theirs:
+        process = subprocess.Popen([sys.executable, "-m", "app.runtime.steppers", str(theirs.fileno())],
+                                   pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
+    conn = Connection(ours.detach())
+    conn.send(config)
+    return process, conn
+
+
+def partial_dropped(steppers: Steppers, sent: _Sent) -> Callable[[Future], None]:
+    return lambda future: steppers._dropped(sent, future)
+
+
+def _settle(futures: list[Future], result: Any) -> None:
+    for future in futures:
+        with contextlib.suppress(InvalidStateError):  # cancelled meanwhile by its reader
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+
+def _homes(sizes: dict[str, int], processes: int) -> dict[str, int]:
+    """model -> its home process: the largest first, each to the process with the least so far."""
+    totals = [0] * processes
+    homes = {}
+    for name, size in sorted(sizes.items(), key=lambda item: -item[1]):
+        homes[name] = min(range(processes), key=lambda i: (totals[i], i))
+        totals[homes[name]] += size
+    return homes
+
+
+class _Relayed(Load):
+    """A stepper process's model thread figures, kept until the next report as well."""
+
+    def __init__(self):
+        super().__init__()
+        self.pending_ran: list[tuple[str, int]] = []
+        self.pending_waits: list[tuple[str, float]] = []
+
+    def ran(self, together: int, model: str = "") -> None:
+        super().ran(together, model)
+        with self._lock:
+            self.pending_ran.append((model, together))
+
+    def waited(self, model: str, seconds: float) -> None:
+        super().waited(model, seconds)
+        with self._lock:
+            self.pending_waits.append((model, seconds))
+
+    def taken(self) -> tuple[list, list]:
+        with self._lock:
+            ran, waits = self.pending_ran, self.pending_waits
+            self.pending_ran, self.pending_waits = [], []
+        return ran, waits
+
+
+def serve(conn, config: StepperConfig) -> None:
+    """A stepper process: load the models, then step the sentences sent until told to close (or
+    until the server's end of the pipe closes)."""
+    from app.runtime.loading import load_registry
+    from app.runtime.worker import ModelThread
+
+    with contextlib.suppress(OSError):  # the whole process steps back for the server's event loop
+        os.nice(config.nice)
+    worker = ModelThread(torch_threads=1, lanes=1, batching=True, pool_rows=config.pool_rows)
+    worker.load = load = _Relayed()
+    registry = load_registry(config.checkpoints, config.models, config.device, cache_size=0,
+                             limits=config.limits, worker=worker, layout=config.layout,
+                             precision=config.precision, step=config.step)
+    sending = threading.Lock()
+    cancels: dict[int, threading.Event] = {}
+    stop = threading.Event()
+
+    def send(message: tuple) -> None:
+        with sending, contextlib.suppress(OSError, ValueError):
+            try:
+                conn.send(message)
+            except (pickle.PicklingError, TypeError, AttributeError) as error:  # an answer that cannot travel
+                conn.send((*message[:2], RuntimeError(f"{type(message[2]).__name__}: {error}")))
+
+    def answered(sid: int, future: Future) -> None:
+        cancels.pop(sid, None)
+        if future.cancelled():
+            result: Any = Abandoned()
+        else:
+            error = future.exception()
+            result = future.result() if error is None else _portable(error)
+        send(("done", sid, result))
+
+    def report() -> None:
+        while not stop.wait(REPORT_S):
+            ran, waits = load.taken()
+            age = worker.waited()
+            if ran or waits or age:
+                send(("report", age, ran, waits))
+
+    send(("ready",))
+    threading.Thread(target=report, name="stepper-report", daemon=True).start()
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            if message[0] == "join":
+                _, sid, model, item = message
+                cancel = cancels[sid] = threading.Event()
+                try:
+                    future = worker.step_together(config.job(registry, model, item, cancel), cancel)
+                except Exception as error:  # this sentence's answer
+                    cancels.pop(sid, None)
+                    send(("done", sid, _portable(error)))
+                    continue
+                future.add_done_callback(lambda f, sid=sid: answered(sid, f))
+            elif message[0] == "drop":
+                cancel = cancels.get(message[1])
+                if cancel is not None:
+                    cancel.set()
+            elif message[0] == "close":
+                return
+    finally:
+        stop.set()
+        registry.close()
+
+
+def _portable(error: BaseException) -> BaseException:
+    """`error` as it can be sent back: itself when it pickles, else a RuntimeError saying what it was."""
+    if isinstance(error, Stopped | Abandoned):
+        return error
+    try:
+        pickle.dumps(error)
+        return error
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+def main() -> None:
+    """The stepper process's entry point: its line to the server is the socket numbered argv[1]."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: stepper: %(message)s")
+    conn = Connection(int(sys.argv[1]))
+    try:
+        config = conn.recv()
+    except (EOFError, OSError):
+        return
+    serve(conn, config)
+
+
+if __name__ == "__main__":
+    main()

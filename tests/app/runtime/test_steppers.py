@@ -1,0 +1,129 @@
+"""Stepper processes (app/runtime/steppers.py): readers' compares stepped out of the server's process
+give the answers the model thread gives, their figures reach /metrics, work nobody wants is dropped
+there, and a process that dies leaves the server answering."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.runtime.steppers import _homes
+from tests.app.conftest import TEXT, tiny_settings
+
+TEXTS = [TEXT, "Il pleut.", "Où est la gare ?", "Nous avons un chat et un chien.", "Tu es en retard."]
+
+
+def lines(response) -> list[dict]:
+    assert response.status_code == 200, response.text
+    return sorted((json.loads(line) for line in response.text.splitlines()), key=lambda a: a["model"])
+
+
+def ready(client: TestClient, count: int = 2, within: float = 60.0):
+    steppers = client.app.state.registry.jobs.steppers
+    deadline = time.monotonic() + within
+    while steppers.ready() < count:
+        assert time.monotonic() < deadline, "the stepper processes did not start"
+        time.sleep(0.05)
+    return steppers
+
+
+@pytest.fixture(scope="module")
+def stepped(tiny_checkpoints):
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=2))) as test_client:
+        ready(test_client)
+        yield test_client
+
+
+def test_the_models_are_shared_out_by_size_largest_first():
+    assert _homes({"a": 10, "b": 6, "c": 5, "d": 1}, 2) == {"a": 0, "b": 1, "c": 1, "d": 0}
+    assert _homes({"a": 10, "b": 6}, 1) == {"a": 0, "b": 0}
+
+
+def test_a_lone_reader_gets_the_model_threads_answers(stepped, client):
+    """One compare at a time is each model's one-sentence search in its process: the same lines,
+    number for number, as the model thread's."""
+    for text in TEXTS[:3]:
+        body = {"text": text}
+        assert lines(stepped.post("/api/compare", json=body)) == lines(client.post("/api/compare", json=body))
+
+
+def test_readers_at_once_get_their_own_translations_and_maps_within_rounding(stepped, client):
+    """Many compares at once are stepped together in the processes: each reader's translation is
+    the one its text gets alone, and its maps' weights agree within 1e-3 of their value."""
+    alone = {text: lines(client.post("/api/compare", json={"text": text})) for text in TEXTS}
+    with ThreadPoolExecutor(len(TEXTS) * 2) as pool:
+        together = list(pool.map(lambda t: (t, lines(stepped.post("/api/compare", json={"text": t}))),
+                                 TEXTS * 2))
+    for text, got in together:
+        want = alone[text]
+        assert [a["translation"] for a in got] == [a["translation"] for a in want]
+        for mine, theirs in zip(got, want, strict=True):
+            assert len(mine["maps"]) == len(theirs["maps"])
+            for m, t in zip(mine["maps"], theirs["maps"], strict=True):
+                for row, other in zip(m["weights"], t["weights"], strict=True):
+                    assert row == pytest.approx(other, rel=1e-3, abs=1e-6)
+
+
+def test_the_processes_figures_reach_metrics(stepped):
+    before = stepped.get("/metrics").text
+    stepped.post("/api/compare", json={"text": "Le chat noir dort sur le lit.", "models": ["transformer"]})
+    deadline = time.monotonic() + 5
+    while (after := stepped.get("/metrics").text) == before or 'first_step_seconds_count{model="transformer"}' \
+            not in after:
+        assert time.monotonic() < deadline, "no report from the stepper process"
+        time.sleep(0.05)
+    assert 'attention_lab_model_batch_size_count{model="transformer"}' in after
+
+
+def test_a_sentence_nobody_waits_for_is_dropped_in_its_process(stepped):
+    """Futures cancelled by their readers: the process is told, nothing is left sent, and the work
+    is counted as dropped or it ended before the word came."""
+    registry = stepped.app.state.registry
+    steppers = registry.jobs.steppers
+    from app.services.comparison import queue_comparison
+
+    dropped = sum(registry.jobs.worker.dropped.as_dict().values())
+    pending = [queue_comparison(registry, f"{text} {i}") for i, text in enumerate(TEXTS * 4)]
+    for per_text in pending:
+        for _, future in per_text:
+            future.cancel()
+    deadline = time.monotonic() + 10
+    while steppers._sent:
+        assert time.monotonic() < deadline, "sentences left behind"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the processes' answers to the drops
+    assert sum(registry.jobs.worker.dropped.as_dict().values()) > dropped
+
+
+def test_a_process_that_dies_leaves_the_server_answering(tiny_checkpoints, client):
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=1))) as test_client:
+        steppers = ready(test_client, 1)
+        pid = steppers._processes[0].pid
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while steppers.ready():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        body = {"text": TEXT}
+        got = lines(test_client.post("/api/compare", json=body))
+        assert got == lines(client.post("/api/compare", json=body))
+
+
+def test_the_processes_end_with_the_server(tiny_checkpoints):
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=2))) as test_client:
+        processes = list(ready(test_client)._processes)
+    assert all(process.poll() is not None for process in processes)
+
+
+def test_no_processes_when_the_settings_leave_it_to_the_model_thread(client, tiny_checkpoints):
+    assert client.app.state.registry.jobs.steppers is None  # step_processes=0
+    settings = tiny_settings(tiny_checkpoints, step_processes=None, batch_compares=False)
+    with TestClient(create_app(settings)) as unbatched:
+        assert unbatched.app.state.registry.jobs.steppers is None
