@@ -94,6 +94,7 @@ class Steppers:
         self._sids = itertools.count()
         self._sent: dict[int, _Sent] = {}
         self._by_key: dict[tuple[Hashable, Hashable], _Sent] = {}
+        self._live: dict[Hashable, list[int]] = {}  # group -> per process, its sentences sent and not settled
         self._waited = [(0.0, 0.0)] * processes  # per process: its oldest sentence's age, when reported
         self._closed = False
         self._processes: list[subprocess.Popen] = []
@@ -131,6 +132,7 @@ class Steppers:
             sent = _Sent(next(self._sids), process, spec.group, spec.key, [future])
             self._sent[sent.sid] = sent
             self._by_key[spec.group, spec.key] = sent
+            self._live.setdefault(spec.group, [0] * len(self._ready))[process] += 1
         if not self._send(process, ("join", sent.sid, spec.model, spec.item)):
             with self._lock:
                 self._forget(sent)
@@ -168,18 +170,8 @@ class Steppers:
         ready = [i for i, ok in enumerate(self._ready) if ok]
         if not ready:
             return None
-        live = {}  # group -> process -> sentences
-        for sent in self._sent.values():
-            per = live.setdefault(sent.group, {})
-            per[sent.process] = per.get(sent.process, 0) + 1
-        groups = set(live) | {group}
         home = self.homes.get(group[-1] if isinstance(group, tuple) else group, hash(group) % len(self._ready))
-        if home not in ready:
-            home = ready[0]
-        if len(groups) >= len(ready):
-            return home
-        mine = live.get(group, {})
-        return min(ready, key=lambda i: (mine.get(i, 0), i != home))
+        return _route(group, home, self._live, ready)
 
     def _send(self, process: int, message: tuple) -> bool:
         try:
@@ -202,7 +194,8 @@ class Steppers:
         self._send(sent.process, ("drop", sent.sid))
 
     def _forget(self, sent: _Sent) -> None:
-        self._sent.pop(sent.sid, None)
+        if self._sent.pop(sent.sid, None) is not None:
+            self._live[sent.group][sent.process] -= 1
         if self._by_key.get((sent.group, sent.key)) is sent:
             del self._by_key[sent.group, sent.key]
 
@@ -284,6 +277,18 @@ def _settle(futures: list[Future], result: Any) -> None:
                 future.set_exception(result)
             else:
                 future.set_result(result)
+
+
+def _route(group: Hashable, home: int, live: dict[Hashable, list[int]], ready: list[int]) -> int:
+    """The process among `ready` for a new sentence of `group`, whose home is `home`, `live` giving per
+    group its sentences in each process: the home while at least as many groups have work as there
+    are processes, else the process with the fewest of the group's (the home first among equals)."""
+    if home not in ready:
+        home = ready[0]
+    if len({g for g, counts in live.items() if any(counts)} | {group}) >= len(ready):
+        return home
+    mine = live.get(group) or [0] * (max(ready) + 1)
+    return min(ready, key=lambda i: (mine[i], i != home))
 
 
 def _homes(sizes: dict[str, int], processes: int) -> dict[str, int]:
