@@ -17,8 +17,8 @@ sentences, so one model typed into by many readers is stepped on every core. Ide
 same model and key) is sent once for every reader asking. A sentence nobody wants any more (every
 reader's Future cancelled) is dropped in its process at its next step. A process reports what its
 model thread did (batch sizes, waits) and how long its oldest sentence has waited, for /metrics and
-admission. Until a process is ready, or after it has died, its sentences are stepped on the model
-thread as before (`step_together` answers None).
+admission. Until a process is ready, its sentences are stepped on the model thread as before
+(`step_together` answers None); a process that dies is replaced RESTART_S later.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
 REPORT_S = 0.02  # how often a busy process reports its model thread's figures and its queue's age
-START_TIMEOUT_S = 120.0  # a process not ready by then is given up (its sentences stay in process)
+RESTART_S = 2.0  # how long after a process ends another takes its place
+FAILED_STARTS = 3  # processes in a row that end before they are ready: no more are started
 
 # (registry, model name, item, cancel) -> the Batchable that steps it: how a process rebuilds a job
 # from what was sent (a module-level function, so that it is sent by name)
@@ -97,6 +98,8 @@ class Steppers:
         self._live: dict[Hashable, list[int]] = {}  # group -> per process, its sentences sent and not settled
         self._waited = [(0.0, 0.0)] * processes  # per process: its oldest sentence's age, when reported
         self._closed = False
+        self._closing = threading.Event()
+        self._config = config
         self._processes: list[subprocess.Popen] = []
         self._conns: list[Connection] = []
         self._send_locks = [threading.Lock() for _ in range(processes)]
@@ -105,7 +108,7 @@ class Steppers:
             process, conn = _start(config)
             self._processes.append(process)
             self._conns.append(conn)
-            threading.Thread(target=self._receive, args=(i,), name=f"stepper-{i}-answers", daemon=True).start()
+            threading.Thread(target=self._keep, args=(i,), name=f"stepper-{i}-answers", daemon=True).start()
 
     def ready(self) -> int:
         """How many processes take sentences now."""
@@ -149,6 +152,7 @@ class Steppers:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._closing.set()
             sent, self._sent = list(self._sent.values()), {}
             self._by_key.clear()
         for i in range(len(self._processes)):
@@ -199,9 +203,29 @@ class Steppers:
         if self._by_key.get((sent.group, sent.key)) is sent:
             del self._by_key[sent.group, sent.key]
 
-    def _receive(self, process: int) -> None:
-        """The process's messages, until it ends: its answers, its figures, that it is ready."""
+    def _keep(self, process: int) -> None:
+        """Read process `process`'s messages until it ends; then, unless the server is closing, start
+        another in its place after RESTART_S, until FAILED_STARTS in a row end before they are ready."""
+        failed = 0
+        while True:
+            ready = self._receive(process)
+            failed = 0 if ready else failed + 1
+            if failed >= FAILED_STARTS:
+                log.error("stepper %d: %d processes in a row ended before they were ready; its models are "
+                          "stepped in process from now on", process, failed)
+                return
+            if self._closing.wait(RESTART_S):
+                return
+            with self._lock:
+                if self._closed:
+                    return
+                self._processes[process], self._conns[process] = _start(self._config)
+
+    def _receive(self, process: int) -> bool:
+        """The process's messages, until it ends: its answers, its figures, that it is ready. Whether
+        it was ever ready."""
         conn = self._conns[process]
+        ready = False
         while True:
             try:
                 message = conn.recv()
@@ -216,7 +240,7 @@ class Steppers:
             elif kind == "report":
                 self._report(process, *message[1:])
             elif kind == "ready":
-                self._ready[process] = True
+                self._ready[process] = ready = True
                 log.info("stepper %d ready (pid %d)", process, self._processes[process].pid)
         self._ready[process] = False
         self._waited[process] = (0.0, 0.0)
@@ -226,10 +250,13 @@ class Steppers:
                 self._forget(sent)
             closed = self._closed
         if not closed:
-            log.error("stepper %d ended (exit %s); its models are stepped in process", process,
-                      self._processes[process].poll())
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._processes[process].wait(1)
+            log.error("stepper %d ended (exit %s); its models are stepped in process until another starts",
+                      process, self._processes[process].poll())
         for sent in lost:
             _settle(sent.futures, RuntimeError("the stepping process ended"))
+        return ready
 
     def _answered(self, sid: int, result: Any) -> None:
         if isinstance(result, BaseException):

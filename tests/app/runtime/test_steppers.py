@@ -113,18 +113,21 @@ def test_a_sentence_nobody_waits_for_is_dropped_in_its_process(stepped):
     assert sum(registry.jobs.worker.dropped.as_dict().values()) > dropped
 
 
-def test_a_process_that_dies_leaves_the_server_answering(tiny_checkpoints, client):
+def test_a_process_that_dies_leaves_the_server_answering_and_another_takes_its_place(tiny_checkpoints, client):
     with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=1))) as test_client:
         steppers = ready(test_client, 1)
-        pid = steppers._processes[0].pid
-        os.kill(pid, signal.SIGKILL)
+        first = steppers._processes[0]
+        os.kill(first.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while steppers.ready():
             assert time.monotonic() < deadline
             time.sleep(0.05)
         body = {"text": TEXT}
-        got = lines(test_client.post("/api/compare", json=body))
-        assert got == lines(client.post("/api/compare", json=body))
+        want = lines(client.post("/api/compare", json=body))
+        assert lines(test_client.post("/api/compare", json=body)) == want  # on the model thread meanwhile
+        ready(test_client, 1)
+        assert steppers._processes[0].pid != first.pid
+        assert lines(test_client.post("/api/compare", json=body)) == want
 
 
 def test_the_processes_end_with_the_server(tiny_checkpoints):
