@@ -17,7 +17,10 @@ there and runs the model's own `decode` otherwise.
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import torch
 
@@ -42,7 +45,7 @@ class ServedSeq2Seq(Seq2Seq):
         if (self.encoder_graph is None or not as_recorded(self) or src.size(0) != 1
                 or bool((src == PAD_ID).any())):  # off the path the encoder's step was recorded for
             return super().encode_with_internals(src)
-        hidden, final, gates = self.encoder_graph.unroll(self.drop(self.embed(src)))
+        hidden, final, gates = self.encoder_graph.unroll(self.drop(self.embed(src)), src[0].tolist())
         projected = None if self.attention is None else self.attention.project(hidden)
         memory = Seq2SeqMemory(keys=hidden, mask=None, state=final, projected=projected)
         return memory, {"encoder_hidden": hidden, "encoder_gates": gates}
@@ -104,11 +107,32 @@ class RecurrentStepGraph:
             return torch.jit.trace(decode_step, (torch.tensor([[BOS_ID]]), *inputs, *state), check_trace=False)
 
 
+# Sentence prefixes whose encoder states are kept per model (`EncoderStepGraph.unroll`): a few
+# hundred, a few dozen sentences' worth, which covers the keys typed in the last half second or so
+PREFIXES_KEPT = 512
+
+
+@dataclass
+class _Unrolled:
+    """One sentence's unrolling: each position's step input (1, S, .) and its outputs, per position."""
+
+    inputs: torch.Tensor
+    hidden: list[torch.Tensor]
+    cells: list[torch.Tensor]  # the LSTM's c per position ([] for an Elman encoder)
+    gates: list[torch.Tensor]
+
+
 class EncoderStepGraph:
     """One token of a recurrent encoder (models/rnn.py, models/lstm.py) recorded, and the encoder's
     unrolling over one unpadded sentence with it: per token one recorded call instead of the cell's
     ten-odd calls from Python. The same calls on the same tensors: the same states and gates, bit
-    for bit (a padding mask of all True, which the derivation applies, selects every new state)."""
+    for bit (a padding mask of all True, which the derivation applies, selects every new state).
+
+    A reader who types sends the sentence again at every key, each time with the same first pieces.
+    A position's state depends only on the inputs up to it, so the unrolling starts after the longest
+    prefix read lately whose step inputs are equal, bit for bit, to this sentence's (the inputs
+    compared, not only the pieces: an input row computed in a product of another length could differ
+    in its last bit); the states taken are those its own steps would compute, the same numbers."""
 
     def __init__(self, model: ServedSeq2Seq):
         self.cell = model.encoder.cell
@@ -127,21 +151,51 @@ class EncoderStepGraph:
             else:
                 x = like.new_zeros(1, model.config.d_embed)
                 self.run = torch.jit.trace(self.cell, (x, state), check_trace=False)
+        # prefix -> the latest sentence unrolled with it (see the class's docstring); lanes may share a model
+        self._recent: OrderedDict[tuple[int, ...], _Unrolled] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def unroll(self, x: torch.Tensor):
-        """x (1, S, d_embed), the embedded sentence -> hidden (1, S, H), the final state (h, or (h, c))
-        and the gates (1, S, 3, H), None for an Elman encoder."""
-        h = x.new_zeros(1, self.cell.d_hidden)
-        hidden = []
-        if not self.lstm:
-            for t in range(x.size(1)):
-                h = self.run(x[:, t], h)
-                hidden.append(h)
-            return torch.stack(hidden, dim=1), h, None
-        wx = self.cell.W(x)  # (1, S, 4H): the input half of every gate, in one matmul, as the encoder does
-        c, gates = h, []
-        for t in range(x.size(1)):
-            h, c, g = self.run(wx[:, t], h, c)
+    def unroll(self, x: torch.Tensor, ids: list[int] | None = None):
+        """x (1, S, d_embed), the embedded sentence, and its piece ids (None: nothing kept or reused)
+        -> hidden (1, S, H), the final state (h, or (h, c)) and the gates (1, S, 3, H), None for an
+        Elman encoder."""
+        # each position's step input: the LSTM's input half of every gate in one matmul, as its encoder does
+        inputs = self.cell.W(x) if self.lstm else x  # (1, S, .)
+        done = self._resumed(ids, inputs)
+        hidden, cells, gates = done.hidden, done.cells, done.gates
+        h = hidden[-1] if hidden else x.new_zeros(1, self.cell.d_hidden)
+        c = cells[-1] if cells else h
+        for t in range(len(hidden), x.size(1)):
+            if self.lstm:
+                h, c, g = self.run(inputs[:, t], h, c)
+                cells.append(c)
+                gates.append(g)
+            else:
+                h = self.run(inputs[:, t], h)
             hidden.append(h)
-            gates.append(g)
+        self._keep(ids, _Unrolled(inputs, hidden, cells, gates))
+        if not self.lstm:
+            return torch.stack(hidden, dim=1), h, None
         return torch.stack(hidden, dim=1), (h, c), torch.stack(gates, dim=1)
+
+    def _resumed(self, ids: list[int] | None, inputs: torch.Tensor) -> _Unrolled:
+        """The outputs of the longest prefix of `ids` read lately with equal step inputs (new lists)."""
+        if ids is None:
+            return _Unrolled(inputs, [], [], [])
+        with self._lock:
+            for k in range(len(ids), 0, -1):
+                seen = self._recent.get(tuple(ids[:k]))
+                if seen is not None and torch.equal(seen.inputs[:, :k], inputs[:, :k]):
+                    return _Unrolled(inputs, seen.hidden[:k], seen.cells[:k], seen.gates[:k])
+        return _Unrolled(inputs, [], [], [])
+
+    def _keep(self, ids: list[int] | None, done: _Unrolled) -> None:
+        if ids is None:
+            return
+        with self._lock:
+            for k in range(1, len(ids) + 1):
+                key = tuple(ids[:k])
+                self._recent[key] = done
+                self._recent.move_to_end(key)
+            while len(self._recent) > PREFIXES_KEPT:
+                self._recent.popitem(last=False)

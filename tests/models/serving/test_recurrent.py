@@ -160,3 +160,34 @@ def test_the_encoder_through_its_recorded_step_matches_the_derivation_bit_for_bi
     padded = torch.tensor([[5, 9, 12], [40, 0, 0]])  # padding: the derivation's encoder
     graph.encode_with_internals(padded)
     assert count == [sum(len(ids) for ids in SOURCES)]
+
+
+@pytest.mark.parametrize("name", RECURRENT)
+@torch.inference_mode()
+def test_a_sentence_typed_on_resumes_after_its_prefix_and_matches_the_derivation_bit_for_bit(name):
+    """Each key sends the sentence again: the encoder steps only the pieces after the longest prefix
+    read lately (an edit in the middle resumes before it), and every state and gate is still the
+    derivation's."""
+    graph, python = _pair(name)
+    count = _counted(graph.encoder_graph, ("run",))
+    typed = [[5], [5, 9], [5, 9, 12], [5, 9, 12, 7], [5, 10, 12, 7], [5, 10, 12, 7, 20]]
+    for ids in typed:
+        src = torch.tensor([ids])
+        (memory_a, internals_a), (memory_b, internals_b) = graph.encode_with_internals(src), \
+            python.encode_with_internals(src)
+        assert torch.equal(memory_a.keys, memory_b.keys)
+        for key in ("encoder_hidden", "encoder_gates"):
+            a, b = internals_a[key], internals_b[key]
+            assert (a is None and b is None) or torch.equal(a, b)
+    # stepped: 1 + 1 + 1 + 1, then from the edited second piece 3, then 1
+    assert count == [8]
+
+
+@torch.inference_mode()
+def test_the_prefixes_kept_are_bounded():
+    from models.serving.recurrent import PREFIXES_KEPT
+
+    graph, _ = _pair("lstm")
+    for i in range(PREFIXES_KEPT // 4 + 10):
+        graph.encode_with_internals(torch.tensor([[5 + i % 200, 9, 12, 7 + i // 200]]))
+    assert len(graph.encoder_graph._recent) == PREFIXES_KEPT
