@@ -88,8 +88,9 @@ async function request(method, path, body, signal) {
  * page only ever wants the newest text), without waiting for the aborted connection to close. The server sends one JSON line
  * per model as soon as that model is done; returns a Map model -> Promise of its answer (what
  * /api/attention answers), each settled as its line arrives. An abort rejects those still waiting.
+ * `supersede` false: no key, for a second request about a text whose first is still streaming.
  */
-export function compare(text, models, signal) {
+export function compare(text, models, signal, supersede = true) {
   const waiting = new Map(models.map((name) => [name, settler()]));
   const promises = new Map([...waiting].map(([name, one]) => [name, one.promise])); // before any line settles one
   const settle = (answer) => {
@@ -99,7 +100,8 @@ export function compare(text, models, signal) {
     if (answer.error) one.reject(new ApiError(500, answer.error));
     else one.resolve(answer);
   };
-  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)), { "X-Supersede-Key": VISIT })
+  const headers = supersede ? { "X-Supersede-Key": VISIT } : {};
+  readLines("/api/compare", { text, models }, signal, (line) => settle(JSON.parse(line)), headers)
     .then(() => new ApiError(502, "the server's answer ended early"), (error) => error)
     .then((error) => {
       for (const one of waiting.values()) one.reject(error);

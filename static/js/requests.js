@@ -223,7 +223,7 @@ class Line {
 }
 
 export class Lab {
-  /** `compare(text, names, signal)`: one request for several models (api.compare). */
+  /** `compare(text, names, signal, supersede)`: one request for several models (api.compare). */
   constructor(compare) {
     this.speculation = new Speculation(compare);
     this.generation = 0;

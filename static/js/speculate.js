@@ -23,8 +23,9 @@ const KEEP = 40; // answers remembered (about eight texts of five models)
 
 export class Speculation {
   /**
-   * `fetchRound(text, names, signal)` asks about one text for several models in one request and
-   * returns a Map name -> Promise of that model's answer (api.compare).
+   * `fetchRound(text, names, signal, supersede)` asks about one text for several models in one request
+   * (superseding the older text's request when `supersede`) and returns a Map name -> Promise of that
+   * model's answer (api.compare).
    */
   constructor(fetchRound) {
     this.fetchRound = fetchRound;
@@ -55,7 +56,11 @@ export class Speculation {
 
   send(text, names, controller) {
     this.sent += 1;
-    const promises = this.fetchRound(text, names, controller.signal);
+    // Only a text's first request supersedes (the server then stops the older text's work): another for
+    // the same text (models a view asks for later) must not stop its sibling still streaming, whose
+    // answers views wait for. The page aborts such siblings itself once the text changes (`ahead`).
+    const sibling = [...this.answers.values()].some((entry) => entry.controller && entry.text === text);
+    const promises = this.fetchRound(text, names, controller.signal, !sibling);
     promises.values().next().value?.catch((error) => this.quiet(error));
     return promises;
   }

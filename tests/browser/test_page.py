@@ -321,6 +321,26 @@ SPECULATION_UNDER_LOAD = """async () => {
 }"""
 
 
+def test_a_second_request_for_the_same_text_does_not_stop_the_first(open_page, catalog):
+    """Opened mid-page, the page asks about the default text twice: the first screen's model, then the
+    chapter's other models. Only a text's first request carries X-Supersede-Key, so the second does not
+    stop the first while it streams: every view gets its model's answer (before, one view said the
+    answer "ended early")."""
+    page, problems = open_page("?ch=5")
+    keyed = []
+    page.on("request", lambda r: r.url.endswith("/api/compare") and keyed.append(
+        (r.post_data_json["text"], "x-supersede-key" in r.headers)))
+    page.reload()
+    for model in (m["name"] for m in catalog if m["recurrent"] and m["cross_attention"]):
+        plot = show(page, f"attention-{model}")
+        assert plot.evaluate("el => !!el.data && !el.querySelector('.plot-empty')"), plot.text_content()
+    firsts = {}
+    for text, has_key in keyed:
+        assert has_key == (text not in firsts), keyed
+        firsts.setdefault(text, True)
+    assert problems.errors == []
+
+
 def test_speculation_asks_at_every_key_and_goes_quiet_when_refused(fresh_page):
     """Every key asks about its text at once and aborts the older text's request; after a 503 with
     a Retry-After nothing is sent until it has passed (each ask rejects with the refusal, which the
