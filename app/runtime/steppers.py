@@ -387,11 +387,13 @@ def serve(conn, config: StepperConfig) -> None:
         send(("done", sid, result))
 
     def report() -> None:
+        told = 0.0  # the queue age last sent
         while not stop.wait(REPORT_S):
             ran, waits = load.taken()
             age = worker.waited()
-            if ran or waits or age:
+            if _worth_reporting(ran, waits, age, told):
                 send(("report", age, ran, waits))
+                told = age
 
     send(("ready",))
     threading.Thread(target=report, name="stepper-report", daemon=True).start()
@@ -420,6 +422,13 @@ def serve(conn, config: StepperConfig) -> None:
     finally:
         stop.set()
         registry.close()
+
+
+def _worth_reporting(ran: list, waits: list, age: float, told: float) -> bool:
+    """Whether a stepper process reports now: it has figures, or a queue, or its queue emptied since
+    it last told a nonzero age (a sentence dropped before its first step leaves no step to report,
+    and the server would go on adding time to the old age, refusing every request)."""
+    return bool(ran or waits or age or told)
 
 
 def _portable(error: BaseException) -> BaseException:

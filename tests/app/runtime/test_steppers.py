@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.runtime.steppers import _homes, _route
+from app.runtime.steppers import _homes, _route, _worth_reporting
 from tests.app.conftest import TEXT, tiny_settings
 
 TEXTS = [TEXT, "Il pleut.", "Où est la gare ?", "Nous avons un chat et un chien.", "Tu es en retard."]
@@ -141,3 +141,10 @@ def test_no_processes_when_the_settings_leave_it_to_the_model_thread(client, tin
     settings = tiny_settings(tiny_checkpoints, step_processes=None, batch_compares=False)
     with TestClient(create_app(settings)) as unbatched:
         assert unbatched.app.state.registry.jobs.steppers is None
+
+
+def test_a_process_reports_its_figures_its_queue_and_the_queue_emptied():
+    assert _worth_reporting([("rnn", 2)], [], 0.0, 0.0)
+    assert _worth_reporting([], [], 0.3, 0.0)
+    assert _worth_reporting([], [], 0.0, 0.3)  # emptied by a drop, no step: said, or admission waits on
+    assert not _worth_reporting([], [], 0.0, 0.0)  # idle: nothing to say
