@@ -34,14 +34,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from app.limits import Limits
-from app.runtime.stepping import Batchable
+from app.runtime.stepping import Batchable, settle
 from app.runtime.workload import Abandoned, Dropped, Load
 from models.decoding import Stopped
 
@@ -127,7 +128,7 @@ class Steppers:
             shared = self._by_key.get((spec.group, spec.key))
             if shared is not None and any(not f.done() for f in shared.futures):
                 shared.futures.append(future)
-                future.add_done_callback(partial_dropped(self, shared))
+                future.add_done_callback(partial(self._dropped, shared))
                 return future
             process = self._choose(spec.group)
             if process is None:
@@ -140,7 +141,7 @@ class Steppers:
             with self._lock:
                 self._forget(sent)
             return None
-        future.add_done_callback(partial_dropped(self, sent))
+        future.add_done_callback(partial(self._dropped, sent))
         return future
 
     def waited(self) -> float:
@@ -255,7 +256,7 @@ class Steppers:
             log.error("stepper %d ended (exit %s); its models are stepped in process until another starts",
                       process, self._processes[process].poll())
         for sent in lost:
-            _settle(sent.futures, RuntimeError("the stepping process ended"))
+            settle(sent.futures, RuntimeError("the stepping process ended"))
         return ready
 
     def _answered(self, sid: int, result: Any) -> None:
@@ -266,7 +267,7 @@ class Steppers:
             if sent is not None:
                 self._forget(sent)
         if sent is not None:
-            _settle(sent.futures, result)
+            settle(sent.futures, result)
 
     def _report(self, process: int, age: float, ran: list, waits: list) -> None:
         self._waited[process] = (age, time.perf_counter())
@@ -291,19 +292,6 @@ def _start(config: StepperConfig) -> tuple[subprocess.Popen, Connection]:
     conn = Connection(ours.detach())
     conn.send(config)
     return process, conn
-
-
-def partial_dropped(steppers: Steppers, sent: _Sent) -> Callable[[Future], None]:
-    return lambda future: steppers._dropped(sent, future)
-
-
-def _settle(futures: list[Future], result: Any) -> None:
-    for future in futures:
-        with contextlib.suppress(InvalidStateError):  # cancelled meanwhile by its reader
-            if isinstance(result, BaseException):
-                future.set_exception(result)
-            else:
-                future.set_result(result)
 
 
 def _route(group: Hashable, home: int, live: dict[Hashable, list[int]], ready: list[int]) -> int:

@@ -84,12 +84,18 @@ class _Sentence:
                    for future, cancel in self.waiters)
 
     def settle(self, result: Any) -> None:
-        for future, _ in self.waiters:
-            with contextlib.suppress(InvalidStateError):  # cancelled meanwhile by its reader
-                if isinstance(result, BaseException):
-                    future.set_exception(result)
-                else:
-                    future.set_result(result)
+        settle([future for future, _ in self.waiters], result)
+
+
+def settle(futures: list[Future], result: Any) -> None:
+    """Each of `futures` given `result`, or raising it when it is an exception; one cancelled
+    meanwhile by its reader is left as it is."""
+    for future in futures:
+        with contextlib.suppress(InvalidStateError):
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
 
 
 class SteppedDecoding:
