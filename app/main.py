@@ -36,7 +36,7 @@ from app.runtime.errors import (
     UnknownModelError,
     UnknownSnapshotError,
 )
-from app.runtime.loading import load_registry
+from app.runtime.loading import freeze_start_up_heap, load_registry
 from app.runtime.metrics import Metrics
 from app.runtime.registry import ModelRegistry
 from app.runtime.shares import Shares
@@ -53,16 +53,6 @@ log = logging.getLogger("attention_lab")
 CLIENT_CLOSED_REQUEST = 499  # nginx's code for a client that left before its answer
 ECHO_CHARS = 64  # a 422 shows at most this much of the value it refuses
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no character, no UTF-8
-
-
-def freeze_start_up_heap() -> None:
-    """Leave what start-up built (the models' modules, the tokenizer's vocabulary, the catalogues,
-    the app's schemas: objects that live as long as the process) out of every later garbage
-    collection. CPython's full collections walk every tracked object while holding the GIL, and
-    under load they stopped the event loop for up to tenths of a second at a time: every answer
-    waited, health's included (bench/README.md, readers.py)."""
-    gc.collect()
-    gc.freeze()
 
 
 def stepper_processes(settings: Settings, registry: ModelRegistry) -> Steppers | None:

@@ -5,6 +5,7 @@ GET /api/health says what is wrong."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,14 @@ def load_models(checkpoints: Path, names: tuple[str, ...], device: torch.device,
             log.warning("model %s not loaded: %s", name, unavailable[name])
     log.info("loaded %s on %s", ", ".join(loaded) or "no models", device)
     return loaded, unavailable
+
+
+def freeze_start_up_heap() -> None:
+    """Leave what start-up built (the models' modules, the tokenizer's vocabulary, the catalogues,
+    the app's schemas: objects that live as long as the process) out of every later garbage
+    collection. CPython's full collections walk every tracked object while holding the GIL: under
+    load they stopped the event loop, or a stepper process's model thread, for a tenth of a second
+    or more at a time (a full collection of a loaded registry takes 150-190 ms), and every answer
+    waited, health's included (bench/README.md, readers.py)."""
+    gc.collect()
+    gc.freeze()

@@ -128,7 +128,7 @@ class Steppers:
             shared = self._by_key.get((spec.group, spec.key))
             if shared is not None and any(not f.done() for f in shared.futures):
                 shared.futures.append(future)
-                future.add_done_callback(partial(self._dropped, shared))
+                future.add_done_callback(partial(self._dropped, shared.sid))
                 return future
             process = self._choose(spec.group)
             if process is None:
@@ -141,7 +141,7 @@ class Steppers:
             with self._lock:
                 self._forget(sent)
             return None
-        future.add_done_callback(partial(self._dropped, sent))
+        future.add_done_callback(partial(self._dropped, sent.sid))
         return future
 
     def waited(self) -> float:
@@ -187,16 +187,19 @@ class Steppers:
             self._ready[process] = False
             return False
 
-    def _dropped(self, sent: _Sent, future: Future) -> None:
-        """A reader's Future is done: if it was cancelled and no reader waits for the sentence any
-        more, the process drops it at its next step."""
+    def _dropped(self, sid: int, future: Future) -> None:
+        """A reader's Future is done: if it was cancelled and no reader waits for sentence `sid` any
+        more, the process drops it at its next step. (The callback holds the number, not the _Sent:
+        a Future keeps its callbacks after it is done, and the _Sent holds the Future, so that cycle
+        would keep every answer alive until a full collection, which then stalled the event loop.)"""
         if not future.cancelled():
             return
         with self._lock:
-            if any(not f.done() for f in sent.futures) or sent.sid not in self._sent:
+            sent = self._sent.get(sid)
+            if sent is None or any(not f.done() for f in sent.futures):
                 return
             self._forget(sent)
-        self._send(sent.process, ("drop", sent.sid))
+        self._send(sent.process, ("drop", sid))
 
     def _forget(self, sent: _Sent) -> None:
         if self._sent.pop(sent.sid, None) is not None:
@@ -344,7 +347,7 @@ class _Relayed(Load):
 def serve(conn, config: StepperConfig) -> None:
     """A stepper process: load the models, then step the sentences sent until told to close (or
     until the server's end of the pipe closes)."""
-    from app.runtime.loading import load_registry
+    from app.runtime.loading import freeze_start_up_heap, load_registry
     from app.runtime.worker import ModelThread
 
     with contextlib.suppress(OSError):  # the whole process steps back for the server's event loop
@@ -354,6 +357,7 @@ def serve(conn, config: StepperConfig) -> None:
     registry = load_registry(config.checkpoints, config.models, config.device, cache_size=0,
                              limits=config.limits, worker=worker, layout=config.layout,
                              precision=config.precision, step=config.step)
+    freeze_start_up_heap()  # as the server does: no full collection walks the loaded models
     sending = threading.Lock()
     cancels: dict[int, threading.Event] = {}
     stop = threading.Event()

@@ -4,10 +4,12 @@ there, and a process that dies leaves the server answering."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.runtime.steppers import _homes, _route, _worth_reporting
+from app.services.comparison import stepped as stepped_job
 from tests.app.conftest import TEXT, tiny_settings
 
 TEXTS = [TEXT, "Il pleut.", "Où est la gare ?", "Nous avons un chat et un chien.", "Tu es en retard."]
@@ -111,6 +114,30 @@ def test_a_sentence_nobody_waits_for_is_dropped_in_its_process(stepped):
         time.sleep(0.05)
     time.sleep(0.5)  # the processes' answers to the drops
     assert sum(registry.jobs.worker.dropped.as_dict().values()) > dropped
+
+
+def test_a_sentence_is_freed_as_soon_as_its_readers_let_go(stepped):
+    """Nothing holds a sentence's Future (and so its answer) in a reference cycle once it is settled,
+    answered or cancelled: reference counting frees it, without waiting for a full garbage
+    collection (under load, those collections were what stopped the event loop)."""
+    registry = stepped.app.state.registry
+    steppers = registry.jobs.steppers
+
+    def job(model: str, text: str):
+        return stepped_job(registry, model, registry.source(text), None)
+
+    gc.collect()
+    gc.disable()
+    try:
+        answered = steppers.step_together(job("transformer", "Il fait beau."))
+        answered.result(timeout=30)
+        cancelled = steppers.step_together(job("lstm", "Il fait froid."))
+        cancelled.cancel()
+        freed = [weakref.ref(answered), weakref.ref(cancelled)]
+        del answered, cancelled
+        assert [future() for future in freed] == [None, None]
+    finally:
+        gc.enable()
 
 
 def test_a_process_that_dies_leaves_the_server_answering_and_another_takes_its_place(tiny_checkpoints, client):
