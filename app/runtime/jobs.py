@@ -26,6 +26,11 @@ class Steppers(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def processes(self) -> int: ...
+
+    def ready(self) -> int: ...
+
 
 @dataclass
 class Jobs:

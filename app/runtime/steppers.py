@@ -111,6 +111,11 @@ class Steppers:
             self._conns.append(conn)
             threading.Thread(target=self._keep, args=(i,), name=f"stepper-{i}-answers", daemon=True).start()
 
+    @property
+    def processes(self) -> int:
+        """How many processes this server runs (each restarted in its place if it ends)."""
+        return len(self._ready)
+
     def ready(self) -> int:
         """How many processes take sentences now."""
         return sum(self._ready)

@@ -41,6 +41,7 @@ from app.schemas.catalog import (
     Numerics,
     PageDefaults,
     SnapshotPoint,
+    Stepping,
     SublayerScore,
 )
 from app.schemas.gradients import (
@@ -169,7 +170,8 @@ __all__ = [
     "PageDefaults", "PositionalTable", "PredictRequest", "PredictedStep", "Prediction", "ProcessEnd",
     "Recap", "RecapRow", "Recurrence", "RecurrenceRequest", "Request", "Response", "SWITCHED_MODEL",
     "SampledCurves", "SaturationPoint", "Scaling", "ScalingRequest", "Scores", "ScoresRequest", "Snapshot",
-    "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Strict", "SublayerNorm", "SublayerScore",
+    "SnapshotPoint", "SnapshotRequest", "Standing", "Step", "Stepping", "Strict", "SublayerNorm",
+    "SublayerScore",
     "Sweep", "SweepRow",
     "SweepSettings", "TRAIN_LIMITS", "TextRequest", "TimingRequest", "TimingRoles", "TimingStatus",
     "Timings", "TrainContestant", "TrainEnd", "TrainFinal", "TrainInfo", "TrainLine", "TrainPlace",

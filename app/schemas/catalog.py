@@ -31,6 +31,13 @@ class Dropped(Response):
     stopped: int = Field(description="searches stopped between two decoder steps")
 
 
+class Stepping(Response):
+    """Where readers' compares are stepped (docs/SERVER.md, "Stepping processes")."""
+    processes: int = Field(description="stepper processes this replica runs (0: its model thread steps them)")
+    ready: int = Field(description="of those, how many take sentences now; until one is, the model thread "
+                                   "steps its models' sentences")
+
+
 class PageDefaults(Response):
     """What the page opens with (app/defaults.py); its first visit's answers are computed ahead."""
     text: str = Field(description="the sentence in the box")
@@ -58,6 +65,7 @@ class Health(Response):
     limits: Limits
     numerics: Numerics
     dropped: Dropped
+    stepping: Stepping
     defaults: PageDefaults
     length_buckets: list[LengthGroup] = Field(default_factory=_length_groups, description=(
         "the evaluation's length groups, shortest first: a reader's sentence belongs to the one its "
@@ -70,6 +78,7 @@ class Health(Response):
                     "max_timing_length": 2000, "max_timing_lengths": 16},
          "numerics": {"precision": "fp16-weights", "layout": "input-major"},
          "dropped": {"skipped": 3, "stopped": 5},
+         "stepping": {"processes": 2, "ready": 2},
          "defaults": {"text": defaults.TEXT, "length": defaults.LENGTH, "seed": defaults.SEED,
                       "top_k": defaults.TOP_K},
          "length_buckets": [{"bucket": name, "min_words": low, "max_words": high}

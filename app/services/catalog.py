@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from app import defaults
 from app.runtime.registry import ModelRegistry
-from app.schemas import Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults
+from app.schemas import Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults, Stepping
 
 
 def health(registry: ModelRegistry) -> Health:
@@ -23,8 +23,16 @@ def health(registry: ModelRegistry) -> Health:
         # load); with fp16-weights, what fp16 holds exactly is read from an fp16 copy
         numerics=Numerics(precision=registry.precision, layout=registry.layout),
         dropped=Dropped(**registry.jobs.worker.dropped.as_dict()),
+        stepping=stepping(registry),
         defaults=page_defaults(registry),
     )
+
+
+def stepping(registry: ModelRegistry) -> Stepping:
+    steppers = registry.jobs.steppers
+    if steppers is None:
+        return Stepping(processes=0, ready=0)
+    return Stepping(processes=steppers.processes, ready=steppers.ready())
 
 
 def page_defaults(registry: ModelRegistry) -> PageDefaults:

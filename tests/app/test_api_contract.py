@@ -19,6 +19,7 @@ def test_health_lists_every_loaded_model(client):
                     "limits": {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
                                "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16},
                     "numerics": {"precision": "fp16-weights", "layout": "input-major"},
+                    "stepping": {"processes": 0, "ready": 0},  # the app tests step on the model thread
                     "defaults": {"text": TEXT, "length": 80, "seed": 1, "top_k": 5},
                     "length_buckets": [{"bucket": "1-5", "min_words": 1, "max_words": 5},
                                        {"bucket": "6-10", "min_words": 6, "max_words": 10},

@@ -44,6 +44,16 @@ def stepped(tiny_checkpoints):
         yield test_client
 
 
+def test_health_says_how_many_processes_step_and_how_many_are_ready(stepped, client, tiny_checkpoints):
+    assert stepped.get("/api/health").json()["stepping"] == {"processes": 2, "ready": 2}
+    assert client.get("/api/health").json()["stepping"] == {"processes": 0, "ready": 0}  # the model thread's
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=1))) as starting:
+        stepping = starting.get("/api/health").json()["stepping"]
+        assert stepping["processes"] == 1 and stepping["ready"] in (0, 1)
+        ready(starting, 1)
+        assert starting.get("/api/health").json()["stepping"] == {"processes": 1, "ready": 1}
+
+
 def test_the_models_are_shared_out_by_size_largest_first():
     assert _homes({"a": 10, "b": 6, "c": 5, "d": 1}, 2) == {"a": 0, "b": 1, "c": 1, "d": 0}
     assert _homes({"a": 10, "b": 6}, 1) == {"a": 0, "b": 0}
