@@ -128,7 +128,6 @@ def freeze_start_up_heap() -> None:
     the app's schemas: objects that live as long as the process) out of every later garbage
     collection. CPython's full collections walk every tracked object while holding the GIL: under
     load they stopped the event loop, or a stepper process's model thread, for a tenth of a second
-    or more at a time (a full collection of a loaded registry takes 150-190 ms), and every answer
-    waited, health's included (bench/README.md, readers.py)."""
+    or more at a time, and every answer waited, health's included (bench/README.md, readers.py)."""
     gc.collect()
     gc.freeze()
