@@ -26,7 +26,9 @@ GET /metrics.
 Printed per number of readers: sentences, p50/p95/p99 latency, failures by cause (a refusal
 without a Retry-After is counted apart), requests per second, the slowest health answer, the
 model requests in flight on average (GET /metrics, the autoscaler's signal), the load generator's
-own CPU (its share of the machine), and then the most readers held at p95 <= 250 ms with none
+own CPU (its share of the machine), per model the sentences stepped together and their wait for a
+first step, the share of the sentences started that were stopped before their end (their reader
+typed on: work nobody saw), and then the most readers held at p95 <= 250 ms with none
 failed. The readers start staggered over their first 2 s; each level runs
 on the same server, after the previous one's readers have stopped.
 
@@ -228,10 +230,32 @@ def stepped(first: str, last: str) -> dict[str, dict[str, float]]:
     return out
 
 
+def cut_short(first: str, last: str) -> dict[str, float] | None:
+    """Between two GET /metrics texts: the sentences that took a first step (every model), and of
+    them the share stopped before their end (their reader typed on, or left), each having cost its
+    encoding and its steps; the sentences skipped before their first step cost nothing."""
+    def series(text: str) -> dict[str, float]:
+        found = {"started": 0.0}
+        for line in text.splitlines():
+            if line.startswith("attention_lab_model_first_step_seconds_count{"):
+                found["started"] += float(line.split()[-1])
+            elif line.startswith("attention_lab_model_dropped_total{"):
+                found[line.split('"')[1]] = float(line.split()[-1])
+        return found
+
+    a, b = series(first), series(last)
+    grew = {key: b[key] - a.get(key, 0.0) for key in b}
+    if not grew["started"]:
+        return None
+    return {"started": grew["started"], "stopped_share": grew.get("stopped", 0.0) / grew["started"],
+            "skipped": grew.get("skipped", 0.0)}
+
+
 async def probe(url: str, until: float) -> tuple[list[float | None], list[float], dict]:
     """Every HEALTH_EVERY_S until `until`: GET /api/health, each answer's seconds (None: not a 200),
     and GET /metrics's model requests in flight (what the autoscaler reads, deploy/README.md); and
-    per model the sentences stepped together and their wait for a first step (`stepped`)."""
+    per model the sentences stepped together and their wait for a first step (`stepped`), and how
+    many of them were stopped before their end (`cut_short`)."""
     health: list[float | None] = []
     in_flight: list[float] = []
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -244,7 +268,7 @@ async def probe(url: str, until: float) -> tuple[list[float | None], list[float]
             in_flight += [float(line.split()[-1]) for line in metrics.splitlines()
                           if line.startswith("attention_lab_requests_in_flight ")]
             await asyncio.sleep(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - began)))
-    return health, in_flight, stepped(first, last)
+    return health, in_flight, (stepped(first, last), cut_short(first, last))
 
 
 async def experiment(url: str, page: dict, until: float, seed: int) -> list[float]:
@@ -270,7 +294,7 @@ async def level(url: str, page: dict, readers: int, seconds: float, seed: int, w
     crowd = [Reader(i, url, page, seed, where) for i in range(readers)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     extra = [experiment(url, page, until, seed)] if with_experiment else []
-    (health, in_flight, steps), *rest = await asyncio.gather(probe(url, until), *extra,
+    (health, in_flight, (steps, cut)), *rest = await asyncio.gather(probe(url, until), *extra,
                                                              *(r.run(until) for r in crowd))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     latencies = [x for r in crowd for x in r.latencies]
@@ -285,6 +309,7 @@ async def level(url: str, page: dict, readers: int, seconds: float, seed: int, w
             "health_max_s": None if None in health or not health else max(health),
             "health_failed": health.count(None),
             "in_flight_mean": statistics.fmean(in_flight) if in_flight else None, "stepped": steps,
+            "cut_short": cut,
             "experiment_s": statistics.median(rest[0]) if extra and rest[0] else None,
             "generator_cpu_share": cpu / wall / (os.cpu_count() or 1)}
 
@@ -316,6 +341,10 @@ def show(row: dict) -> None:
         print("        sentences per step (first step's mean wait): " + ", ".join(
             f"{model} {s['rows_per_step']:.1f} ({fmt1(s['first_step_ms'])} ms)"
             for model, s in sorted(row["stepped"].items())), flush=True)
+    if row.get("cut_short"):
+        cut = row["cut_short"]
+        print(f"        sentences started: {cut['started']:.0f}, stopped before their end "
+              f"{100 * cut['stopped_share']:.0f}%; skipped unstarted: {cut['skipped']:.0f}", flush=True)
 
 
 def held(rows: list[dict], where: str) -> int:
