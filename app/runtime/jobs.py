@@ -1,11 +1,19 @@
 """Model work for requests: answered from the result cache when it can be, else queued for the
-one model thread (app/runtime/worker.py), alone or as a batch side by side."""
+one model thread (app/runtime/worker.py), alone or as a batch side by side.
+
+Work nobody waits for yet (`Jobs.behind_readers`: the default sentence's answers computed at
+start-up, app/services/ahead.py) is queued as the least urgent (EXPERIMENT) and never stepped with
+the readers' sentences, so a reader's request goes before it, and admission, which counts only more
+urgent work (`ModelThread.waited`), never turns a reader away for it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
@@ -13,7 +21,7 @@ from typing import Any, Protocol
 
 from app.runtime.cache import MISSING, ResultCache
 from app.runtime.stepping import Batchable
-from app.runtime.worker import ORDINARY, ModelThread
+from app.runtime.worker import EXPERIMENT, INTERACTIVE, ORDINARY, ModelThread
 
 
 class Steppers(Protocol):
@@ -42,6 +50,21 @@ class Jobs:
     seconds: dict[str, float] = field(default_factory=dict)
     # processes that step readers' sentences (app/runtime/steppers.py); None: the model thread does
     steppers: Steppers | None = None
+    # set on a thread inside `behind_readers`
+    _behind: threading.local = field(default_factory=threading.local, repr=False)
+
+    @contextlib.contextmanager
+    def behind_readers(self) -> Iterator[None]:
+        """Work queued from this thread meanwhile waits behind every reader's (see the module's
+        docstring)."""
+        self._behind.on = True
+        try:
+            yield
+        finally:
+            self._behind.on = False
+
+    def _priority(self, priority: int) -> int:
+        return EXPERIMENT if getattr(self._behind, "on", False) else priority
 
     def result(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
@@ -60,7 +83,8 @@ class Jobs:
         """Like `result`, without waiting: a Future, already done when the cache had the answer."""
         value = self.cache.get(key)
         if value is MISSING:
-            return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel, priority=priority)
+            return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel,
+                                      priority=self._priority(priority))
         done: Future = Future()
         done.set_result(value)
         return done
@@ -73,15 +97,17 @@ class Jobs:
         (in a stepper process when the server has them, else worker.step_together) while the worker
         batches; the others run as one batch on every core
         (worker.run_together), ahead of everything else queued (INTERACTIVE: typing asks for these),
-        the slowest per piece lately first (longest first keeps the lanes evenly busy)."""
+        the slowest per piece lately first (longest first keeps the lanes evenly busy). Inside
+        `behind_readers`, all of them run as that batch, behind everything else."""
         futures: list[Future | None] = []
         todo, names = [], []
+        priority = self._priority(INTERACTIVE)
         for name, key, compute, spec in items:
             value = self.cache.get(key)
             if value is not MISSING:
                 futures.append(Future())
                 futures[-1].set_result(value)
-            elif spec is not None and self.worker.batching:
+            elif spec is not None and self.worker.batching and priority == INTERACTIVE:
                 remote = self.steppers.step_together(spec, cancel) if self.steppers is not None else None
                 futures.append(remote or self.worker.step_together(spec, cancel))
                 futures[-1].add_done_callback(partial(self._keep, key))
@@ -91,7 +117,7 @@ class Jobs:
                 todo.append(partial(self.cache.get_or_compute, key, timed))
                 names.append(name)
         start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
-        queued = iter(self.worker.run_together(todo, cancel, start) if todo else [])
+        queued = iter(self.worker.run_together(todo, cancel, start, priority) if todo else [])
         return [future or next(queued) for future in futures]
 
     def waited(self) -> float:

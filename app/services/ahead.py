@@ -7,7 +7,8 @@ service call its route makes, both declared once by that service (its `PAGE`). T
 the route's own request schema, so its defaults fill in as they do for the page, and the service
 builds the same cache key. Nothing goes through
 HTTP or the routers: the asks run one after another on a thread of their own, each queued on the
-model thread like any request, so a reader who arrives meanwhile waits at most one answer behind.
+model thread behind every reader's work (app/runtime/jobs.py, `behind_readers`): a reader who arrives
+meanwhile goes first, and is never refused for this work (admission does not count it).
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ class Ahead(threading.Thread):
     def run(self) -> None:
         began = time.perf_counter()
         asks = first_visit(self.registry)
-        self.answered = answer_all(self.registry, asks, self.stopped)
+        with self.registry.jobs.behind_readers():
+            self.answered = answer_all(self.registry, asks, self.stopped)
         log.info("default sentence: %d of %d answers computed ahead in %.1f s", self.answered, len(asks),
                  time.perf_counter() - began)
 
