@@ -117,7 +117,7 @@ class Jobs:
                 todo.append(partial(self.cache.get_or_compute, key, timed))
                 names.append(name)
         start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
-        queued = iter(self.worker.run_together(todo, cancel, start, priority) if todo else [])
+        queued = iter(self.worker.run_together(todo, cancel, start, priority=priority) if todo else [])
         return [future or next(queued) for future in futures]
 
     def waited(self) -> float:

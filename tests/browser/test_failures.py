@@ -22,13 +22,14 @@ def answer(status: int, detail: str, retry_after: str | None = None):
                                        body=f'{{"detail": "{detail}"}}')
 
 
+# each failure: how the route answers, and the pattern (a regular expression) of what the page says
 FAILURES = {
     "500": (answer(500, "internal error (SystemError); please report it"),
-            "the server failed on this request (error 500)"),
+            r"the server failed on this request \(error 500\)"),
     "503": (answer(503, "too many model requests at once", "2"),
-            "the server is busy with other readers; try again in 2 s"),
+            "the server is busy with other readers; try again in [12] s"),
     "429": (answer(429, "too many requests", "3"),
-            "more requests from this page than it takes at once; try again in 3 s"),
+            "more requests from this page than it takes at once; try again in [1-3] s"),
     "abort": (lambda route: route.abort("aborted"), "the server could not be reached"),
     "offline": (lambda route: route.abort("internetdisconnected"), "the server could not be reached"),
 }
@@ -41,6 +42,13 @@ COMPARE = chapters.FIRST_SCREEN[0].failure  # POST /api/compare: every model's c
 NEEDS = {"**/api/long-lag/gradients": "**/api/long-lag"}
 CATALOG = ("**/api/health", "**/api/models")  # without them the page cannot build itself
 NETWORK_NOISE = re.compile(r"Failed to load resource")  # Chromium's own line for each failed request
+
+
+def says(text: str, failure: str) -> bool:
+    """`text` says `failure`'s message. A refusal's seconds may have counted down: while they run,
+    the page asks nothing and answers a view that asks with what is left of them (speculate.js), and
+    on a slow machine a view can ask a second or more after the refusal."""
+    return re.search(FAILURES[failure][1], text) is not None
 
 
 def page_errors(problems) -> list[str]:
@@ -74,10 +82,9 @@ def said(page, selector: str) -> list[str]:
 @pytest.mark.parametrize("failure", FAILURES)
 def test_every_model_request_failing_at_once_is_said_panel_by_panel(open_page, failure):
     page, problems = visit(open_page, {pattern: failure for pattern in PANELS})
-    message = FAILURES[failure][1]
     for pattern, selector in PANELS.items():
         texts = said(page, selector)
-        assert texts and all(message in t for t in texts), (pattern, texts)
+        assert texts and all(says(t, failure) for t in texts), (pattern, texts)
     assert said(page, COMPARE) == []  # the translations themselves came
     assert page_errors(problems) == []
 
@@ -86,9 +93,9 @@ def test_every_model_request_failing_at_once_is_said_panel_by_panel(open_page, f
 def test_the_translations_failing_are_said_on_every_card(open_page, catalog, failure):
     page, problems = visit(open_page, {"**/api/compare": failure})
     cards = said(page, COMPARE)
-    assert len(cards) == len(catalog) and all(FAILURES[failure][1] in t for t in cards), cards
+    assert len(cards) == len(catalog) and all(says(t, failure) for t in cards), cards
     status = page.get_by_test_id("status")
-    assert status.get_attribute("data-tone") == "error" and FAILURES[failure][1] in status.inner_text()
+    assert status.get_attribute("data-tone") == "error" and says(status.inner_text(), failure)
     assert page_errors(problems) == []
 
 
@@ -96,8 +103,7 @@ def test_the_translations_failing_are_said_on_every_card(open_page, catalog, fai
 def test_one_request_failing_leaves_every_other_panel_working(open_page, pattern):
     failure = list(FAILURES)[list(PANELS).index(pattern) % len(FAILURES)]
     page, problems = visit(open_page, {pattern: failure})
-    message = FAILURES[failure][1]
-    assert all(message in t for t in said(page, PANELS[pattern])) and said(page, PANELS[pattern])
+    assert all(says(t, failure) for t in said(page, PANELS[pattern])) and said(page, PANELS[pattern])
     for other, selector in PANELS.items():
         if other != pattern and NEEDS.get(other) != pattern:
             assert not [t for t in said(page, selector) if "could not" in t or "failed" in t], other
@@ -115,7 +121,7 @@ def test_a_page_that_cannot_list_the_models_says_so(open_page, pattern, failure)
     page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
     status = page.get_by_test_id("status")
     assert "Could not list the models" in status.inner_text()
-    assert FAILURES[failure][1] in status.inner_text()
+    assert says(status.inner_text(), failure)
     assert page_errors(problems) == []
 
 
