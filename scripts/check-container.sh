@@ -7,7 +7,8 @@
 #      chroot (`podman run` cannot set rlimits here), read-only with a tmpfs /tmp as in
 #      deploy/k8s, in a fresh network namespace of its own,
 #   4. the image's HEALTHCHECK, GET /api/health and one POST /api/translate over that loopback,
-#      a few more translations for requests/s, and the server's resident memory,
+#      a few more translations for requests/s, compares of every model, and the resident memory of
+#      the server and of its stepper processes,
 #   5. stop, unmount and remove the namespace (also on failure or Ctrl-C). Safe to run again.
 #
 #   apt-get install -y podman debootstrap      # once
@@ -234,12 +235,30 @@ if {"rnn", "lstm"} & set(names):  # the gradient curves compare the recurrent en
     call("/api/gradients", {"text": long_text, "length": 200})
     heaviest += ", /api/gradients length 200"
 print(f"heaviest requests ({heaviest}): {time.perf_counter() - t0:.1f} s")
+# The readers' compares are stepped in the stepper processes (app/runtime/steppers.py), whose memory
+# is read below: every model on each sentence, and on the long one
+t0 = time.perf_counter()
+for sentence in [*sentences, long_text]:
+    status, text = call("/api/compare", {"text": sentence})
+    if any('"error"' in line for line in text.splitlines()):
+        sys.exit(f"POST /api/compare {sentence!r}: {text}")
+print(f"{len(sentences) + 1} POST /api/compare (every model): {time.perf_counter() - t0:.1f} s")
 PY
 
 uid_now=$(awk '/^Uid:/ {print $2}' "/proc/$SERVER_PID/status")
 rss_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status")
 hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$SERVER_PID/status")
 say "server pid $SERVER_PID runs as uid $uid_now; resident memory after serving: VmRSS $((rss_kb / 1024)) MiB, peak VmHWM $((hwm_kb / 1024)) MiB ($models)"
+steppers=0
+for status in /proc/[0-9]*/status; do
+    [ "$(awk '/^PPid:/ {print $2}' "$status" 2>/dev/null)" = "$SERVER_PID" ] || continue
+    pid=${status#/proc/}; pid=${pid%/status}
+    grep -qa "app.runtime.steppers" "/proc/$pid/cmdline" 2>/dev/null || continue
+    steppers=$((steppers + 1))
+    echo "   stepper process pid $pid: VmRSS $(($(awk '/^VmRSS:/ {print $2}' "$status") / 1024)) MiB," \
+         "peak VmHWM $(($(awk '/^VmHWM:/ {print $2}' "$status") / 1024)) MiB"
+done
+echo "   stepper processes: $steppers"
 
 # --- 5. stop ----------------------------------------------------------------------------------
 kill -TERM "$SERVER_PID"
