@@ -205,21 +205,28 @@ def percentile(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def stepped(first: str, last: str) -> dict[str, dict[str, float]]:
-    """Per model, between two GET /metrics texts: sentences decoded per step on average (stepped
-    together: docs/SERVER.md) and the mean wait for a sentence's first step, in ms."""
+# the GET /metrics series `grown` reads, each labelled by model or by reason
+SERIES = ("model_batch_size_sum", "model_batch_size_count", "model_first_step_seconds_sum",
+          "model_first_step_seconds_count", "model_dropped_total")
+
+
+def grown(first: str, last: str) -> dict[tuple[str, str], float]:
+    """(series, its label's value) -> how much it grew between two GET /metrics texts (SERIES only)."""
     def series(text: str) -> dict[tuple[str, str], float]:
         found = {}
         for line in text.splitlines():
-            for name in ("model_batch_size_sum", "model_batch_size_count", "model_first_step_seconds_sum",
-                         "model_first_step_seconds_count"):
-                if line.startswith(f"attention_lab_{name}{{model=\""):
-                    model = line.split('"')[1]
-                    found[name, model] = float(line.split()[-1])
+            for name in SERIES:
+                if line.startswith(f"attention_lab_{name}{{"):
+                    found[name, line.split('"')[1]] = float(line.split()[-1])
         return found
 
     a, b = series(first), series(last)
-    grew = {key: b[key] - a.get(key, 0.0) for key in b}
+    return {key: b[key] - a.get(key, 0.0) for key in b}
+
+
+def stepped(grew: dict[tuple[str, str], float]) -> dict[str, dict[str, float]]:
+    """Per model, from `grown`: sentences decoded per step on average (stepped together:
+    docs/SERVER.md) and the mean wait for a sentence's first step, in ms."""
     out = {}
     for (name, model), steps in grew.items():
         if name == "model_batch_size_count" and model and steps:
@@ -230,25 +237,15 @@ def stepped(first: str, last: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def cut_short(first: str, last: str) -> dict[str, float] | None:
-    """Between two GET /metrics texts: the sentences that took a first step (every model), and of
-    them the share stopped before their end (their reader typed on, or left), each having cost its
-    encoding and its steps; the sentences skipped before their first step cost nothing."""
-    def series(text: str) -> dict[str, float]:
-        found = {"started": 0.0}
-        for line in text.splitlines():
-            if line.startswith("attention_lab_model_first_step_seconds_count{"):
-                found["started"] += float(line.split()[-1])
-            elif line.startswith("attention_lab_model_dropped_total{"):
-                found[line.split('"')[1]] = float(line.split()[-1])
-        return found
-
-    a, b = series(first), series(last)
-    grew = {key: b[key] - a.get(key, 0.0) for key in b}
-    if not grew["started"]:
+def cut_short(grew: dict[tuple[str, str], float]) -> dict[str, float] | None:
+    """From `grown`: the sentences that took a first step (every model), and of them the share
+    stopped before their end (their reader typed on, or left), each having cost its encoding and its
+    steps; the sentences skipped before their first step cost nothing."""
+    started = sum(n for (name, _), n in grew.items() if name == "model_first_step_seconds_count")
+    if not started:
         return None
-    return {"started": grew["started"], "stopped_share": grew.get("stopped", 0.0) / grew["started"],
-            "skipped": grew.get("skipped", 0.0)}
+    return {"started": started, "stopped_share": grew.get(("model_dropped_total", "stopped"), 0.0) / started,
+            "skipped": grew.get(("model_dropped_total", "skipped"), 0.0)}
 
 
 async def probe(url: str, until: float) -> tuple[list[float | None], list[float], dict]:
@@ -268,7 +265,8 @@ async def probe(url: str, until: float) -> tuple[list[float | None], list[float]
             in_flight += [float(line.split()[-1]) for line in metrics.splitlines()
                           if line.startswith("attention_lab_requests_in_flight ")]
             await asyncio.sleep(max(0.0, HEALTH_EVERY_S - (time.perf_counter() - began)))
-    return health, in_flight, (stepped(first, last), cut_short(first, last))
+    grew = grown(first, last)
+    return health, in_flight, (stepped(grew), cut_short(grew))
 
 
 async def experiment(url: str, page: dict, until: float, seed: int) -> list[float]:
