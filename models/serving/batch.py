@@ -3,9 +3,9 @@
 A decoding step is bound by reading the decoder's weights (bench/floor.py); a step for eight
 sentences reads them once, not eight times. A `Pool` holds the sentences one model is decoding now
 and takes one step for all of them at a time, the scheduling serving engines call iteration-level or
-continuous batching (Orca; vLLM): a new sentence is encoded alone (the encoder's numbers and maps are
-those of the sentence searched by itself) and joins at the next step; a sentence that ends, or whose
-caller no longer wants it, leaves after the step that ended it, its answer ready at once.
+continuous batching (Orca; vLLM): new sentences are encoded (a Transformer's joining at one step
+together, padded under a mask) and join at the next step; a sentence that ends, or whose caller no
+longer wants it, leaves after the step that ended it, its answer ready at once.
 
 Sentences in one step differ in their source and in how far they have decoded. The sources are
 padded to the longest, with a mask; a recurrent decoder's state is per row anyway; a Transformer's
@@ -31,7 +31,7 @@ from models.decoding import Decoded, Stop, Stopped, collected, greedy_choices
 from models.outputs import select_batch
 from models.seq2seq import Seq2SeqMemory
 from models.serving.step import decode_rows
-from models.tokenizer import BOS_ID, EOS_ID
+from models.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from models.transformer import Transformer, TransformerMemory
 
 
@@ -77,30 +77,50 @@ class Pool:
         self.rows: list[_Row] = []
         self.memory = None  # the rows' memories, sources padded to the longest, in row order
         self.cache = None  # Transformer: per layer keys, values (B, h, T, dh) left-padded; else the state
+        # the rows that ended at the last step, still in `rows`: they leave with the next step's stopped
+        # rows or before the next join, so that the rows' tensors are selected once, not twice a step
+        self.finished: list[_Row] = []
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.rows) - len(self.finished)
 
     def join(self, sentences: list[Sentence]) -> None:
-        """Encode each sentence alone; they take part from the next step on."""
-        memories, rows = [], []
-        for sentence in sentences:
-            src = torch.tensor([sentence.ids], device=self.device)
-            memory, internals = self.model.encode_with_internals(src)
-            memories.append(memory)
-            rows.append(_Row(sentence, internals if sentence.keep else {}))
-        if not rows:
+        """Encode the sentences; they take part from the next step on."""
+        if not sentences:
             return
+        self._leave([])
+        parts, internals = self._encoded(sentences)
+        rows = [_Row(sentence, mine if sentence.keep else {}) for sentence, mine in zip(sentences, internals,
+                                                                                          strict=True)]
         lengths = [row.length for row in [*self.rows, *rows]]
         width = max(lengths)
-        parts = ([self.memory] if self.rows else []) + memories
-        self.memory = _joined(parts, width, _mask(lengths, width, self.device))
-        self.cache = self._joined_cache(memories, len(rows))
+        self.memory = _joined(([self.memory] if self.rows else []) + parts, width,
+                              _mask(lengths, width, self.device))
+        self.cache = self._joined_cache(parts, len(rows))
         self.rows.extend(rows)
 
-    def _joined_cache(self, memories: list, new: int):
+    def _encoded(self, sentences: list[Sentence]) -> tuple[list, list[dict]]:
+        """The sentences' memories, as batches in row order, and each one's encoder internals. A
+        Transformer encodes the sentences joining at one step together, padded to the longest under a
+        mask: its encoder's products over many rows take less time per sentence than one pass each
+        (bench/README.md, "Where a batched step's time goes"). A recurrent encoder reads each alone,
+        going on from the prefix it read lately (recurrent.py)."""
+        if not self.transformer or len(sentences) == 1:
+            encoded = [self.model.encode_with_internals(torch.tensor([s.ids], device=self.device))
+                       for s in sentences]
+            return [memory for memory, _ in encoded], [internals for _, internals in encoded]
+        width = max(len(s.ids) for s in sentences)
+        src = torch.tensor([s.ids + [PAD_ID] * (width - len(s.ids)) for s in sentences], device=self.device)
+        memory, internals = self.model.encode_with_internals(src)  # (B, width, d), maps (B, L, h, S, S)
+        maps, states = internals["attentions"]["encoder"], internals["encoder_hidden"]
+        # each sentence's own: its rows and keys, the padding cut off
+        return [memory], [{"attentions": {"encoder": maps[b:b + 1, :, :, :n, :n]},
+                           "encoder_hidden": states[b:b + 1, :n]}
+                          for b, n in enumerate(len(s.ids) for s in sentences)]
+
+    def _joined_cache(self, parts: list, new: int):
         if not self.transformer:  # the state each row goes on from: the new rows' encoder's final
-            states = ([self.cache] if self.rows else []) + [m.state for m in memories]
+            states = ([self.cache] if self.rows else []) + [m.state for m in parts]
             if isinstance(states[0], tuple):
                 return tuple(torch.cat([s[j] for s in states]) for j in range(len(states[0])))
             return torch.cat(states)
@@ -112,7 +132,8 @@ class Pool:
     def step(self) -> list[_Row]:
         """One decoding step for every sentence not told to stop; the rows that ended (told to stop,
         finished, or at their limit), out of the pool, each with its `result`."""
-        ended = [row for row in self.rows if _stopped(row)]
+        finished = {id(row) for row in self.finished}
+        ended = [row for row in self.rows if id(row) not in finished and _stopped(row)]
         self._leave(ended)
         if not self.rows:
             return ended
@@ -120,10 +141,10 @@ class Pool:
         logits, weights, self.cache = self._decode(last)
         for row in self.rows:
             row.read += 1
-        choices = greedy_choices(logits).tolist()  # every row's argmax at once, read back once
-        done = [row for b, row in enumerate(self.rows) if _advance(row, logits, weights, b, choices[b])]
-        self._leave(done)
-        return ended + done
+        choices = greedy_choices(logits)  # every row's argmax at once, read back once
+        self.finished = [row for b, row in enumerate(self.rows)
+                         if _advance(row, logits, weights, b, choices[b])]
+        return ended + self.finished
 
     def _decode(self, last: torch.Tensor):
         """logits (B, 1, V), maps, and the new cache of one step for every row."""
@@ -139,7 +160,9 @@ class Pool:
         return logits.view(B, 1, -1), weights, cache
 
     def _leave(self, rows: list[_Row]) -> None:
-        """Take `rows` out of the batch, and the padding nobody needs any more with them."""
+        """Take `rows` and the rows that finished out of the batch, and the padding nobody needs any
+        more with them."""
+        rows, self.finished = rows + self.finished, []
         if not rows:
             return
         gone = {id(row) for row in rows}
@@ -220,8 +243,9 @@ def _own(row: _Row, logits: torch.Tensor, weights: dict, b: int, read: int) -> t
 
 
 def _joined(parts: list, width: int, mask: torch.Tensor | None) -> TransformerMemory | Seq2SeqMemory:
-    """Batches of memories (their sources at most `width` long) as one, every source padded with
-    zeros to `width`, and `mask` (B, width) (None: no padding)."""
+    """Batches of memories (their sources at most `width` long) as one, every source padded to
+    `width` (with zeros, or a batch's own padding), and `mask` (B, width) (None: no padding) hiding
+    every padded key."""
     first = parts[0]
     if isinstance(first, TransformerMemory):
         kv = [tuple(torch.cat([_pad(m.cross_kv[layer][j], width, 2) for m in parts]) for j in (0, 1))

@@ -14,8 +14,8 @@ path and runs the Python step otherwise. The graph reads the served model's own 
 (nothing is copied), recorded after their layout and fp16 copies are final, so the Python step
 stays the reference the tests compare it with, and one setting away (Settings.step).
 
-The encoder is recorded the same way (`EncoderGraph`), run once per sentence on the path
-`ServedTransformer.encode_with_internals` checks (no padding, no switched-off encoder head). So is
+The encoder is recorded the same way (`EncoderGraph`), with padding and without, run on the path
+`ServedTransformer.encode_with_internals` checks (no switched-off encoder head). So is
 the step of sentences at different positions stepped together (`RowsGraph`, step.decode_rows), with
 its two masks as inputs.
 """
@@ -103,10 +103,11 @@ class RowsGraph:
 class EncoderGraph:
     """The encoder of one ServedTransformer, recorded: the embedding, every layer and the final norm,
     then each decoder layer's cross-attention keys and values of the source, as
-    `Transformer.encode_with_internals` computes them in eval mode with no padding, no switched-off
-    encoder head and the configured positional encoding. Recorded on a two-piece sentence; sizes are
-    read from the input at every call, so any unpadded batch up to the positional table's length runs
-    through it (`ServedTransformer.encode_with_internals` checks that)."""
+    `Transformer.encode_with_internals` computes them in eval mode with no switched-off encoder head
+    and the configured positional encoding. Recorded twice, on two-piece sentences: unpadded, and a
+    batch with padding (its mask, made from the pieces, hides the padding's keys). Sizes are read
+    from the input at every call, so any batch up to the positional table's length runs through the
+    recording of its kind (`ServedTransformer.encode_with_internals` checks that)."""
 
     def __init__(self, model: ServedTransformer):
         def encode(src):
@@ -114,16 +115,21 @@ class EncoderGraph:
             kv = [t for pair in memory.cross_kv for t in pair]
             return memory.states, internals["attentions"]["encoder"], *kv
 
-        example = torch.full((1, 2), PAD_ID + 1, device=model.out_bias.device)  # any piece but padding
+        piece = PAD_ID + 1  # any piece but padding
+        device = model.out_bias.device
+        unpadded = torch.full((1, 2), piece, device=device)
+        padded = torch.tensor([[piece, piece], [piece, PAD_ID]], device=device)
         with frozen(model), torch.no_grad(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.jit: see `available`
-            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # the padding test: no mask
-            self.run = torch.jit.trace(encode, (example,), check_trace=False)
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # the padding test's branch
+            self.run = torch.jit.trace(encode, (unpadded,), check_trace=False)
+            self.padded = torch.jit.trace(encode, (padded,), check_trace=False)
 
-    def __call__(self, src: torch.Tensor):
-        """src (B, S) -> states (B, S, d), the encoder's maps (B, L, h, S, S) and per decoder layer
-        the source's cross-attention keys and values, each (B, h, S, dh)."""
-        states, weights, *kv = self.run(src)
+    def __call__(self, src: torch.Tensor, padded: bool = False):
+        """src (B, S), with padding or without as `padded` says -> states (B, S, d), the encoder's
+        maps (B, L, h, S, S) and per decoder layer the source's cross-attention keys and values,
+        each (B, h, S, dh)."""
+        states, weights, *kv = (self.padded if padded else self.run)(src)
         return states, weights, list(zip(kv[::2], kv[1::2], strict=True))
 
 

@@ -161,16 +161,16 @@ class ServedTransformer(Transformer):
         self.rows_graph = None  # the recorded step of sentences at several positions (graph.RowsGraph)
 
     def encode_with_internals(self, src, head_mask=None, positional=None, off=()):
-        """The derivation's, or its recording on the path it recorded: eval mode, nothing
+        """The derivation's, or its recording on a path it recorded: eval mode, nothing
         differentiated, no switched-off encoder head or sub-layer, the configured positional
-        encoding, no padding, a length within the positional table."""
+        encoding, a length within the positional table; with padding or without."""
         if (self.encoder_graph is None or not as_recorded(self) or off
                 or "encoder" in (head_mask or {}) or positional not in (None, self.config.positional)
-                or src.size(1) > self.pe.size(0)
-                or mask_if_needed((src != PAD_ID).unsqueeze(1)) is not None):
+                or src.size(1) > self.pe.size(0)):
             return super().encode_with_internals(src, head_mask, positional, off)
-        states, weights, cross_kv = self.encoder_graph(src)
-        memory = TransformerMemory(states, None, head_mask, cross_kv)
+        mask = mask_if_needed((src != PAD_ID).unsqueeze(1))  # (B, 1, S), None without padding
+        states, weights, cross_kv = self.encoder_graph(src, padded=mask is not None)
+        memory = TransformerMemory(states, mask, head_mask, cross_kv)
         return memory, {"attentions": {"encoder": weights}, "encoder_hidden": states}
 
     def step_input(self, ids: torch.Tensor, position: torch.Tensor) -> torch.Tensor:

@@ -108,3 +108,21 @@ def test_a_sentence_alone_in_a_pool_is_its_own_search_bit_for_bit(sources):
     assert torch.equal(ended[0].result.output.logits, alone.output.logits)
     for kind, weights in alone.output.attentions.items():
         assert torch.equal(ended[0].result.output.attentions[kind], weights)
+
+
+@torch.inference_mode()
+def test_a_transformer_encodes_the_sentences_joining_at_one_step_in_one_padded_pass(sources):
+    """One pass of the recorded padded encoder for every sentence joining; each sentence's encoder
+    states and maps are its own (the padding cut off), within float rounding of its pass alone."""
+    model = _served("transformer")
+    shapes, padded = [], model.encoder_graph.padded
+    model.encoder_graph.padded = lambda src: shapes.append(tuple(src.shape)) or padded(src)
+    pool = Pool(model)
+    pool.join([Sentence(ids, 30, handle=i) for i, ids in enumerate(sources)])
+    assert shapes == [(len(sources), max(map(len, sources)))]
+    for row, ids in zip(pool.rows, sources, strict=True):
+        _, alone = model.encode_with_internals(torch.tensor([ids]))
+        for got, want in ((row.internals["encoder_hidden"], alone["encoder_hidden"]),
+                          (row.internals["attentions"]["encoder"], alone["attentions"]["encoder"])):
+            assert got.shape == want.shape
+            torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-5)

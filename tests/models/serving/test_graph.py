@@ -53,8 +53,8 @@ def _calls(graph_model) -> list[int]:
 
 
 def _encodings(graph_model) -> list[int]:
-    """The recorded encoder's runs."""
-    return _counted(graph_model.encoder_graph, ("run",))
+    """The recorded encoder's runs: unpadded, padded."""
+    return _counted(graph_model.encoder_graph, ("run", "padded"))
 
 
 def _assert_same_encoding(a, b):
@@ -113,26 +113,30 @@ def test_the_encoder_through_its_graph_matches_the_derivation_bit_for_bit(precis
     decoder_off = graph.head_mask([("decoder", 0, 1)])
     _assert_same_encoding(graph.encode_with_internals(batch, decoder_off),
                           python.encode_with_internals(batch, decoder_off))
-    assert count == [len(SOURCES) + 4]
+    longest = max(map(len, SOURCES))
+    padded = torch.tensor([src + [0] * (longest - len(src)) for src in SOURCES])  # 0: PAD_ID
+    for src in (padded, padded[1:2, :5], torch.tensor([[5, 9, 0], [40, 41, 42]])):
+        _assert_same_encoding(graph.encode_with_internals(src), python.encode_with_internals(src))
+    assert count == [len(SOURCES) + 4, 3]
 
 
 def test_paths_the_encoder_graph_did_not_record_take_the_derivation():
-    """Padding, a switched-off encoder head, the positional encoding switched, a source longer than
-    the positional table, gradients on, training mode: the same numbers, and the graph never runs."""
+    """A switched-off encoder head, the positional encoding switched, a source longer than the
+    positional table, gradients on, training mode: the same numbers, and no recording runs."""
     graph, python = _pair()
     count = _encodings(graph)
     src, padded = torch.tensor([[5, 9, 12, 7]]), torch.tensor([[5, 9, 12, 7], [40, 41, 0, 0]])
     longer = torch.tensor([[7] * (graph.pe.size(0) + 3)])
     heads_off = graph.head_mask([("encoder", 1, 2)])
     with torch.inference_mode():
-        for args in [(padded,), (src, heads_off), (src, None, False), (longer,)]:
+        for args in [(src, heads_off), (padded, heads_off), (src, None, False), (longer,)]:
             _assert_same_encoding(graph.encode_with_internals(*args), python.encode_with_internals(*args))
     graph.requires_grad_(True)
     python.requires_grad_(True)
     _assert_same_encoding(graph.encode_with_internals(src), python.encode_with_internals(src))
     graph.train()
     assert graph.encode_with_internals(src)[0].states.shape == (1, 4, graph.config.d_model)
-    assert count == [0]
+    assert count == [0, 0]
 
 
 @torch.inference_mode()
@@ -162,7 +166,7 @@ def test_the_shipped_transformer_translates_the_same_through_its_graph():
     count, encodings = _calls(model), _encodings(model)
     for src in ([112, 2040, 77, 981, 5, 14], [300, 301, 17, 45, 2000, 999, 12, 8, 1500, 14]):
         _assert_same(greedy(model, src), greedy(python, src))
-    assert count[1] > 0 and encodings == [2] and python.encoder_graph is None
+    assert count[1] > 0 and encodings == [2, 0] and python.encoder_graph is None
 
 
 @torch.inference_mode()
