@@ -16,9 +16,9 @@ BLEU within 0.1, every attention weight within 0.01.
 
 With `--stepped N` it asks instead whether stepping readers' sentences together changes them
 (docs/SERVER.md, "Stepped together"): per model, the served model searches every test sentence
-alone, then the same sentences go through one Pool (models/serving/batch.py) as readers' would, a
-new one joining at every step while fewer than N are decoding, so rows are at every position and
-source length. It reports the share of identical translations (the bar: >= 99.5%) and lists each
+alone, then the same sentences go through one Pool (models/serving/batch.py) as readers' would, one
+to four new ones joining at every step while fewer than N are decoding, so rows are at every position
+and source length and joining sentences are encoded together. It reports the share of identical translations (the bar: >= 99.5%) and lists each
 difference, and over the sentences with the same translation the largest change of an attention
 weight and of a next-piece probability relative to its value (the bar: 1e-3), counted over the values
 of at least 1e-6 (smaller ones: their largest absolute change), and the batch sizes seen.
@@ -27,6 +27,7 @@ of at least 1e-6 (smaller ones: their largest absolute change), and the batch si
 from __future__ import annotations
 
 import argparse
+import random
 
 import torch
 from serving import ROOT, write_report  # bench/serving.py: this script's folder is on sys.path
@@ -71,10 +72,12 @@ def stepped(model, tokenizer: BPETokenizer, pairs, width: int) -> dict:
     limits = [max_target_len(model, len(ids)) for ids in sources]
     alone = [search.greedy(model, ids, limit, top_k=0) for ids, limit in zip(sources, limits, strict=True)]
     pool, together, waiting, sizes = Pool(model), {}, list(range(len(sources))), []
+    rng = random.Random(0)
     while waiting or pool:
-        if waiting and len(pool) < width:  # one reader's text joins at every step
-            i = waiting.pop(0)
-            pool.join([Sentence(sources[i], limits[i], handle=i)])
+        # one to four readers' texts join at every step (several joining: encoded in one padded pass)
+        joining = [waiting.pop(0) for _ in range(min(rng.randint(1, 4), width - len(pool), len(waiting)))]
+        if joining:
+            pool.join([Sentence(sources[i], limits[i], handle=i) for i in joining])
         sizes.append(len(pool))
         for row in pool.step():
             together[row.sentence.handle] = row.result
