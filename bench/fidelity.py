@@ -18,10 +18,11 @@ With `--stepped N` it asks instead whether stepping readers' sentences together 
 (docs/SERVER.md, "Stepped together"): per model, the served model searches every test sentence
 alone, then the same sentences go through one Pool (models/serving/batch.py) as readers' would, one
 to four new ones joining at every step while fewer than N are decoding, so rows are at every position
-and source length and joining sentences are encoded together. It reports the share of identical translations (the bar: >= 99.5%) and lists each
-difference, and over the sentences with the same translation the largest change of an attention
-weight and of a next-piece probability relative to its value (the bar: 1e-3), counted over the values
-of at least 1e-6 (smaller ones: their largest absolute change), and the batch sizes seen.
+and source length and joining sentences are encoded together. It reports the share of identical
+translations (the bar: >= 99.5%) and lists each difference, and over the sentences with the same
+translation the largest change of an attention weight and of a next-piece probability relative to its
+value (the bar: 1e-3), counted over the values of at least 1e-6 (smaller ones: their largest absolute
+change), and the batch sizes seen.
 """
 
 from __future__ import annotations
