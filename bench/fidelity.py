@@ -76,7 +76,8 @@ def stepped(model, tokenizer: BPETokenizer, pairs, width: int) -> dict:
     rng = random.Random(0)
     while waiting or pool:
         # one to four readers' texts join at every step (several joining: encoded in one padded pass)
-        joining = [waiting.pop(0) for _ in range(min(rng.randint(1, 4), width - len(pool), len(waiting)))]
+        take = max(0, min(rng.randint(1, 4), width - len(pool)))
+        joining, waiting = waiting[:take], waiting[take:]
         if joining:
             pool.join([Sentence(sources[i], limits[i], handle=i) for i in joining])
         sizes.append(len(pool))
