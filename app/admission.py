@@ -3,13 +3,19 @@
 Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py).
 What a new request would meet is the queue's age: how long the oldest work it would wait behind
 has waited already (`ModelThread.waited`). Past `max_wait` seconds the replica is behind, and one
-more request is answered 503 with Retry-After before its body is read, so a crowd is turned away
-while it can still be served elsewhere instead of everyone waiting longer. Counting requests instead
+more request is answered 503 with Retry-After, so a crowd is turned away while it can still be
+served elsewhere instead of everyone waiting longer. Counting requests instead
 turned away typing readers whose compares were stepped together in a few milliseconds: a reader
 has about one request in flight at every key, however little work it is. A bound on the count,
 `limit`, stays, far above that, for memory and the threads sync handlers hold while they wait.
 GET requests (health, models, curves, static files, the page) are never counted nor refused;
 health and the catalog are async handlers, so they need no pool thread either.
+
+It runs inside `BodyLimit` (app/guard.py, app/main.py's order): a request is counted, and judged by
+the queue's age, only once its whole body has arrived. Counted from its head, connections that send
+a head and then trickle its body a byte at a time would fill `limit` and turn everyone else away
+with 503; as it is, each such connection holds only itself, until BodyLimit's 408 closes it within
+`body_timeout` seconds.
 """
 
 from __future__ import annotations

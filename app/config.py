@@ -14,7 +14,7 @@ from limits import parse
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from app.limits import Limits
+from app.limits import Budget, Limits
 from models.serving.options import LAYOUT, LAYOUTS, PRECISION, PRECISIONS, STEP, STEPS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -98,15 +98,21 @@ class Settings(BaseSettings):
     train_slots: int = Field(1, ge=1)
     # A run's resident memory cap in MB: past it the process is killed and the reader told why.
     train_memory_mb: int = Field(768, ge=128)
-    # Each client's share of the expensive experiments (app/runtime/shares.py), in the `limits`
-    # package's notation (asks per moving window); docs/SERVER.md says why these budgets. A client is
-    # its address (behind a trusted proxy, uvicorn's --forwarded-allow-ips: X-Forwarded-For's first
-    # untrusted one). False: no shares (one reader's tests from one address).
+    # A run's reader must keep reading: a write of its lines that waits this long (the client read
+    # nothing while the socket's buffers were full) drops the answer and frees the slot. 20 s: past
+    # TCP's retransmission backoff over a short outage (about 13 s for six retries) and a busy
+    # browser's pauses, yet short against a run's own cap (150 s at the defaults), so a reader that
+    # reads no more holds the slot, and the line behind it, a little longer at most.
+    train_write_deadline_s: float = Field(20.0, gt=0)
+    # Each client's share of the expensive experiments (app/runtime/shares.py): a bucket of N units
+    # that empties at N per period, in the `limits` package's notation ("N/period"); docs/SERVER.md
+    # says why these budgets. A client is its address, an IPv6 client its /64 (app/clients.py).
+    # False: no shares (one reader's tests from one address).
     shares: bool = True
-    share_train: str = "3/10 minutes"  # POST /api/train: a run is up to ~2 minutes of one core
-    share_timing: str = "3/10 minutes"  # POST /api/timing with refresh: 4-20 s of the model thread
-    share_gradients: str = "60/minute"  # POST /api/gradients: backward passes through every model
-    share_long_lag: str = "60/minute"  # POST /api/long-lag/gradients
+    share_train: str = "3/10 minutes"  # POST /api/train: runs started (up to ~2 minutes of one core each)
+    share_timing: str = "3/10 minutes"  # POST /api/timing: measurements run (4-20 s of the model thread)
+    # POST /api/gradients and /api/long-lag/gradients: seconds of the model thread their work took
+    share_model_time: str = "300/10 minutes"
     # Redis that keeps the shares' counters when several replicas serve (redis://host:6379/0);
     # None: each replica counts in its own memory.
     redis_url: str | None = None
@@ -136,14 +142,16 @@ class Settings(BaseSettings):
         return Limits(self.max_chars, self.max_target_tokens, self.max_gradient_length)
 
     @property
-    def share_budgets(self) -> dict[str, str]:
-        """The shares by experiment name, empty when they are off."""
+    def share_budgets(self) -> dict[str, Budget]:
+        """The shares by name, empty when they are off."""
         if not self.shares:
             return {}
-        return {"train": self.share_train, "timing": self.share_timing, "gradients": self.share_gradients,
-                "long_lag": self.share_long_lag}
+        return {"train": Budget.parse("train", self.share_train, "runs"),
+                "timing": Budget.parse("timing", self.share_timing, "measurements"),
+                "model_time": Budget.parse("model_time", self.share_model_time, "seconds of model time",
+                                           need=0.0)}
 
-    @field_validator("share_train", "share_timing", "share_gradients", "share_long_lag")
+    @field_validator("share_train", "share_timing", "share_model_time")
     @classmethod
     def _a_budget(cls, value: str) -> str:
         try:

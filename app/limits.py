@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from limits import parse
 from pydantic import Field
 
 from models.config import MAX_BEAM_SIZE  # hypotheses a beam search keeps
@@ -30,3 +31,29 @@ class Limits:
         MAX_TIMING_LENGTH
     max_timing_lengths: Annotated[int, Field(description="most input lengths in one /api/timing")] = \
         MAX_TIMING_LENGTHS
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A client's share of one experiment (app/runtime/shares.py): `amount` units per `window_s`
+    seconds, a bucket of `amount` that empties at their ratio. Told to clients by the RateLimit
+    headers."""
+
+    name: str
+    amount: int
+    window_s: int
+    unit: str = "asks"  # what one unit is, in the refusal's words ("runs", "seconds of model time")
+    # the room an ask needs to start: 1 where an ask is a unit; 0 where its cost is known only once
+    # it has run (model time), so that the bucket is never refused below its amount
+    need: float = 1.0
+
+    @classmethod
+    def parse(cls, name: str, text: str, unit: str = "asks", need: float = 1.0) -> Budget:
+        """From the `limits` package's notation, e.g. "3/10 minutes"."""
+        item = parse(text)
+        return cls(name, item.amount, item.get_expiry(), unit, need)
+
+    @property
+    def rate(self) -> float:
+        """Units per second the bucket empties by."""
+        return self.amount / self.window_s

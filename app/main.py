@@ -22,9 +22,11 @@ from fastapi.staticfiles import StaticFiles
 
 from app import routes as route_modules
 from app.admission import Admission
+from app.clients import ForwardedFor, Forwarding
 from app.config import REPO_ROOT, Settings, get_settings
 from app.disconnect import CancelOnDisconnect
 from app.guard import BodyLimit, Compress, SecurityHeaders
+from app.ratelimit import RateLimitHeaders
 from app.request_log import RequestLog, configure_logging
 from app.routes import docs
 from app.runtime.errors import (
@@ -39,7 +41,7 @@ from app.runtime.errors import (
 from app.runtime.loading import freeze_start_up_heap, load_registry
 from app.runtime.metrics import Metrics
 from app.runtime.registry import ModelRegistry
-from app.runtime.shares import Shares
+from app.runtime.shares import Shares, ShareSpentError
 from app.runtime.steppers import StepperConfig, Steppers
 from app.runtime.worker import Abandoned, ModelThread
 from app.schemas import NON_FINITE, ErrorBody
@@ -75,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        forwarding.start_up()  # how clients are told apart, whose X-Forwarded-For is believed
         app.state.registry = load_registry(
             settings.checkpoints, settings.models, settings.device, settings.cache_size, settings.cache_mb,
             settings.limits, ModelThread(settings.torch_threads, settings.lanes, settings.model_nice,
@@ -100,21 +103,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.registry = app.state.ahead = None
-    app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb)
+    app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb,
+                              write_deadline_s=settings.train_write_deadline_s)
     budgets = settings.share_budgets
     app.state.shares = Shares(budgets, settings.redis_url) if budgets else None
+    forwarding = app.state.forwarding = Forwarding.from_environ()  # read as uvicorn reads it
     metrics = app.state.metrics = Metrics()
     metrics.watch(lambda: app.state.registry, app.state.live)
+    app.add_middleware(RateLimitHeaders)  # a shared route's share, on its every answer
     app.add_middleware(Compress)
     app.add_middleware(CancelOnDisconnect, traffic=metrics.traffic)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
-    # before the body is read
+
     def waited() -> float:  # the model thread's queue age (none before it is loaded)
         return 0.0 if app.state.registry is None else app.state.registry.jobs.waited()
 
+    # inside BodyLimit (the last added runs first): a request counts, and meets the queue's age, only
+    # once its whole body is read, so bodies trickled over many connections cannot fill the bound
     app.add_middleware(Admission, limit=settings.queue_limit, traffic=metrics.traffic, waited=waited,
                        max_wait=settings.max_wait)
-    app.add_middleware(SecurityHeaders)  # 413s get the headers too
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
+    app.add_middleware(SecurityHeaders)  # 413s, 408s and 503s get the headers too
+    app.add_middleware(ForwardedFor, forwarding=forwarding)  # X-Forwarded-For that uvicorn did not believe
     app.add_middleware(RequestLog, metrics=metrics)  # outermost of ours: every answer is timed and logged
     for module in routers():
         document_errors(module.router)
@@ -181,7 +190,8 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(BusyError)
     def busy(request: Request, error: BusyError) -> JSONResponse:
         headers = {"Retry-After": str(error.retry_after), **getattr(error, "headers", {})}
-        return JSONResponse({"detail": str(error)}, status_code=429, headers=headers)
+        share = {"share": error.share} if isinstance(error, ShareSpentError) else {}
+        return JSONResponse({"detail": str(error), **share}, status_code=429, headers=headers)
 
     @app.exception_handler(Abandoned)
     @app.exception_handler(Stopped)

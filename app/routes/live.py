@@ -1,12 +1,48 @@
+import asyncio
+import logging
+
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from starlette.types import Message, Send
 
-from app.dependencies import Share
+from app.dependencies import share_of
 from app.routes import NDJSON, Answered
 from app.schemas import ErrorBody, TrainInfo, TrainRequest
 from app.services.live import LiveRuns
 
 router = APIRouter(prefix="/api", tags=["train"], route_class=Answered)
+log = logging.getLogger("attention_lab")
+
+
+class WriteDeadline(Exception):
+    """The client took no part of the answer within the deadline."""
+
+
+class DeadlinedStream(StreamingResponse):
+    """A stream whose client must keep reading. Once a client reads no more, the socket's buffers
+    fill and the server's write waits, with no deadline of its own: the lines, and the training slot
+    they hold, would wait for ever. A write that waits `deadline_s` ends the answer there: the lines
+    are closed (their run ends and gives its slot back), and the answer returns unfinished, so the
+    server closes the connection."""
+
+    def __init__(self, content, deadline_s: float, **kwargs):
+        super().__init__(content, **kwargs)
+        self.deadline_s = deadline_s
+
+    async def stream_response(self, send: Send) -> None:
+        async def send_in_time(message: Message) -> None:
+            try:
+                async with asyncio.timeout(self.deadline_s):
+                    await send(message)
+            except TimeoutError as error:  # told apart from a TimeoutError of the lines themselves
+                raise WriteDeadline from error
+
+        try:
+            await super().stream_response(send_in_time)
+        except WriteDeadline:
+            log.warning("train: the client read nothing for %g s: its answer is dropped", self.deadline_s)
+            await self.body_iterator.aclose()  # the run ends, and its slot comes back, now
+Runs = share_of("train")
 
 
 def runs(request: Request) -> LiveRuns:
@@ -33,12 +69,12 @@ async def describe(request: Request) -> TrainInfo:
     429: {"model": ErrorBody, "description": "this client already has a run going or waiting, the line is "
                                              "full, or the client's share of runs is used (Retry-After, "
                                              "RateLimit-Policy and RateLimit say when to ask again)"}})
-async def train(body: TrainRequest, request: Request, share: Share) -> StreamingResponse:
+async def train(body: TrainRequest, request: Request, share: Runs) -> StreamingResponse:
     """Train the contestants live on the task, in a process of its own; the lines stream as they
     come. Limits are checked before any work (422); one run at a time per replica, and each client's
     share of runs (429)."""
     live = runs(request)
     config = live.settings(body.model_dump(exclude_none=True))
-    share.take("train")
-    lines = live.start(config, share.client)
-    return StreamingResponse(lines, media_type=NDJSON, headers={"X-Accel-Buffering": "no"})
+    lines = live.start(config, share.client)  # refused (429) before it is charged: one run per client
+    await share.charge_async(1.0)
+    return DeadlinedStream(lines, live.write_deadline_s, media_type=NDJSON, headers={"X-Accel-Buffering": "no"})

@@ -1,6 +1,6 @@
 from fastapi import APIRouter
 
-from app.dependencies import ClientGone, Registry, Share
+from app.dependencies import ClientGone, ModelTime, Registry
 from app.routes import Answered
 from app.schemas import ErrorBody, LagGradients, LagGradientsRequest, LongLagResults
 from app.services import long_lag
@@ -16,7 +16,11 @@ def results(registry: Registry) -> LongLagResults:
 
 @router.post("/long-lag/gradients", response_model=LagGradients,
              responses={404: {"model": ErrorBody}, 429: {"model": ErrorBody}})
-def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone, share: Share) -> LagGradients:
-    """The gradient curves of the tiny models trained at one lag (and before training)."""
-    share.take("long_lag")
-    return long_lag.lag_gradients(registry, body.lag, body.filler, body.initialized, gone)
+def gradients(body: LagGradientsRequest, registry: Registry, gone: ClientGone,
+              share: ModelTime) -> LagGradients:
+    """The gradient curves of the tiny models trained at one lag (and before training); its model
+    time is charged to the same share as /api/gradients'."""
+    try:
+        return long_lag.lag_gradients(registry, body.lag, body.filler, body.initialized, gone, share.meter)
+    finally:
+        share.charge()

@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from app.runtime.cache import MISSING, ResultCache
+from app.runtime.shares import Meter
 from app.runtime.stepping import Batchable
 from app.runtime.worker import EXPERIMENT, INTERACTIVE, ORDINARY, ModelThread
 
@@ -66,13 +67,25 @@ class Jobs:
     def _priority(self, priority: int) -> int:
         return EXPERIMENT if getattr(self._behind, "on", False) else priority
 
-    def result(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY):
+    def result(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY,
+               meter: Meter | None = None):
         """The cached answer for `key`, else `compute()` run on the model thread and cached. The
         cache is asked again there: an identical request queued behind the one that computed it
         (live typing asks twice for the same text) gets the answer without computing it again.
         `cancel` set before its turn: nothing is computed (worker.Abandoned). `priority`: its place in
-        the model thread's queue (worker.INTERACTIVE, ORDINARY or EXPERIMENT)."""
+        the model thread's queue (worker.INTERACTIVE, ORDINARY or EXPERIMENT). `meter`: gets the
+        model thread's seconds that compute() took, if it ran (the time its pauses gave other work
+        left out), also when it failed or stopped halfway."""
+        if meter is not None:
+            compute = partial(self._metered, compute, meter)
         return self.submit(key, compute, cancel, priority).result()
+
+    def _metered(self, compute, meter: Meter):
+        began, lent = time.perf_counter(), self.worker.lent()
+        try:
+            return compute()
+        finally:
+            meter.add(time.perf_counter() - began - (self.worker.lent() - lent))
 
     async def answer(self, key, compute, cancel: threading.Event | None = None, priority: int = ORDINARY):
         """`result` for a coroutine: the event loop waits for the model thread without holding a

@@ -224,6 +224,13 @@ class ModelThread(SteppedDecoding):
                 self._long_step = True
                 self._step_beside()
 
+    def lent(self) -> float:
+        """Seconds the running turn's pauses have given other work so far (0 off the model thread):
+        what a long job's own time leaves out (`Jobs.result` with a meter)."""
+        if threading.current_thread() is not self._thread or not self._account:
+            return 0.0
+        return self._account[-1][1]
+
     def _step_beside(self) -> None:
         """Under the lock, as a long job takes its next step: the readers' stepped decoding, if a turn
         of it is queued, goes on on a side lane meanwhile (`_side_steps`), on the core the long job

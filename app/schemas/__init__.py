@@ -28,6 +28,7 @@ from app.schemas.base import (
     once_each,
 )
 from app.schemas.catalog import (
+    Clients,
     Curve,
     CurvePoint,
     Dropped,
@@ -158,7 +159,7 @@ from app.schemas.translation import (
 
 __all__ = [
     "AlignedHead", "Alignment", "Alternative", "Attention", "AttentionKind", "AttentionMap",
-    "AttentionRequest", "BeamNodeOut", "Blend", "Candidate", "CompareRequest", "Curve", "CurvePoint",
+    "AttentionRequest", "BeamNodeOut", "Blend", "Candidate", "Clients", "CompareRequest", "Curve", "CurvePoint",
     "Dropped", "EXAMPLE_TEXT", "EncoderSize", "ErrorBody", "Example", "GateMeans", "Gates",
     "GradientCurve", "Gradients",
     "GradientsRequest", "HEADS_OFF", "HeadContribution", "HeadEffect", "HeadSpread", "HeadSwitch", "Heads",

@@ -57,6 +57,20 @@ def _length_groups() -> list[LengthGroup]:
     return [LengthGroup(bucket=name, min_words=low, max_words=high) for name, low, high in BUCKETS]
 
 
+class Clients(Response):
+    """Who a client is, for each client's share of the expensive experiments (docs/SERVER.md)."""
+    by: str = Field(description="how clients are told apart: an IPv4 client is its address, an IPv6 client "
+                                "its /64 (any of its 2^64 addresses is the same client)")
+    trusted_proxies: list[str] = Field(description=(
+        "the proxies whose X-Forwarded-For is believed (addresses or networks), as FORWARDED_ALLOW_IPS "
+        "lists them, uvicorn's default (127.0.0.1, ::1) where it is unset; [\"*\"]: every peer's, so any "
+        "client can name itself"))
+    one_client_behind: str | None = Field(description=(
+        "the latest peer that sent X-Forwarded-For without being a trusted proxy: the header was ignored, "
+        "so every reader behind it is counted as this one client (one share for all); null: none since "
+        "start-up"))
+
+
 class Health(Response):
     status: Literal["ok", "degraded"]
     device: str
@@ -70,6 +84,7 @@ class Health(Response):
     length_buckets: list[LengthGroup] = Field(default_factory=_length_groups, description=(
         "the evaluation's length groups, shortest first: a reader's sentence belongs to the one its "
         "word count falls in (the page picks the models' BLEU for sentences of its length)"))
+    clients: Clients
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"status": "ok", "device": "cpu", "models": ["lstm", "transformer"],
@@ -82,7 +97,9 @@ class Health(Response):
          "defaults": {"text": defaults.TEXT, "length": defaults.LENGTH, "seed": defaults.SEED,
                       "top_k": defaults.TOP_K},
          "length_buckets": [{"bucket": name, "min_words": low, "max_words": high}
-                            for name, low, high in BUCKETS]}]})
+                            for name, low, high in BUCKETS],
+         "clients": {"by": "address, IPv6 by /64", "trusted_proxies": ["127.0.0.1", "::1", "10.0.0.0/8"],
+                     "one_client_behind": None}}]})
 
 
 class LengthBucket(Response):

@@ -8,10 +8,10 @@ from dataclasses import asdict
 
 from app import defaults
 from app.runtime.registry import ModelRegistry
-from app.schemas import Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults, Stepping
+from app.schemas import Clients, Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults, Stepping
 
 
-def health(registry: ModelRegistry) -> Health:
+def health(registry: ModelRegistry, clients: Clients) -> Health:
     """"ok" while at least one model serves; the models that did not load are listed with why."""
     return Health(
         status="ok" if registry.models else "degraded",
@@ -25,6 +25,7 @@ def health(registry: ModelRegistry) -> Health:
         dropped=Dropped(**registry.jobs.worker.dropped.as_dict()),
         stepping=stepping(registry),
         defaults=page_defaults(registry),
+        clients=clients,
     )
 
 

@@ -8,10 +8,12 @@ import threading
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.shares import Meter
 from app.runtime.worker import EXPERIMENT
 from app.schemas import GateMeans, Gates, GradientCurve, Gradients, GradientsRequest
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
+from models.decoding import Stopped
 from models.probes.gradients import DIRECTIONS, ITERATIONS, jacobian_norms, most_varying_units, step_factors
 
 GATE_UNITS = 48  # units shown in the gate heatmaps
@@ -33,17 +35,25 @@ DEFINITION = (
 def gradient_curves(
     registry: ModelRegistry, text: str, length: int | None = None, names: tuple[str, ...] = (),
     cancel: threading.Event | None = None, initialized: bool = False, factors: bool = False,
+    meter: Meter | None = None,
 ) -> Gradients:
     """Curves for `names` (default: the recurrent models without attention) on the sentence's
     pieces repeated to `length`, and the gates of the first model that has them. `initialized`:
     each model at its seeded initialization too; `factors`: each curve with its per-step factors
-    (see `factor_fields`). `cancel` set before the model thread gets to it: nothing is computed."""
+    (see `factor_fields`). `cancel` set before the model thread gets to it: nothing is computed; set
+    while it runs (a newer text came): it stops at its next pause (Stopped). `meter`: the model
+    thread's seconds it took (the client's share is charged them)."""
     source = registry.source(text)
     longest = registry.limits.max_gradient_length
     ids = repeat_to(source.ids, min(len(source.ids), longest) if length is None else length, longest)
     entries = recurrent_models(registry, names)
     key = ("gradients", source.text, len(ids), tuple(e.name for e in entries), initialized, factors)
-    pause = registry.jobs.worker.pause  # between steps, the compares of typing readers run (worker.py)
+    worker = registry.jobs.worker
+
+    def pause() -> None:  # between steps, the compares of typing readers run (worker.py)
+        worker.pause()
+        if cancel is not None and cancel.is_set():
+            raise Stopped  # up to seconds of work a superseded text would still cost
 
     def compute() -> Gradients:
         curves, gates = [], None
@@ -60,7 +70,7 @@ def gradient_curves(
         return Gradients(tokens=registry.tokenizer.pieces(ids), definition=DEFINITION, directions=DIRECTIONS,
                          curves=curves, gates=gates)
 
-    return registry.jobs.result(key, compute, cancel, EXPERIMENT)
+    return registry.jobs.result(key, compute, cancel, EXPERIMENT, meter)
 
 
 def factor_fields(model, ids: list[int], reach, between=None) -> dict:
@@ -109,9 +119,10 @@ def gate_summary(name: str, gates) -> Gates:
     return Gates(model=name, units=units.tolist(), **per_gate, mean=GateMeans(**means))
 
 
-def answer(registry: ModelRegistry, body: GradientsRequest, cancel: Cancel = None) -> Gradients:
+def answer(registry: ModelRegistry, body: GradientsRequest, cancel: Cancel = None,
+           meter: Meter | None = None) -> Gradients:
     return gradient_curves(registry, body.text, body.length, tuple(body.models), cancel, body.initialized,
-                           body.factors)
+                           body.factors, meter)
 
 
 PAGE = PageRequest("/api/gradients", GradientsRequest, answer,

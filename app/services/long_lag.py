@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app.runtime.errors import InvalidOptionError, NoResultsError, UnknownModelError
 from app.runtime.registry import ModelRegistry
+from app.runtime.shares import Meter
 from app.schemas import GradientCurve, LagGradients, LagRun, LagTask, LongLagResults
 from app.services.gradients import DEFINITION
 from app.services.rounding import round_sig
@@ -33,7 +34,7 @@ def results(registry: ModelRegistry) -> LongLagResults:
 
 
 def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", initialized: bool = True,
-                  cancel: threading.Event | None = None) -> LagGradients:
+                  cancel: threading.Event | None = None, meter: Meter | None = None) -> LagGradients:
     """The gradient curves of every cell's tiny model trained at `lag` with `filler` (and, with
     `initialized`, of the same model before training), on one fixed task sequence of that lag."""
     runs = [r for r in results(registry).runs if r.filler == filler]
@@ -57,7 +58,7 @@ def lag_gradients(registry: ModelRegistry, lag: int, filler: str = "blank", init
                                             norm=round_sig(norms)))
         return LagGradients(lag=lag, filler=filler, tokens=ids, definition=DEFINITION, curves=curves)
 
-    return registry.jobs.result(("long-lag", filler, lag, initialized), compute, cancel)
+    return registry.jobs.result(("long-lag", filler, lag, initialized), compute, cancel, meter=meter)
 
 
 def _folder(registry: ModelRegistry) -> Path:

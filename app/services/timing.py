@@ -16,6 +16,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import torch
@@ -63,9 +64,12 @@ class TimingBench:
                             elapsed_s=round(time.monotonic() - started, 1) if running else None)
 
     def timing(self, registry: ModelRegistry, lengths: list[int] | None = None, refresh: bool = False,
-               recurrent: str | None = None, parallel: str | None = None) -> Timings:
+               recurrent: str | None = None, parallel: str | None = None,
+               admit: Callable[[], None] | None = None) -> Timings:
         """The kept result for the server's device, these lengths (default LENGTHS) and models, else
-        (or with `refresh`) a new measurement; BusyError while another one runs."""
+        (or with `refresh`) a new measurement; BusyError while another one runs. `admit()` is called
+        as a measurement is about to start (and may refuse it by raising): a kept result never
+        calls it."""
         chosen = check_lengths(lengths)
         entries = compared(registry, recurrent, parallel)
         key = (str(registry.device), chosen, tuple(entries))
@@ -77,6 +81,8 @@ class TimingBench:
         try:
             if not refresh and (kept := self._kept_result(key)) is not None:  # measured while it waited
                 return kept
+            if admit is not None:
+                admit()
             self._started, self._done, self._total = time.monotonic(), 0, 0
             result = self._measure(registry, {n: e.model for n, e in entries.items()}, chosen)
             self._keep(key, result)

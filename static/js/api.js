@@ -28,13 +28,18 @@ export function waitBeforeRetry(error) {
   return busy && error.retryAfter !== null ? error.retryAfter : null;
 }
 
+// a spent share's name (a 429's `share`, docs/SERVER.md) -> the words for what it counts
+const SHARES = { model_time: "share.model_time", timing: "share.timing", train: "share.train" };
+
 /** What went wrong with a request, in words a reader can act on (for a panel's message). */
 export function explain(error) {
   if (!(error instanceof ApiError)) return t("error.unusable");
   const seconds = error.retryAfter;
   if (error.status === 0) return t("error.unreachable");
-  if (error.status === 429) return t(seconds ? "error.too-many-retry-in" : "error.too-many", { seconds });
-  if (error.status === 503 && seconds) return t("error.busy", { seconds });
+  const share = error.status === 429 && error.body && SHARES[error.body.share];
+  if (share) return t("error.share-spent", { share: t(share), seconds: seconds || 1 });
+  if (error.status === 429) return t(seconds ? "error.taken-retry-in" : "error.taken", { seconds });
+  if (error.status === 503 && seconds) return t("error.too-many-retry-in", { seconds });
   if (error.status >= 500) return t("error.server", { status: error.status, message: error.message });
   return t("error.rejected", { status: error.status, message: error.message });
 }

@@ -24,7 +24,11 @@ def test_health_lists_every_loaded_model(client):
                     "length_buckets": [{"bucket": "1-5", "min_words": 1, "max_words": 5},
                                        {"bucket": "6-10", "min_words": 6, "max_words": 10},
                                        {"bucket": "11-15", "min_words": 11, "max_words": 15},
-                                       {"bucket": "16+", "min_words": 16, "max_words": None}]}
+                                       {"bucket": "16+", "min_words": 16, "max_words": None}],
+                    # uvicorn's default trust (no FORWARDED_ALLOW_IPS in the tests' environment); no
+                    # test sends X-Forwarded-For through this shared client
+                    "clients": {"by": "address, IPv6 by /64", "trusted_proxies": ["127.0.0.1", "::1"],
+                                "one_client_behind": None}}
 
 
 def test_models_report_architecture_size_and_metrics(client):

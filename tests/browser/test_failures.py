@@ -3,6 +3,7 @@ what went wrong in words, the page throws nothing, and every other panel works."
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -16,20 +17,21 @@ pytestmark = pytest.mark.browser
 JSON = "application/json"
 
 
-def answer(status: int, detail: str, retry_after: str | None = None):
+def answer(status: int, detail: str, retry_after: str | None = None, share: str | None = None):
     headers = {"Retry-After": retry_after} if retry_after else {}
-    return lambda route: route.fulfill(status=status, content_type=JSON, headers=headers,
-                                       body=f'{{"detail": "{detail}"}}')
+    body = json.dumps({"detail": detail, **({"share": share} if share else {})})
+    return lambda route: route.fulfill(status=status, content_type=JSON, headers=headers, body=body)
 
 
 # each failure: how the route answers, and the pattern (a regular expression) of what the page says
 FAILURES = {
     "500": (answer(500, "internal error (SystemError); please report it"),
             r"the server failed on this request \(error 500\)"),
-    "503": (answer(503, "too many model requests at once", "2"),
-            "the server is busy with other readers; try again in [12] s"),
-    "429": (answer(429, "too many requests", "3"),
-            "more requests from this page than it takes at once; try again in [1-3] s"),
+    "503": (answer(503, "the server is busy (256 model requests in progress); try again in 1 s", "2"),
+            "the server is busy: it has more requests than it takes at once; try again in [12] s"),
+    "429": (answer(429, "your share of timing (3 measurements per 600 s) is used; ask again in 3 s", "3",
+                   share="timing"),
+            "this page has used its share of timing measurements on this server; it frees in [1-3] s"),
     "abort": (lambda route: route.abort("aborted"), "the server could not be reached"),
     "offline": (lambda route: route.abort("internetdisconnected"), "the server could not be reached"),
 }
@@ -175,7 +177,7 @@ def test_a_busy_server_is_asked_again_after_its_retry_after(open_page):
     page.get_by_test_id("source").fill("Il pleut.")
     said = page.locator("[data-testid=order-maps] .plot-empty")
     said.wait_for()
-    assert "the server is busy with other readers; try again in 2 s" in said.inner_text()
+    assert "it has more requests than it takes at once; try again in 2 s" in said.inner_text()
     assert "Asking again in 2 s." in said.inner_text()
     page.wait_for_function("t => document.getElementById('status').textContent.includes(t)",
                            arg="order experiment: the server is busy")

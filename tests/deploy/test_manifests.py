@@ -188,3 +188,38 @@ def test_the_container_check_script_parses():
     script = ROOT / "scripts" / "check-container.sh"
     assert os.access(script, os.X_OK)
     subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+def test_the_deployment_tells_readers_behind_its_ingress_apart(k8s):
+    """FORWARDED_ALLOW_IPS trusts the networks the ingress controller's pods live in (the private
+    ranges pod networks are drawn from), never only 127.0.0.1 (every reader behind the ingress one
+    client, one budget) nor "*" (any client names itself); and uvicorn, trusting them, takes the
+    reader from the right of X-Forwarded-For, which the reader cannot write."""
+    import asyncio
+    import ipaddress
+
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    env = {e["name"]: e.get("value") for e in _container(k8s)["env"]}
+    trusted = env["FORWARDED_ALLOW_IPS"]
+    assert trusted.strip() != "*" and "*" not in trusted.split(",")
+    networks = [ipaddress.ip_network(entry.strip()) for entry in trusted.split(",")]  # each one readable
+    assert any(not n.is_loopback for n in networks), f"{trusted}: loopback only"
+    assert all(n.is_private for n in networks), f"{trusted}: trusts public addresses"
+    # the common pod networks: flannel, kind and minikube; k3s; Calico; kind's IPv6
+    for pod in ("10.244.1.5", "10.42.0.9", "192.168.3.4", "fd00:10:244::5"):
+        assert any(ipaddress.ip_address(pod) in n for n in networks), pod
+
+    def client(peer: str, forwarded: str) -> str:
+        seen = {}
+
+        async def app(scope, receive, send):
+            seen["client"] = scope["client"][0]
+
+        scope = {"type": "http", "client": (peer, 1), "headers": [(b"x-forwarded-for", forwarded.encode())]}
+        asyncio.run(ProxyHeadersMiddleware(app, trusted_hosts=trusted)(scope, None, None))
+        return seen["client"]
+
+    assert client("10.244.1.5", "203.0.113.9") == "203.0.113.9"  # the ingress's reader
+    assert client("10.244.1.5", "198.51.100.1, 203.0.113.9") == "203.0.113.9"  # what the reader wrote is left
+    assert client("203.0.113.9", "198.51.100.1") == "203.0.113.9"  # a reader straight to the pod: itself

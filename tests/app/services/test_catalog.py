@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.runtime.loading import load_registry
+from app.schemas import Clients
 from app.services.catalog import health, model_infos, training_curve
 from models import checkpoint
 from tests.app.answers import sent
@@ -10,11 +11,14 @@ from tests.tiny import CURVE, SNAPSHOT_MODELS, write_tiny_checkpoints
 
 
 def test_health_gives_the_limits_and_the_models(registry):
-    body = sent(health(registry))
+    clients = Clients(by="address, IPv6 by /64", trusted_proxies=["127.0.0.1"], one_client_behind="10.1.2.3")
+    body = sent(health(registry, clients))
     assert body["status"] == "ok" and body["models"] == registry.names
     assert body["limits"] == {"max_chars": 500, "max_target_tokens": 128, "max_gradient_length": 200,
                               "max_beam_size": 8, "max_timing_length": 2000, "max_timing_lengths": 16}
     assert body["numerics"] == {"precision": "fp16-weights", "layout": "input-major"}
+    assert body["clients"] == {"by": "address, IPv6 by /64", "trusted_proxies": ["127.0.0.1"],
+                               "one_client_behind": "10.1.2.3"}
 
 
 def test_each_model_says_what_it_has_inside(registry):

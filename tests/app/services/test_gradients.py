@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
 from app.runtime.errors import InvalidOptionError
+from app.runtime.shares import Meter
+from app.runtime.workload import Abandoned
 from app.services.gradients import GATE_UNITS, gate_summary, gradient_curves, recurrent_models, repeat_to
+from models.decoding import Stopped
 from tests.app.answers import sent
 from tests.app.conftest import TEXT
 
@@ -92,3 +97,34 @@ def test_compares_run_inside_the_factors_and_change_no_number(registry, monkeypa
     assert worker.load.paused > paused  # the compare's turn ran inside the experiment's
     [queued] = order
     assert all(future.done() and future.exception() is None for _, future in queued)
+
+
+class LateCancel(threading.Event):
+    """Set from its `after`-th look on: a newer text arriving while the work runs."""
+
+    def __init__(self, after: int):
+        super().__init__()
+        self.looks, self.after = 0, after
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        return self.looks >= self.after
+
+
+def test_a_text_superseded_while_its_experiment_runs_stops_at_the_next_pause_and_is_charged_what_ran(registry):
+    meter = Meter()
+    with pytest.raises(Stopped):
+        gradient_curves(registry, TEXT, 12, initialized=True, factors=True, cancel=LateCancel(3), meter=meter)
+    stopped = meter.seconds
+    assert stopped > 0  # the work that ran is the client's to pay for
+    whole = Meter()
+    gradient_curves(registry, TEXT, 12, initialized=True, factors=True, meter=whole)
+    assert whole.seconds > stopped
+
+
+def test_an_experiment_abandoned_before_its_turn_costs_nothing(registry):
+    gone, meter = threading.Event(), Meter()
+    gone.set()
+    with pytest.raises(Abandoned):
+        gradient_curves(registry, TEXT, 12, cancel=gone, meter=meter)
+    assert meter.seconds == 0
