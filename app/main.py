@@ -68,7 +68,7 @@ def stepper_processes(settings: Settings, registry: ModelRegistry) -> Steppers |
                            registry.layout, registry.precision, registry.step, settings.pool_rows,
                            settings.stepper_nice, stepped)
     sizes = {entry.name: entry.parameters for entry in registry.models.values()}
-    return Steppers(config, count, worker.load, worker.dropped, sizes)
+    return Steppers(config, count, worker.load, worker.dropped, sizes, worker.step_together)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -88,11 +88,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # the default sentence's answers, computed while nobody waits
         work = app.state.ahead = ahead.start(app.state.registry)
         freeze_start_up_heap()
-        yield
-        gc.unfreeze()  # collectable again once the app is gone (tests start many in one process)
-        if work is not None:
-            work.stop()
-        app.state.registry.close()
+        try:
+            yield
+        finally:  # also when the server is stopped by an error: the processes and threads end with it
+            gc.unfreeze()  # collectable again once the app is gone (tests start many in one process)
+            if work is not None:
+                work.stop()
+            app.state.registry.close()
 
     app = FastAPI(
         title="Attention Lab",

@@ -1,5 +1,6 @@
 import asyncio
 import logging
+from functools import partial
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
@@ -75,6 +76,6 @@ async def train(body: TrainRequest, request: Request, share: Runs) -> StreamingR
     share of runs (429)."""
     live = runs(request)
     config = live.settings(body.model_dump(exclude_none=True))
-    lines = live.start(config, share.client)  # refused (429) before it is charged: one run per client
-    await share.charge_async(1.0)
+    # the client's share is charged as the run starts: refused, or gone from the line first, is free
+    lines = live.start(config, share.client, partial(share.charge_async, 1.0))
     return DeadlinedStream(lines, live.write_deadline_s, media_type=NDJSON, headers={"X-Accel-Buffering": "no"})

@@ -49,20 +49,21 @@ class ResultCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0  # lookups, for GET /metrics
 
-    def get(self, key: Hashable) -> Any:
-        """The stored value (now the most recent), or MISSING."""
+    def get(self, key: Hashable, count: bool = True) -> Any:
+        """The stored value (now the most recent), or MISSING; `count`: a request's lookup, counted
+        as a hit or a miss (a request looks once, `Jobs.submit`)."""
         with self._lock:
             if key not in self._items:
-                self.misses += 1
+                self.misses += count
                 return MISSING
-            self.hits += 1
+            self.hits += count
             self._items.move_to_end(key)
             return self._items[key][0]
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The stored value for `key`, else `compute()`, stored. It runs outside the lock: lookups
         from other threads never wait for a computation."""
-        value = self.get(key)
+        value = self.get(key, count=False)  # the request's own lookup was counted when it asked
         if value is not MISSING:
             return value
         value = compute()

@@ -18,7 +18,9 @@ same model and key) is sent once for every reader asking. A sentence nobody want
 reader's Future cancelled) is dropped in its process at its next step. A process reports what its
 model thread did (batch sizes, waits) and how long its oldest sentence has waited, for /metrics and
 admission. Until a process is ready, its sentences are stepped on the model thread as before
-(`step_together` answers None); a process that dies is replaced RESTART_S later.
+(`step_together` answers None). A process that dies has its sentences in flight run again from the
+start in another ready process, or on the model thread, so no reader sees it; it is reaped and its
+line closed, and another takes its place RESTART_S later.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ FAILED_STARTS = 3  # processes in a row that end before they are ready: no more 
 # (registry, model name, item, cancel) -> the Batchable that steps it: how a process rebuilds a job
 # from what was sent (a module-level function, so that it is sent by name)
 JobOf = Callable[[Any, str, Any, threading.Event], Batchable]
+Local = Callable[[Batchable, threading.Event | None], Future]  # a sentence stepped in this process
 
 
 @dataclass(frozen=True)
@@ -74,23 +77,35 @@ class StepperConfig:
 
 @dataclass(eq=False)
 class _Sent:
-    """One sentence sent to a process: the readers' Futures waiting for it."""
+    """One sentence sent to a process: the readers' Futures waiting for it, and what it is (to be run
+    again elsewhere if its process ends)."""
 
     sid: int
     process: int
-    group: Hashable
-    key: Hashable
+    spec: Batchable
+    cancel: threading.Event | None
     futures: list[Future] = field(default_factory=list)
+
+    @property
+    def group(self) -> Hashable:
+        return self.spec.group
+
+    @property
+    def key(self) -> Hashable:
+        return self.spec.key
 
 
 class Steppers:
     """The stepper processes of a server, and the sentences sent to them (see the module's docstring)."""
 
     def __init__(self, config: StepperConfig, processes: int, load: Load, dropped: Dropped,
-                 sizes: dict[str, int] | None = None):
+                 sizes: dict[str, int] | None = None, local: Local | None = None):
         """processes: how many; load, dropped: the model thread's figures, which the processes' are
-        added to; sizes: model name -> parameters, what the models are shared out by (their home process)."""
+        added to; sizes: model name -> parameters, what the models are shared out by (their home
+        process); local: steps a sentence in this process (the model thread's `step_together`), for
+        the sentences of a process that ended when no other is ready."""
         self.load, self.dropped = load, dropped
+        self.local = local
         self.homes = _homes(sizes or {}, processes)
         self._lock = threading.Lock()
         self._sids = itertools.count()
@@ -138,7 +153,7 @@ class Steppers:
             process = self._choose(spec.group)
             if process is None:
                 return None
-            sent = _Sent(next(self._sids), process, spec.group, spec.key, [future])
+            sent = _Sent(next(self._sids), process, spec, cancel, [future])
             self._sent[sent.sid] = sent
             self._by_key[spec.group, spec.key] = sent
             self._live.setdefault(spec.group, [0] * len(self._ready))[process] += 1
@@ -228,6 +243,7 @@ class Steppers:
             with self._lock:
                 if self._closed:
                     return
+                _end(self._processes[process], self._conns[process])  # reaped, its line closed
                 self._processes[process], self._conns[process] = _start(self._config)
 
     def _receive(self, process: int) -> bool:
@@ -264,8 +280,24 @@ class Steppers:
             log.error("stepper %d ended (exit %s); its models are stepped in process until another starts",
                       process, self._processes[process].poll())
         for sent in lost:
-            settle(sent.futures, RuntimeError("the stepping process ended"))
+            self._again(sent)
         return ready
+
+    def _again(self, sent: _Sent) -> None:
+        """A sentence whose process ended before its answer: run again from the start in another
+        ready process, else on the model thread; its readers get that answer (RuntimeError only
+        where neither can take it)."""
+        waiting = [future for future in sent.futures if not future.done()]
+        if not waiting:
+            return
+        again = self.step_together(sent.spec, sent.cancel)
+        if again is None and self.local is not None:
+            with contextlib.suppress(RuntimeError):  # the model thread is closed: the server is going
+                again = self.local(sent.spec, sent.cancel)
+        if again is None:
+            settle(waiting, RuntimeError("the stepping process ended"))
+            return
+        again.add_done_callback(partial(_relay, waiting))
 
     def _answered(self, sid: int, result: Any) -> None:
         if isinstance(result, BaseException):
@@ -283,6 +315,23 @@ class Steppers:
             self.load.ran(together, model)
         for model, seconds in waits:
             self.load.waited(model, seconds)
+
+
+def _relay(futures: list[Future], done: Future) -> None:
+    """`done`'s outcome handed to `futures` (a cancelled one as Abandoned: nobody wanted it)."""
+    if done.cancelled():
+        settle(futures, Abandoned())
+    else:
+        settle(futures, done.exception() or done.result())
+
+
+def _end(process: subprocess.Popen, conn: Connection) -> None:
+    """A process that has ended, or is made to: its line closed, killed if it still runs, reaped."""
+    conn.close()
+    if process.poll() is None:
+        process.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(5)
 
 
 def _start(config: StepperConfig) -> tuple[subprocess.Popen, Connection]:

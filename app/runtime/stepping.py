@@ -144,7 +144,7 @@ class SteppedDecoding:
         for another between steps and a group's steps follow each other as closely as the lanes
         allow. Queued again while any pool has sentences, so other work comes between two slices.
         `one_lane`: on the calling thread alone (a side lane's, `_side_steps`)."""
-        with self.load.turn():
+        with self.load.turn(beside=one_lane):
             until = time.perf_counter() + STEP_SLICE_S
             if self._pause_until is not None:  # inside a long job's pause: no longer than it gives
                 until = min(until, self._pause_until)
@@ -227,11 +227,11 @@ class SteppedDecoding:
             return
         if joining:
             now = time.perf_counter()
-            pool = self._pools.get(group) or self._pools.setdefault(group, joining[0].spec.pool())
             for sentence in joining:
                 live[sentence.spec.key] = sentence
                 self.load.waited(sentence.spec.model, now - sentence.arrived)
             try:
+                pool = self._pools.get(group) or self._pools.setdefault(group, joining[0].spec.pool())
                 pool.join([(s, s.spec.item, lambda s=s: not s.wanted()) for s in joining])
             except BaseException as error:  # every sentence of the group: the pool may be half-joined
                 return self._fail(group, error)

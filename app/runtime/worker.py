@@ -52,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import logging
 import os
 import sys
 import threading
@@ -67,11 +68,12 @@ import torch
 
 from app.runtime.cores import CoreShare
 from app.runtime.priorities import EXPERIMENT, INTERACTIVE, ORDINARY, PATIENCE_S, URGENT_SHARE
-from app.runtime.stepping import SteppedDecoding
+from app.runtime.stepping import SteppedDecoding, settle
 from app.runtime.workload import Abandoned, Dropped, Load
 from models.serving.threads import intra_op, set_intra_op
 
 T = TypeVar("T")
+log = logging.getLogger("attention_lab")
 
 
 def yield_cpu(nice: int) -> None:
@@ -149,8 +151,12 @@ class ModelThread(SteppedDecoding):
                     self._ready.wait()
                 if not self._queue:
                     return
-                _, _, priority, turn, *_ = heapq.heappop(self._queue)
-            self._run_turn(priority, turn)
+                _, _, priority, turn, futures, _ = heapq.heappop(self._queue)
+            try:
+                self._run_turn(priority, turn)
+            except BaseException as error:  # a fault in one turn: its requests fail, the thread goes on
+                log.exception("model thread: a turn failed")
+                settle([f for f in futures if not f.done()], error)
 
     def _run_turn(self, priority: int, turn: Callable[[], None]) -> None:
         self._running.append(priority)
@@ -364,10 +370,11 @@ class ModelThread(SteppedDecoding):
             self.load.unqueued()
             for future in futures:
                 future.cancel()
-        for sentences in [*self._joining.values(), *self._live.values()]:
-            for sentence in sentences.values():
-                for future, _ in sentence.waiters:
-                    future.cancel()
+        with self._ready:  # the pools change under this lock
+            waiting = [future for sentences in [*self._joining.values(), *self._live.values()]
+                       for sentence in sentences.values() for future, _ in sentence.waiters]
+        for future in waiting:
+            future.cancel()
         if threading.current_thread() is not self._thread:
             self._thread.join()
         if self._side is not None:

@@ -67,21 +67,24 @@ class Load:
             self.waiting -= 1
 
     @contextlib.contextmanager
-    def turn(self):
-        """Around one turn of the model thread, from its start to its end."""
+    def turn(self, beside: bool = False):
+        """Around one turn of the model thread, from its start to its end; `beside`: one a side lane
+        runs while the model thread runs a long job's step (neither a pause's turn nor the model
+        thread's time)."""
         with self._lock:
             self.waiting -= 1
-            self._depth += 1
-            if self._depth > 1:
-                self.paused += 1
+            if not beside:
+                self._depth += 1
+                self.paused += self._depth > 1
         began = time.perf_counter()
         try:
             yield
         finally:
             with self._lock:
-                self._depth -= 1
-                if self._depth == 0:  # a turn run inside a pause is already in the paused one's time
-                    self.busy_seconds += time.perf_counter() - began
+                if not beside:
+                    self._depth -= 1
+                    if self._depth == 0:  # a turn run inside a pause is already in the paused one's time
+                        self.busy_seconds += time.perf_counter() - began
 
     def ran(self, together: int, model: str = "") -> None:
         """One run (or decoding step) of `model` on `together` sentences at once ("": unnamed work)."""

@@ -10,7 +10,10 @@ before anyone who asks after, the reader whose run just ended included. A client
 place, running or waiting, and the line is bounded (`line_limit`): past either, BusyError (429 with
 Retry-After). Each run is capped in steps and seconds (checked before any
 work) and in resident memory (the process is killed past `memory_mb`); it ends, process and all,
-when its client leaves.
+when its client leaves, and when its client stops reading: a write of its lines that waits longer than
+`write_deadline_s` drops the answer (app/routes/live.py), else a reader that reads no more would keep
+the slot, and the line behind it, for ever. The slot or the place is given back on paths that neither
+a cancellation nor a garbage collection can skip or deadlock.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,7 @@ START_SLACK_S = 30.0  # allowed beyond the contestants' seconds: importing torch
 LINE_LIMIT = 8  # readers waiting for a slot, per replica
 MEASURED = 8  # recent runs whose durations give the expected start of those waiting
 PLACE_EVERY_S = 5.0  # how often a waiting reader is told its place again, when it moved
+Started = Callable[[], Awaitable[None]]  # awaited as a run's process is about to start
 
 
 @dataclass(eq=False)
@@ -60,16 +64,19 @@ class Ticket:
     loop: asyncio.AbstractEventLoop  # the server's: a slot may be given back from any thread (a finalizer)
     handed: asyncio.Event = field(default_factory=asyncio.Event)
     lease: Lease | None = None
+    started: Started | None = None
 
 
 class LiveRuns:
     """The replica's training slots and how a run is started, watched and ended."""
 
     def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 768,
-                 limits: LiveLimits | None = None, line_limit: int = LINE_LIMIT):
+                 limits: LiveLimits | None = None, line_limit: int = LINE_LIMIT,
+                 write_deadline_s: float = 20.0):
         self.checkpoints = checkpoints
         self.slots = slots
         self.memory_mb = memory_mb
+        self.write_deadline_s = write_deadline_s  # the longest a client may read nothing (app/config.py)
         self.limits = limits or LiveLimits()
         self.line_limit = line_limit
         self.running = 0
@@ -78,7 +85,7 @@ class LiveRuns:
         self.waiting: deque[Ticket] = deque()
         self.holders: set[str] = set()  # clients with a run going or a place in the line
         self.durations: deque[float] = deque(maxlen=MEASURED)  # seconds of the latest whole runs
-        self.lock = threading.Lock()  # a finalizer may give a slot back from another thread
+        self.lock = threading.Lock()  # the slots and the line; never taken in a finalizer (soon())
 
     def describe(self) -> TrainInfo:
         """What GET /api/train answers: tasks, contestants, defaults, limits and the sweep."""
@@ -118,38 +125,45 @@ class LiveRuns:
             raise InvalidOptionError("seed", f"must be 0 to {lim.max_seed}, got {config.seed}")
         return config
 
-    def start(self, config: live.LiveConfig, client: str = "") -> AsyncIterator[str]:
+    def start(self, config: live.LiveConfig, client: str = "",
+              started: Started | None = None) -> AsyncIterator[str]:
         """The run's NDJSON lines: at once when a slot is free and nobody waits, else after lines
         that tell the reader's place in the line. BusyError when `client` already holds a place, or
         the line is full. The slot or the place is given back when the lines end, or when nobody
-        ever reads them."""
+        ever reads them. `started()` is awaited as the run's process is about to start (the client's
+        share is charged then: a reader who leaves the line first pays nothing). Called on the
+        server's event loop: a dropped stream's slot is given back on it."""
         with self.lock:
-            return self._start(config, client)
+            return self._start(config, client, started)
 
-    def _start(self, config: live.LiveConfig, client: str) -> AsyncIterator[str]:
+    def _start(self, config: live.LiveConfig, client: str, started: Started | None) -> AsyncIterator[str]:
         if client in self.holders:
             raise BusyError("live training: you already have a run going or waiting (one per reader)",
                             self.retry_after())
         if self.running < self.slots and not self.waiting:
             self.holders.add(client)
             lease = self._take(config, client)
-            lines = self._lines(config, lease)
-            weakref.finalize(lines, lease.release)  # never iterated (the client left first): freed anyway
+            lines = self._lines(config, lease, started)
+            # never iterated (the client left first): freed anyway
+            weakref.finalize(lines, soon, asyncio.get_running_loop(), lease.release)
             return lines
         if len(self.waiting) >= self.line_limit:
             raise BusyError(f"live training: every slot is taken ({self.slots} on this replica) and the line "
                             f"is full ({self.line_limit} waiting)", self.retry_after())
         self.holders.add(client)
-        ticket = Ticket(client, config, asyncio.get_running_loop())
+        ticket = Ticket(client, config, asyncio.get_running_loop(), started=started)
         self.waiting.append(ticket)
         lines = self._queued(ticket)
-        weakref.finalize(lines, self._leave, ticket)
+        weakref.finalize(lines, soon, ticket.loop, self._leave, ticket)
         return lines
 
-    def place(self, ticket: Ticket) -> tuple[int, int]:
+    def place(self, ticket: Ticket) -> tuple[int, int] | None:
         """The ticket's place (1: next) and the seconds until it is expected to start: what the
-        running run has left of a typical run, then a typical run per round of slots ahead of it."""
+        running run has left of a typical run, then a typical run per round of slots ahead of it.
+        None once it waits no more (handed a slot, or gone)."""
         with self.lock:
+            if ticket not in self.waiting:
+                return None
             place = self.waiting.index(ticket) + 1
         typical = self.typical_s(ticket.config)
         left = max(0.0, self.started_at + typical - time.monotonic())
@@ -192,20 +206,32 @@ class LiveRuns:
     async def _queued(self, ticket: Ticket) -> AsyncIterator[str]:
         try:
             told = None
-            while not ticket.handed.is_set():
-                place = self.place(ticket)
+            # the line, not `handed`, says whether it still waits: a slot is handed under the lock,
+            # `handed` is set later through the loop, and the timer may wake the reader in between
+            while (place := self.place(ticket)) is not None:
                 if told is None or place[0] != told[0]:
                     told = place
                     queued = TrainQueued(queued={"place": place[0], "starts_in": place[1]})
                     yield queued.model_dump_json() + "\n"
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(ticket.handed.wait(), PLACE_EVERY_S)
-            async for line in self._lines(ticket.config, ticket.lease):
-                yield line
+            if ticket.lease is None:  # it left the line without a slot: nothing to run
+                return
+            # closed with this stream, so a dropped reader's run ends now, not when it is collected
+            async with contextlib.aclosing(self._lines(ticket.config, ticket.lease, ticket.started)) as lines:
+                async for line in lines:
+                    yield line
         finally:
             self._leave(ticket)
 
-    async def _lines(self, config: live.LiveConfig, lease: Lease) -> AsyncIterator[str]:
+    async def _lines(self, config: live.LiveConfig, lease: Lease, started: Started | None = None
+                     ) -> AsyncIterator[str]:
+        try:
+            if started is not None:
+                await started()
+        except BaseException:
+            lease.release()
+            raise
         process = await asyncio.create_subprocess_exec(
             *command(config), cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
@@ -233,8 +259,10 @@ class LiveRuns:
             yield last.model_dump_json(exclude_none=True) + "\n"
         finally:  # also when the client leaves: the process goes with it
             watch.cancel()
-            await end(process)
-            lease.release()
+            try:
+                await end(process)  # the kill is sent before its first await: a cancel here leaves no run
+            finally:
+                lease.release()  # even when that wait is cancelled (a second cancel, a shutdown)
 
     async def _watch(self, process, deadline_s: float, peak: list[float]) -> str | None:
         """Kill the run past its memory or time cap; the reason, or None while it keeps within both.
@@ -264,6 +292,14 @@ def command(config: live.LiveConfig) -> list[str]:
 def wall_cap(config: live.LiveConfig) -> float:
     """The longest a run may take, in seconds: every contestant's seconds guard, and the slack."""
     return len(config.contestants) * config.seconds + START_SLACK_S
+
+
+def soon(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    """Run `callback(*args)` on `loop` soon: what a finalizer does. A finalizer may run on any thread
+    inside any code, `start()` holding the slots' lock on this very thread included, so it takes no
+    lock itself (call_soon_threadsafe takes none)."""
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the server, and its slots, are gone
+        loop.call_soon_threadsafe(callback, *args)
 
 
 class Lease:

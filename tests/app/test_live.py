@@ -19,6 +19,7 @@ import httpx
 import pytest
 from pydantic import TypeAdapter
 
+from app.clients import UNKNOWN
 from app.config import REPO_ROOT
 from app.schemas import TrainEnd, TrainLine
 from app.services import live as live_service
@@ -99,7 +100,8 @@ def test_the_same_settings_give_the_same_run(client):
 
 def test_a_second_reader_waits_in_line_then_runs_when_the_slot_is_free(client):
     runs = client.app.state.live
-    taken = runs.start(runs.settings({}), "someone else")  # holds the replica's one slot until dropped
+    # on the server's loop, as a request takes it: holds the replica's one slot until dropped
+    taken = client.portal.call(runs.start, runs.settings({}), "someone else")
     with client.stream("POST", "/api/train", json=QUICK) as response:
         assert response.status_code == 200
         lines = response.iter_lines()
@@ -114,7 +116,8 @@ def test_a_second_reader_waits_in_line_then_runs_when_the_slot_is_free(client):
 
 def test_one_client_holds_one_place_and_the_refusal_names_live_training(client):
     runs = client.app.state.live
-    taken = runs.start(runs.settings({}), "testclient")  # TestClient's own address
+    # held by TestClient's own client, as app/clients.py names it
+    taken = client.portal.call(runs.start, runs.settings({}), UNKNOWN)
     response = client.post("/api/train", json=QUICK)
     assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1
     detail = response.json()["detail"]
@@ -126,7 +129,7 @@ def test_one_client_holds_one_place_and_the_refusal_names_live_training(client):
 def test_a_full_line_is_refused_naming_it(client, monkeypatch):
     runs = client.app.state.live
     monkeypatch.setattr(runs, "line_limit", 0)
-    taken = runs.start(runs.settings({}), "someone else")
+    taken = client.portal.call(runs.start, runs.settings({}), "someone else")
     response = client.post("/api/train", json=QUICK)
     assert response.status_code == 429 and "the line is full" in response.json()["detail"]
     del taken

@@ -185,3 +185,32 @@ def test_a_process_reports_its_figures_its_queue_and_the_queue_emptied():
     assert _worth_reporting([], [], 0.3, 0.0)
     assert _worth_reporting([], [], 0.0, 0.3)  # emptied by a drop, no step: said, or admission waits on
     assert not _worth_reporting([], [], 0.0, 0.0)  # idle: nothing to say
+
+
+def test_a_process_killed_while_readers_type_fails_none_of_their_sentences(tiny_checkpoints):
+    """Its sentences in flight are run again elsewhere (the other process, or the model thread), and
+    a new process is ready within 20 s."""
+    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=2))) as test_client:
+        steppers = ready(test_client)
+        answers, stop = [], time.monotonic() + 4.0
+
+        def type_on(reader: int) -> None:
+            key = 0
+            while time.monotonic() < stop:
+                key += 1
+                text = f"{TEXTS[reader % len(TEXTS)]} {key}"  # a new text at every key, as a reader types
+                answers.extend(lines(test_client.post("/api/compare", json={"text": text})))
+
+        with ThreadPoolExecutor(6) as readers:
+            typing = [readers.submit(type_on, reader) for reader in range(6)]
+            time.sleep(1.0)
+            killed = steppers._processes[0]
+            os.kill(killed.pid, signal.SIGKILL)
+            for done in typing:
+                done.result()
+        assert answers and not [a for a in answers if "error" in a], [a for a in answers if "error" in a][:3]
+        deadline = time.monotonic() + 20
+        while test_client.get("/api/health").json()["stepping"] != {"processes": 2, "ready": 2}:
+            assert time.monotonic() < deadline, "no process took the killed one's place within 20 s"
+            time.sleep(0.1)
+        assert steppers._processes[0].pid != killed.pid and killed.poll() is not None  # reaped

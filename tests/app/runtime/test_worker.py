@@ -6,13 +6,13 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 import torch
 
 from app.runtime.stepping import Batchable
-from app.runtime.worker import EXPERIMENT, INTERACTIVE, Abandoned, ModelThread
+from app.runtime.worker import EXPERIMENT, INTERACTIVE, ORDINARY, Abandoned, ModelThread
 from models.decoding import Stopped
 
 
@@ -552,5 +552,41 @@ def test_the_wait_a_new_request_meets_is_the_age_of_the_oldest_queued_work():
         assert 0.05 <= worker.waited() < 5
         release.set()
         busy.result(timeout=10)
+    finally:
+        worker.close()
+
+
+class FailingPool(CountingPool):
+    """A pool whose every step raises: a fault inside a model's step."""
+
+    def step(self):
+        raise RuntimeError("a step failed")
+
+
+def test_a_fault_in_a_pool_or_a_turn_fails_only_its_own_requests_and_the_thread_goes_on():
+    worker, log = ModelThread(1, lanes=1, batching=True), {}
+
+    def broken_pool():
+        raise RuntimeError("no pool")
+
+    try:
+        futures = _behind_busy_thread(worker, lambda: [
+            worker.step_together(Batchable(("compare", "bad"), ("bad", "x"), ("x", 2), broken_pool, "bad")),
+            worker.step_together(Batchable(("compare", "worse"), ("worse", "x"), ("x", 2),
+                                           lambda: FailingPool(log), "worse")),
+            worker.step_together(_stepped("good", "un", 2, log)),
+            worker.step_together(_stepped("good", "deux", 3, log))])
+        with pytest.raises(RuntimeError, match="no pool"):
+            futures[0].result(timeout=10)
+        with pytest.raises(RuntimeError, match="a step failed"):
+            futures[1].result(timeout=10)
+        assert [f.result(timeout=10) for f in futures[2:]] == ["un after 2 steps", "deux after 3 steps"]
+        turn = Future()
+        worker._queue_turn(ORDINARY, lambda: 1 / 0, [turn])  # a turn that raises outside any job
+        with pytest.raises(ZeroDivisionError):
+            turn.result(timeout=10)
+        assert worker.run(lambda: "still here") == "still here"  # the model thread went on
+        again = worker.step_together(_stepped("good", "trois", 1, log))
+        assert again.result(timeout=10) == "trois after 1 steps"
     finally:
         worker.close()
