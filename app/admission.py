@@ -2,9 +2,13 @@
 
 Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py).
 What a new request would meet is the queue's age: how long the oldest work it would wait behind
-has waited already (`ModelThread.waited`). Past `max_wait` seconds the replica is behind, and one
-more request is answered 503 with Retry-After, so a crowd is turned away while it can still be
-served elsewhere instead of everyone waiting longer. Counting requests instead
+has waited already. Work is served in turns between clients (app/runtime/fairness.py), so that is
+the client's own oldest queued work, or, when two or more other clients have work waiting and even
+the freshest of theirs is that old, theirs (`wait_met`). Past `max_wait` seconds the client is
+behind, and one more request of its is answered 503 with Retry-After: a client that keeps more in
+flight than it is served is turned away, not the readers beside it, and when the whole replica is
+behind a crowd is turned away while it can still be served elsewhere instead of everyone waiting
+longer. Counting requests instead
 turned away typing readers whose compares were stepped together in a few milliseconds: a reader
 has about one request in flight at every key, however little work it is. A bound on the count,
 `limit`, stays, far above that, for memory and the threads sync handlers hold while they wait.
@@ -25,6 +29,8 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.clients import client_of
+from app.runtime.fairness import asking
 from app.runtime.metrics import Traffic
 
 RETRY_AFTER_S = 1
@@ -32,9 +38,9 @@ RETRY_AFTER_S = 1
 
 class Admission:
     def __init__(self, app: ASGIApp, limit: int, traffic: Traffic | None = None,
-                 waited: Callable[[], float] = lambda: 0.0, max_wait: float = float("inf")):
-        """limit: model requests in the server at once; waited(): seconds the oldest queued model
-        work has waited; past max_wait, refused."""
+                 waited: Callable[[str], float] = lambda client: 0.0, max_wait: float = float("inf")):
+        """limit: model requests in the server at once; waited(client): seconds a new request of
+        `client` would wait behind queued model work that has waited already; past max_wait, refused."""
         self.app = app
         self.limit = limit
         self.waited, self.max_wait = waited, max_wait
@@ -50,7 +56,8 @@ class Admission:
             await self.app(scope, receive, send)
             return
         traffic = self.traffic
-        behind = self.waited() > self.max_wait
+        client = client_of(scope)
+        behind = self.waited(client) > self.max_wait
         with traffic.lock:
             admitted = traffic.in_flight < self.limit and not behind
             traffic.in_flight += admitted
@@ -58,9 +65,11 @@ class Admission:
         if not admitted:
             await self._busy(send, behind)
             return
+        served = asking.set(client)  # the work it queues is this client's (app/runtime/fairness.py)
         try:
             await self.app(scope, receive, send)
         finally:
+            asking.reset(served)
             traffic.count("in_flight", -1)
 
     async def _busy(self, send: Send, behind: bool) -> None:

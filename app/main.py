@@ -38,6 +38,7 @@ from app.runtime.errors import (
     UnknownModelError,
     UnknownSnapshotError,
 )
+from app.runtime.fairness import wait_met
 from app.runtime.loading import freeze_start_up_heap, load_registry
 from app.runtime.metrics import Metrics
 from app.runtime.registry import ModelRegistry
@@ -116,8 +117,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Compress)
     app.add_middleware(CancelOnDisconnect, traffic=metrics.traffic)
 
-    def waited() -> float:  # the model thread's queue age (none before it is loaded)
-        return 0.0 if app.state.registry is None else app.state.registry.jobs.waited()
+    def waited(client: str) -> float:  # the wait a client's new request meets (none before loading)
+        return 0.0 if app.state.registry is None else wait_met(app.state.registry.jobs.ages(), client)
 
     # inside BodyLimit (the last added runs first): a request counts, and meets the queue's age, only
     # once its whole body is read, so bodies trickled over many connections cannot fill the bound

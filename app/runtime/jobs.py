@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
 from app.runtime.cache import MISSING, ResultCache
+from app.runtime.fairness import asking
 from app.runtime.shares import Meter
 from app.runtime.stepping import Batchable
 from app.runtime.worker import EXPERIMENT, INTERACTIVE, ORDINARY, ModelThread
@@ -32,6 +33,8 @@ class Steppers(Protocol):
     def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future | None: ...
 
     def waited(self) -> float: ...
+
+    def ages(self) -> dict[str, float]: ...
 
     def close(self) -> None: ...
 
@@ -97,7 +100,7 @@ class Jobs:
         value = self.cache.get(key)
         if value is MISSING:
             return self.worker.submit(self.cache.get_or_compute, key, compute, cancel=cancel,
-                                      priority=self._priority(priority))
+                                      priority=self._priority(priority), client=asking.get())
         done: Future = Future()
         done.set_result(value)
         return done
@@ -115,12 +118,14 @@ class Jobs:
         futures: list[Future | None] = []
         todo, names = [], []
         priority = self._priority(INTERACTIVE)
+        client = asking.get()  # whose work this is: served in turns with other clients'
         for name, key, compute, spec in items:
             value = self.cache.get(key)
             if value is not MISSING:
                 futures.append(Future())
                 futures[-1].set_result(value)
             elif spec is not None and self.worker.batching and priority == INTERACTIVE:
+                spec = replace(spec, client=client)
                 remote = self.steppers.step_together(spec, cancel) if self.steppers is not None else None
                 futures.append(remote or self.worker.step_together(spec, cancel))
                 futures[-1].add_done_callback(partial(self._keep, key))
@@ -130,14 +135,22 @@ class Jobs:
                 todo.append(partial(self.cache.get_or_compute, key, timed))
                 names.append(name)
         start = sorted(range(len(todo)), key=lambda i: -self.seconds.get(names[i], 0.0))
-        queued = iter(self.worker.run_together(todo, cancel, start, priority=priority) if todo else [])
+        queued = iter(self.worker.run_together(todo, cancel, start, priority=priority, client=client)
+                      if todo else [])
         return [future or next(queued) for future in futures]
 
     def waited(self) -> float:
         """Seconds the oldest model work a new request would wait behind has waited (0: none), on the
-        model thread or in a stepper process: what admission refuses by (app/admission.py)."""
-        remote = self.steppers.waited() if self.steppers is not None else 0.0
-        return max(self.worker.waited(), remote)
+        model thread or in a stepper process."""
+        return max(self.ages().values(), default=0.0)
+
+    def ages(self) -> dict[str, float]:
+        """Per client with model work waiting (on the model thread or in a stepper process), how long
+        its oldest has waited: what admission refuses by (app/admission.py)."""
+        ages = self.worker.ages()
+        for client, age in (self.steppers.ages() if self.steppers is not None else {}).items():
+            ages[client] = max(age, ages.get(client, 0.0))
+        return ages
 
     def close(self) -> None:
         """Stop the stepper processes, then the model thread; queued work that has not started is dropped."""

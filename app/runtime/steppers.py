@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -112,7 +112,8 @@ class Steppers:
         self._sent: dict[int, _Sent] = {}
         self._by_key: dict[tuple[Hashable, Hashable], _Sent] = {}
         self._live: dict[Hashable, list[int]] = {}  # group -> per process, its sentences sent and not settled
-        self._waited = [(0.0, 0.0)] * processes  # per process: its oldest sentence's age, when reported
+        # per process: per client, its oldest sentence's age, and when that was reported
+        self._waited: list[tuple[dict[str, float], float]] = [({}, 0.0)] * processes
         self._closed = False
         self._closing = threading.Event()
         self._config = config
@@ -157,7 +158,7 @@ class Steppers:
             self._sent[sent.sid] = sent
             self._by_key[spec.group, spec.key] = sent
             self._live.setdefault(spec.group, [0] * len(self._ready))[process] += 1
-        if not self._send(process, ("join", sent.sid, spec.model, spec.item)):
+        if not self._send(process, ("join", sent.sid, spec.model, spec.item, spec.client)):
             with self._lock:
                 self._forget(sent)
             return None
@@ -167,8 +168,17 @@ class Steppers:
     def waited(self) -> float:
         """Seconds the oldest sentence not yet stepped in any process has waited, as last reported
         plus the time since (0: none)."""
+        return max(self.ages().values(), default=0.0)
+
+    def ages(self) -> dict[str, float]:
+        """Per client, how long its oldest sentence not yet stepped in any process has waited, as
+        last reported plus the time since."""
         now = time.perf_counter()
-        return max((age + now - when for age, when in self._waited if age > 0), default=0.0)
+        oldest: dict[str, float] = {}
+        for ages, when in self._waited:
+            for client, age in ages.items():
+                oldest[client] = max(age + now - when, oldest.get(client, 0.0))
+        return oldest
 
     def close(self) -> None:
         with self._lock:
@@ -268,7 +278,7 @@ class Steppers:
                 self._ready[process] = ready = True
                 log.info("stepper %d ready (pid %d)", process, self._processes[process].pid)
         self._ready[process] = False
-        self._waited[process] = (0.0, 0.0)
+        self._waited[process] = ({}, 0.0)
         with self._lock:
             lost = [sent for sent in self._sent.values() if sent.process == process]
             for sent in lost:
@@ -309,8 +319,8 @@ class Steppers:
         if sent is not None:
             settle(sent.futures, result)
 
-    def _report(self, process: int, age: float, ran: list, waits: list) -> None:
-        self._waited[process] = (age, time.perf_counter())
+    def _report(self, process: int, ages: dict[str, float], ran: list, waits: list) -> None:
+        self._waited[process] = (ages, time.perf_counter())
         for model, together in ran:
             self.load.ran(together, model)
         for model, seconds in waits:
@@ -433,13 +443,13 @@ def serve(conn, config: StepperConfig) -> None:
         send(("done", sid, result))
 
     def report() -> None:
-        told = 0.0  # the queue age last sent
+        told: dict[str, float] = {}  # the queue's ages last sent
         while not stop.wait(REPORT_S):
             ran, waits = load.taken()
-            age = worker.waited()
-            if _worth_reporting(ran, waits, age, told):
-                send(("report", age, ran, waits))
-                told = age
+            ages = worker.ages()
+            if _worth_reporting(ran, waits, ages, told):
+                send(("report", ages, ran, waits))
+                told = ages
 
     send(("ready",))
     threading.Thread(target=report, name="stepper-report", daemon=True).start()
@@ -450,10 +460,11 @@ def serve(conn, config: StepperConfig) -> None:
             except (EOFError, OSError):
                 return
             if message[0] == "join":
-                _, sid, model, item = message
+                _, sid, model, item, client = message
                 cancel = cancels[sid] = threading.Event()
                 try:
-                    future = worker.step_together(config.job(registry, model, item, cancel), cancel)
+                    job = replace(config.job(registry, model, item, cancel), client=client)
+                    future = worker.step_together(job, cancel)
                 except Exception as error:  # this sentence's answer
                     cancels.pop(sid, None)
                     send(("done", sid, _portable(error)))
@@ -470,11 +481,11 @@ def serve(conn, config: StepperConfig) -> None:
         registry.close()
 
 
-def _worth_reporting(ran: list, waits: list, age: float, told: float) -> bool:
+def _worth_reporting(ran: list, waits: list, ages: dict[str, float], told: dict[str, float]) -> bool:
     """Whether a stepper process reports now: it has figures, or a queue, or its queue emptied since
     it last told a nonzero age (a sentence dropped before its first step leaves no step to report,
     and the server would go on adding time to the old age, refusing every request)."""
-    return bool(ran or waits or age or told)
+    return bool(ran or waits or ages or told)
 
 
 def _portable(error: BaseException) -> BaseException:

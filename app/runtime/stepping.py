@@ -26,6 +26,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.runtime.fairness import fair_order
 from app.runtime.priorities import INTERACTIVE
 from app.runtime.workload import Abandoned
 
@@ -67,6 +68,7 @@ class Batchable:
     # the same answer computed by itself, for a sentence with nothing to step with (a reader alone):
     # the one-sentence search, without a pool's bookkeeping at every step
     alone: Callable[[], Any] | None = None
+    client: str = ""  # who asked: sentences join their pool in turns between clients (fairness.py)
 
 
 @dataclass(eq=False)
@@ -199,10 +201,11 @@ class SteppedDecoding:
         return max(1, self.lanes // max(1, len(groups)))
 
     def _admitted(self, unit: tuple[Hashable, int], shards: int) -> tuple[list[_Sentence], list[_Sentence]]:
-        """Under the lock: the sentences of `unit`'s group that join its pool now, oldest first, as
-        many as it has room for (at most `pool_rows`, and its share of the group's sentences over its
-        `shards` pools), and those nobody wants any more, dropped unstarted; the rest wait, and a
-        reader who types on in the meantime costs nothing."""
+        """Under the lock: the sentences of `unit`'s group that join its pool now, in turns between
+        clients (each one's oldest first: `fair_order`), as many as it has room for (at most
+        `pool_rows`, and its share of the group's sentences over its `shards` pools), and those
+        nobody wants any more, dropped unstarted; the rest wait, and a reader who types on in the
+        meantime costs nothing."""
         group = unit[0]
         waiting = self._joining.get(group, {})
         if unit[1] >= shards:  # a pool left from when fewer groups had work: it only drains
@@ -211,11 +214,11 @@ class SteppedDecoding:
         share = -(-(sum(sizes) + len(waiting)) // shards)  # ceil
         room = min(self.pool_rows, max(share, 1)) - len(self._pools.get(unit) or ())
         joining, gone = [], []
-        for key in list(waiting):
-            if not waiting[key].wanted():
-                gone.append(waiting.pop(key))
+        for sentence in fair_order(list(waiting.values()), lambda s: s.spec.client):
+            if not sentence.wanted():
+                gone.append(waiting.pop(sentence.spec.key))
             elif len(joining) < room:
-                joining.append(waiting.pop(key))
+                joining.append(waiting.pop(sentence.spec.key))
         if not waiting:
             self._joining.pop(group, None)
         return joining, gone

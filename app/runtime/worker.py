@@ -60,13 +60,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 import torch
 
 from app.runtime.cores import CoreShare
+from app.runtime.fairness import FairShare
 from app.runtime.priorities import EXPERIMENT, INTERACTIVE, ORDINARY, PATIENCE_S, URGENT_SHARE
 from app.runtime.stepping import SteppedDecoding, settle
 from app.runtime.workload import Abandoned, Dropped, Load
@@ -88,6 +89,19 @@ def yield_cpu(nice: int) -> None:
     with contextlib.suppress(OSError):  # above the main thread's value: a lane inherits its creator's
         base = os.getpriority(os.PRIO_PROCESS, os.getpid())
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, base + nice))
+
+
+@dataclass(order=True)
+class _Turn:
+    """One queued turn of the model thread, in the order turns run: the earliest `due` first."""
+
+    due: float  # when it was queued (or its client's earlier turns are through), plus its patience
+    order: int
+    priority: int = field(compare=False)
+    run: Callable[[], None] = field(compare=False)
+    futures: list[Future] = field(compare=False)  # cancelled if it never runs, failed if it raises
+    queued: float = field(compare=False)  # when it was queued
+    client: str = field(compare=False, default="")
 
 
 @dataclass
@@ -117,9 +131,8 @@ class ModelThread(SteppedDecoding):
         self.pool_rows = pool_rows
         self.dropped = Dropped()
         self.load = Load()
-        # heap of (due: when it was queued plus its priority's patience, order, priority, turn, the
-        # turn's futures: cancelled if it never runs, when it was queued); the earliest due runs first
-        self._queue: list[tuple[float, int, int, Callable[[], None], list[Future], float]] = []
+        self._queue: list[_Turn] = []  # a heap: the earliest due runs first
+        self._fair = FairShare()  # when each client's queued turns are through, by what they cost
         self._init_stepping()  # continuous batching (`step_together`)
         self._order = itertools.count()
         self._ready = threading.Condition()
@@ -151,12 +164,21 @@ class ModelThread(SteppedDecoding):
                     self._ready.wait()
                 if not self._queue:
                     return
-                _, _, priority, turn, futures, _ = heapq.heappop(self._queue)
-            try:
-                self._run_turn(priority, turn)
-            except BaseException as error:  # a fault in one turn: its requests fail, the thread goes on
-                log.exception("model thread: a turn failed")
-                settle([f for f in futures if not f.done()], error)
+                turn = heapq.heappop(self._queue)
+            self._take(turn)
+
+    def _take(self, turn: _Turn) -> None:
+        """Run a queued turn, timed into its client's account; a fault in it fails its own requests
+        and the thread goes on."""
+        began = time.perf_counter()
+        try:
+            self._run_turn(turn.priority, turn.run)
+        except BaseException as error:
+            log.exception("model thread: a turn failed")
+            settle([f for f in turn.futures if not f.done()], error)
+        finally:
+            with self._ready:
+                self._fair.ran(turn.client, time.perf_counter() - began)
 
     def _run_turn(self, priority: int, turn: Callable[[], None]) -> None:
         self._running.append(priority)
@@ -172,25 +194,36 @@ class ModelThread(SteppedDecoding):
                 with self._ready:
                     self._long_step = False
 
-    def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future]) -> None:
+    def _queue_turn(self, priority: int, turn: Callable[[], None], futures: list[Future],
+                    client: str = "") -> None:
+        """Queue `turn`, due once its client's turns queued before it are through (as long as each
+        of its turns has taken lately: `FairShare`) plus its priority's patience: a client who
+        queues many turns at once gets its share of the thread, turn by turn between other clients'."""
         with self._ready:
             if self._closed:
                 raise RuntimeError("the model thread is closed")
             self.load.queued()
             now = time.perf_counter()
-            heapq.heappush(self._queue, (now + PATIENCE_S.get(priority, 0.0), next(self._order), priority, turn,
-                                         futures, now))
+            due = self._fair.due(client, now) + PATIENCE_S.get(priority, 0.0)
+            heapq.heappush(self._queue, _Turn(due, next(self._order), priority, turn, futures, now, client))
             self._ready.notify()
 
     def waited(self) -> float:
         """Seconds the oldest work a new request would wait behind has been waiting: the oldest
-        queued turn more urgent than an experiment, or the oldest sentence not yet stepped (0: none).
-        What admission (app/admission.py) refuses by: the wait a new request would meet."""
+        queued turn more urgent than an experiment, or the oldest sentence not yet stepped (0: none)."""
+        return max(self.ages().values(), default=0.0)
+
+    def ages(self) -> dict[str, float]:
+        """Per client with work queued (a turn more urgent than an experiment, or a sentence not yet
+        stepped), how long its oldest has waited: what admission (app/admission.py) refuses by."""
         now = time.perf_counter()
+        oldest: dict[str, float] = {}
         with self._ready:
-            queued = [entry[5] for entry in self._queue if entry[2] < EXPERIMENT]
-            queued += [s.arrived for group in self._joining.values() for s in group.values()]
-        return now - min(queued) if queued else 0.0
+            queued = [(t.client, t.queued) for t in self._queue if t.priority < EXPERIMENT]
+            queued += [(s.spec.client, s.arrived) for group in self._joining.values() for s in group.values()]
+        for client, when in queued:
+            oldest[client] = min(when, oldest.get(client, when))
+        return {client: now - when for client, when in oldest.items()}
 
     def pause(self) -> None:
         """Called by a long job between two of its steps, on the model thread: first run the queued
@@ -212,16 +245,15 @@ class ModelThread(SteppedDecoding):
         try:
             while time.perf_counter() < until:
                 with self._ready:
-                    urgent = [entry for entry in self._queue if entry[2] < current]
+                    urgent = [turn for turn in self._queue if turn.priority < current]
                     if not urgent:
                         return
                     first = min(urgent)  # the earliest due of the more urgent ones
                     self._queue.remove(first)
                     heapq.heapify(self._queue)
-                    _, _, priority, turn, *_ = first
                 with intra_op(torch.get_num_threads()), torch.inference_mode(self._inference), \
                         torch.set_grad_enabled(self._grad):
-                    self._run_turn(priority, turn)
+                    self._take(first)
         finally:
             self._pause_until = None
             self._resumed[-1] = time.perf_counter()
@@ -248,9 +280,9 @@ class ModelThread(SteppedDecoding):
 
     def _take_step_turn(self) -> bool:
         """Under the lock: the queued turn of stepped decoding taken out of the queue (False: none)."""
-        for entry in self._queue:
-            if entry[3] == self._step_turn:
-                self._queue.remove(entry)
+        for turn in self._queue:
+            if turn.run == self._step_turn:
+                self._queue.remove(turn)
                 heapq.heapify(self._queue)
                 return True
         return False
@@ -275,9 +307,10 @@ class ModelThread(SteppedDecoding):
             set_intra_op(self.cores.threads())
 
     def submit(self, fn: Callable[..., T], *args, cancel: threading.Event | None = None,
-               priority: int = ORDINARY, **kwargs) -> Future[T]:
-        """Queue fn(*args, **kwargs) for the model thread at `priority`; its Future. If `cancel`
-        is set by the time its turn comes, fn is not run and the Future raises Abandoned."""
+               priority: int = ORDINARY, client: str = "", **kwargs) -> Future[T]:
+        """Queue fn(*args, **kwargs) for the model thread at `priority`, as `client`'s turn; its
+        Future. If `cancel` is set by the time its turn comes, fn is not run and the Future raises
+        Abandoned."""
         future: Future[T] = Future()
 
         def job() -> None:
@@ -288,11 +321,12 @@ class ModelThread(SteppedDecoding):
                 self._share_cores()
                 self._settle(future, cancel, partial(fn, *args, **kwargs))
 
-        self._queue_turn(priority, job, [future])
+        self._queue_turn(priority, job, [future], client)
         return future
 
     def run_together(self, jobs: list[Callable[[], T]], cancel: threading.Event | None = None,
-                     start: list[int] | None = None, priority: int = INTERACTIVE) -> list[Future[T]]:
+                     start: list[int] | None = None, priority: int = INTERACTIVE,
+                     client: str = "") -> list[Future[T]]:
         """Queue a batch of independent jobs that only read the loaded models, as one turn of the
         model thread at `priority`; a Future per job, in the order given. When its turn comes the
         batch runs on up to `lanes` threads at once (one intra-op thread each), each lane taking
@@ -306,7 +340,7 @@ class ModelThread(SteppedDecoding):
             with self.load.turn():
                 self._together([partial(self._run_job, batch, i) for i in batch.start])
 
-        self._queue_turn(priority, lead, futures)
+        self._queue_turn(priority, lead, futures, client)
         return futures
 
     def _run_job(self, batch: _Batch, i: int) -> None:
@@ -366,9 +400,9 @@ class ModelThread(SteppedDecoding):
             self._closed = True
             dropped, self._queue = self._queue, []
             self._ready.notify()
-        for *_, futures, _ in dropped:
+        for turn in dropped:
             self.load.unqueued()
-            for future in futures:
+            for future in turn.futures:
                 future.cancel()
         with self._ready:  # the pools change under this lock
             waiting = [future for sentences in [*self._joining.values(), *self._live.values()]

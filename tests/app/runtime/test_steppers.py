@@ -181,10 +181,10 @@ def test_no_processes_when_the_settings_leave_it_to_the_model_thread(client, tin
 
 
 def test_a_process_reports_its_figures_its_queue_and_the_queue_emptied():
-    assert _worth_reporting([("rnn", 2)], [], 0.0, 0.0)
-    assert _worth_reporting([], [], 0.3, 0.0)
-    assert _worth_reporting([], [], 0.0, 0.3)  # emptied by a drop, no step: said, or admission waits on
-    assert not _worth_reporting([], [], 0.0, 0.0)  # idle: nothing to say
+    assert _worth_reporting([("rnn", 2)], [], {}, {})
+    assert _worth_reporting([], [], {"1.2.3.4": 0.3}, {})
+    assert _worth_reporting([], [], {}, {"1.2.3.4": 0.3})  # emptied by a drop: said
+    assert not _worth_reporting([], [], {}, {})  # idle: nothing to say
 
 
 def test_a_process_killed_while_readers_type_fails_none_of_their_sentences(tiny_checkpoints):
