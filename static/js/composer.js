@@ -39,6 +39,8 @@ export class Composer {
     if (stuck === composer.classList.contains("is-stuck")) return;
     const height = () => composer.getBoundingClientRect().height;
     const before = height();
+    // the margin first: a page at its end that got shorter for the measure would be scrolled up by the browser
+    if (stuck) composer.style.marginBottom = `${before}px`;
     composer.classList.toggle("is-stuck", stuck);
     composer.style.marginBottom = stuck ? `${Math.max(0, before - height())}px` : "";
   }

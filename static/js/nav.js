@@ -4,6 +4,8 @@
 
 const SETTLED_PX = 2; // a page scrolled further than this, with a chapter held, was scrolled by the reader
 
+const pageHeight = () => document.documentElement.scrollHeight;
+
 export class Nav {
   /**
    * `page`: the URL state; its `ch` is opened now (a shared link) and kept as the reader scrolls.
@@ -49,7 +51,7 @@ export class Nav {
     section.scrollIntoView({ block: "start", behavior: "instant" });
     // the browser's scroll anchoring would move the page too, by its own choice of anchor
     document.documentElement.style.overflowAnchor = "none";
-    this.held = { section, top: section.getBoundingClientRect().top, y: scrollY };
+    this.held = { section, top: section.getBoundingClientRect().top, y: scrollY, height: pageHeight() };
     this.keeper.holdHere(section.querySelector("h2"));
   }
 
@@ -76,9 +78,12 @@ export class Nav {
     for (const type of ["wheel", "touchstart", "pointerdown", "keydown"]) {
       addEventListener(type, () => this.letGo(), { passive: true, capture: true });
     }
+    // a scroll that comes with a new height of the page is the browser's (the page got shorter than
+    // where it was: the questions hid the chapters they wait before), not the reader's
     addEventListener("scroll", () => {
       if (!this.held) return;
-      if (Math.abs(scrollY - this.held.y) > SETTLED_PX) this.letGo();
+      if (pageHeight() !== this.held.height) hold();
+      else if (Math.abs(scrollY - this.held.y) > SETTLED_PX) this.letGo();
       else if (Math.abs(this.held.section.getBoundingClientRect().top - this.held.top) > SETTLED_PX) hold();
     }, { passive: true });
   }

@@ -42,9 +42,9 @@ function remember(asking) {
 function followTour(tour) {
   if (!tour.length) return;
   const sections = [...document.querySelectorAll("main section[data-chapter]")];
-  const after = sections[0].previousElementSibling;
   for (const section of sections) section.hidden = !tour.includes(section.dataset.chapter);
-  [...tour].reverse().forEach((ch) => after.after(sections.find((s) => s.dataset.chapter === ch)));
+  // last in <main>, in the tour's order: the last of them keeps the room below it (app.css)
+  for (const ch of tour) sections[0].parentElement.append(sections.find((s) => s.dataset.chapter === ch));
   const items = [...document.querySelectorAll(".site-nav a[data-chapter]")].map((a) => a.closest("li"));
   const list = items[0].parentElement;
   for (const item of items) item.hidden = !tour.includes(item.querySelector("a").dataset.chapter);
