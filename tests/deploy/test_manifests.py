@@ -197,6 +197,7 @@ def test_the_deployment_tells_readers_behind_its_ingress_apart(k8s):
     reader from the right of X-Forwarded-For, which the reader cannot write."""
     import asyncio
     import ipaddress
+    from concurrent.futures import ThreadPoolExecutor
 
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -217,7 +218,10 @@ def test_the_deployment_tells_readers_behind_its_ingress_apart(k8s):
             seen["client"] = scope["client"][0]
 
         scope = {"type": "http", "client": (peer, 1), "headers": [(b"x-forwarded-for", forwarded.encode())]}
-        asyncio.run(ProxyHeadersMiddleware(app, trusted_hosts=trusted)(scope, None, None))
+        middleware = ProxyHeadersMiddleware(app, trusted_hosts=trusted)
+        # a loop of its own on a thread of its own: the browser tests' Playwright keeps one running here
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(lambda: asyncio.run(middleware(scope, None, None))).result()
         return seen["client"]
 
     assert client("10.244.1.5", "203.0.113.9") == "203.0.113.9"  # the ingress's reader
