@@ -1,19 +1,31 @@
-"""The story's chapters, each declared once: what the server, the page's shell and the tests need to
-know of it. The page's own side of a chapter (its views, their URL keys, its question) is declared
-by its modules in static/js/chapters/; this holds what crosses to the server.
+"""The story's chapters, each one record, in the story's order: a chapter's number is its place in
+`CHAPTERS` and is written nowhere else. Its `slug` names it everywhere: its section and its template
+(templates/chapters/<slug>.html), its link (`?ch=<slug>`), its words in the message catalogues (keys
+`<slug>.`), its question (static/js/questions/bank.js), its views (static/js/chapters/) and its recap
+row. The page's own side of a chapter (its views, their URL keys, its question) is declared by its
+modules in static/js/; this holds what crosses to the server.
 
+What production reads of a record:
+- `slug`: as above; the navigation, the sections and the recap's rows are written from the list
+  (templates/index.html), and the catalogues' references `{chapter:<slug>}` are its number.
 - `figures`: the ids of its figures one may embed (`/embed/<id>`, app/routes/pages.py); the
   template writes them on the page for static/js/embed.js, which offers exactly these.
-- `opens`: the test ids of the figures it draws as soon as it is opened ("{aligning}": the first recurrent model
-  with cross-attention, whose figures chapter 5 shows first).
-- `routes`: the API routes its views ask, each with the panel that says its failure on the page and,
-  where the default request is slow on a test server, a lighter body (`light`) or `heavy` (no
-  property-based checks). The first visit's answers are computed ahead in this order
-  (app/services/ahead.py), after the first screen's (`FIRST_SCREEN`).
-- `question`: how the question it asks before it shows its measurement (static/js/questions/bank.js)
-  is posed: "sentence" (measured on the reader's sentence), "fixed" (the same for every sentence),
-  "later" (the same for every sentence, measured once the reader has guessed), or None.
-- `recap`: chapter 11's recap has a row for it (app/services/recap.py).
+- `routes`: the API routes its views ask, in order: the first visit's answers are computed ahead in
+  this order (app/services/ahead.py), after the first screen's (`FIRST_SCREEN`).
+- `recap`: the parts of its row in the recap ("" its main measurement, else the part's name), each a
+  place the row's number is written (templates/chapters/point.html); app/services/recap.py
+  measures on the server the parts it has a measurement for, the chapter's view the others.
+
+What only the tests read (their checks of the page, on the tiny models):
+- `opens`: the test ids of the figures it draws as soon as it is opened ("{aligning}": the first
+  recurrent model with cross-attention, whose figures the attention chapter shows first).
+- `question`: how its question (static/js/questions/bank.js) is posed: "sentence" (measured on the
+  reader's sentence), "fixed" (the same for every sentence), "later" (the same for every sentence,
+  measured once the reader has guessed), or None.
+- a route's `failure` (where the page says it failed), `light` and `heavy` (how a test server asks it).
+
+`BEFORE_SLUGS` keeps the links made when chapters had numbers: `?ch=<n>` and `?tour=<n>,...` open
+the chapter that n named then (app/routes/pages.py).
 
 A leaf: it imports nothing of the app."""
 
@@ -26,69 +38,88 @@ from typing import Any
 @dataclass(frozen=True)
 class Route:
     path: str  # POST unless `get`
-    failure: str | None = None  # where the page says this route's failure (a CSS selector)
-    light: dict[str, Any] = field(default_factory=dict)  # fields that keep a valid request quick
-    heavy: bool = False  # seconds per request at its schema's bounds
+    failure: str | None = None  # tests: where the page says this route's failure (a CSS selector)
+    light: dict[str, Any] = field(default_factory=dict)  # tests: fields that keep a valid request quick
+    heavy: bool = False  # tests: seconds per request at its schema's bounds
     get: bool = False
 
 
 @dataclass(frozen=True)
 class Chapter:
-    number: int
+    slug: str
     figures: tuple[str, ...] = ()
-    opens: tuple[str, ...] = ()
     routes: tuple[Route, ...] = ()
+    recap: tuple[str, ...] = ("",)
+    opens: tuple[str, ...] = ()
     question: str | None = "sentence"
-    recap: bool = False
 
     @property
-    def key(self) -> str:
-        """The prefix of its words in the message catalogues, and its id in the URL's `ch`."""
-        return f"ch{self.number}"
+    def number(self) -> int:
+        """Its place in the story, from 1."""
+        return number(self.slug)
 
 
 def _empty(testid: str) -> str:
     return f"[data-testid{testid}] .plot-empty"
 
 
-# The first screen (static/js/glance.js): every model's translation and maps, which chapters 4, 5
-# and 9 show too. Its failure is said on each model's card.
+# The first screen (static/js/glance.js): every model's translation and maps, which the bottleneck,
+# attention and heads chapters show too. Its failure is said on each model's card.
 FIRST_SCREEN = (Route("/api/compare", failure="#cards .card__text.is-missing"),)
 
 CHAPTERS = (
-    Chapter(1, figures=("curves-plot",), opens=("curves-plot",),
+    Chapter("training", figures=("curves-plot",), opens=("curves-plot",),
             routes=(Route("/api/curves", _empty("=curves-plot"), get=True),), question="fixed"),
-    Chapter(2, figures=("recurrence-plot", "recurrence-change"), opens=("recurrence-plot", "recurrence-change"),
-            routes=(Route("/api/recurrence", _empty("=recurrence-plot")),), recap=True),
-    Chapter(3, figures=("grad-plot", "factor-plot", "lag-accuracy", "lag-gradients", "gates-plot"),
+    Chapter("recurrence", figures=("recurrence-plot", "recurrence-change"),
+            opens=("recurrence-plot", "recurrence-change"),
+            routes=(Route("/api/recurrence", _empty("=recurrence-plot")),)),
+    Chapter("gradients", figures=("grad-plot", "factor-plot", "lag-accuracy", "lag-gradients", "gates-plot"),
             opens=("gradient-plot",),
             routes=(Route("/api/gradients", _empty("=gradient-plot")),
                     Route("/api/long-lag", _empty("=lag-accuracy"), get=True),
-                    Route("/api/long-lag/gradients", _empty("=lag-gradients"), light={"lag": 4})),
-            recap=True),
-    Chapter(4, figures=("bleu-plot", "live-loss", "live-accuracy", "live-maps", "live-reference"),
+                    Route("/api/long-lag/gradients", _empty("=lag-gradients"), light={"lag": 4}))),
+    Chapter("bottleneck", figures=("bleu-plot", "live-loss", "live-accuracy", "live-maps", "live-reference"),
             opens=("bleu-plot",), routes=(Route("/api/train", heavy=True),)),
-    Chapter(5, figures=("alignment-plots", "scores-panels", "lookup-plot"),
+    Chapter("attention", figures=("alignment-plots", "scores-panels", "lookup-plot"),
             opens=("attention-{aligning}", "scores-{aligning}", "blend-{aligning}"),
             routes=(Route("/api/scores", _empty("^=scores-")), Route("/api/snapshots", _empty("^=scrub-map-")),
                     Route("/api/lookup", _empty("=lookup-plot"))),
-            recap=True),
-    Chapter(6, figures=("timing-plot",), opens=("timing-plot",),
-            routes=(Route("/api/timing", "[data-testid=timing-status]"),), question="later", recap=True),
-    Chapter(7, figures=("scaling-curves", "scaling-heads"), opens=("scaling-curves", "scaling-heads"),
+            recap=("", "lookup")),
+    Chapter("parallel", figures=("timing-plot",), opens=("timing-plot",),
+            routes=(Route("/api/timing", "[data-testid=timing-status]"),), question="later"),
+    Chapter("scaling", figures=("scaling-curves", "scaling-heads"), opens=("scaling-curves", "scaling-heads"),
             routes=(Route("/api/scaling", _empty("=scaling-curves"), light={"d_k": [4, 16], "keys": 4},
-                          heavy=True),),
-            recap=True),
-    Chapter(8, figures=("order-maps", "order-pe"), opens=("order-maps", "order-pe"),
-            routes=(Route("/api/order", _empty("=order-maps")),), recap=True),
-    Chapter(9, figures=("heads-grid", "head-detail", "heads-contrib", "heads-ranking", "heads-summed",
-                        "heads-rollout"),
+                          heavy=True),)),
+    Chapter("order", figures=("order-maps", "order-pe"), opens=("order-maps", "order-pe"),
+            routes=(Route("/api/order", _empty("=order-maps")),)),
+    Chapter("heads", figures=("heads-grid", "head-detail", "heads-contrib", "heads-ranking", "heads-summed",
+                              "heads-rollout"),
             opens=("heads-grid", "head-detail"),
             routes=(Route("/api/heads", _empty("=heads-contrib")), Route("/api/translate"))),
-    Chapter(10, figures=("predict-tree", "labels-plot"), opens=("predict-tree",),
-            routes=(Route("/api/predict", _empty("=predict-tree")), Route("/api/next-token")), recap=True),
-    Chapter(11, routes=(Route("/api/recap"),)),
+    Chapter("prediction", figures=("predict-tree", "labels-plot"), opens=("predict-tree",),
+            routes=(Route("/api/predict", _empty("=predict-tree")), Route("/api/next-token"))),
+    Chapter("point", routes=(Route("/api/recap"),), recap=()),
 )
+
+# The chapters as links numbered them before they had slugs: `?ch=<n>` meant BEFORE_SLUGS[n - 1].
+BEFORE_SLUGS = ("training", "recurrence", "gradients", "bottleneck", "attention", "parallel", "scaling",
+                "order", "heads", "prediction", "point")
+
+_NUMBERS = {chapter.slug: place for place, chapter in enumerate(CHAPTERS, start=1)}
+
+
+def number(slug: str) -> int:
+    """Chapter `slug`'s place in the story, from 1 (KeyError: no such chapter)."""
+    return _NUMBERS[slug]
+
+
+def slugs() -> tuple[str, ...]:
+    return tuple(_NUMBERS)
+
+
+def before_slugs(value: str) -> str:
+    """A chapter as an old link named it (its number then) -> its slug; anything else as it is."""
+    return BEFORE_SLUGS[int(value) - 1] if value.isdigit() and 1 <= int(value) <= len(BEFORE_SLUGS) else value
 
 
 def routes() -> tuple[Route, ...]:

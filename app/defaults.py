@@ -6,11 +6,12 @@ A leaf: it imports nothing of the app."""
 from __future__ import annotations
 
 TEXT = "Je mange du pain."  # the sentence in the box when the page opens
-LENGTH = 80  # chapter 3's input length, in pieces (at most the server's max_gradient_length)
-SEED = 1  # chapter 8's first shuffle
-TOP_K = 5  # chapter 10's likeliest pieces per step
+LENGTH = 80  # the gradients chapter's input length, in pieces (at most the server's max_gradient_length)
+SEED = 1  # the order chapter's first shuffle
+TOP_K = 5  # the prediction chapter's likeliest pieces per step
 
 
 def length(max_gradient_length: int) -> int:
-    """Chapter 3's opening length on a server whose longest gradient input is `max_gradient_length`."""
+    """The gradients chapter's opening length on a server whose longest gradient input is
+    `max_gradient_length`."""
     return min(LENGTH, max_gradient_length)

@@ -90,7 +90,7 @@ def share_of(name: str, refuse: bool = True):
 
 Registry = Annotated[ModelRegistry, Depends(get_registry)]
 ClientGone = Annotated[Gone, Depends(client_gone)]
-ModelTime = share_of("model_time")  # chapter 3's gradient experiments, by the model time they take
+ModelTime = share_of("model_time")  # the gradients chapter's gradient experiments, by the model time they take
 
 # Read by app/disconnect.py before the route runs; declared here so the schema documents it and a
 # key too long to be honoured is refused (422) instead of silently ignored.

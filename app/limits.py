@@ -13,7 +13,7 @@ from pydantic import Field
 from models.config import MAX_BEAM_SIZE  # hypotheses a beam search keeps
 
 # Fixed by the contract (the request schemas' own bounds), told to clients with the settable ones
-MAX_TIMING_LENGTH = 2000  # longest input chapter 6 times, in pieces
+MAX_TIMING_LENGTH = 2000  # longest input the parallel chapter times, in pieces
 MAX_TIMING_LENGTHS = 16  # input lengths per timing
 
 

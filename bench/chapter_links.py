@@ -1,4 +1,4 @@
-"""A shared chapter link, `/?ch=N`, opened in a fresh browser for every chapter (not a test).
+"""A shared chapter link, `/?ch=<slug>`, opened in a fresh browser for every chapter (not a test).
 
     .venv/bin/python bench/chapter_links.py --runs 3 --json bench/results/chapter_links.json
     .venv/bin/python bench/chapter_links.py --url http://127.0.0.1:8000   # a server already running
@@ -8,9 +8,9 @@ the server has computed the default sentence's answers ahead (its log says so), 
 arriving a minute after a deploy would find it. Each visit is a new browser context (nothing
 cached), 1280x900. Times are milliseconds from the navigation's start:
 - `load`: the page's load event;
-- `first`: chapter N's first figure shows something (a drawn plot, its message, a filled table);
+- `first`: the chapter's first figure shows something (a drawn plot, its message, a filled table);
 - `settled`: every figure of the chapter on the screen (none there: its first figure) shows
-  something, no sentence of it on the screen waits for a number, and (chapter 11) every recap row
+  something, no sentence of it on the screen waits for a number, and (the recap) every recap row
   carries its number.
 Printed per chapter: the median over the runs, and first - load.
 """
@@ -28,7 +28,9 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 from serving import CHROMIUM, CHROMIUM_ARGS, JUST_SHOW_ME, serve, write_report  # bench/serving.py
 
-CHAPTERS = [str(n) for n in range(1, 12)]
+from app import chapters
+
+CHAPTERS = [c.slug for c in chapters.CHAPTERS]
 AHEAD = "answers computed ahead"  # the server's log line once the default sentence is done
 LIMIT_S = 60
 
@@ -57,7 +59,7 @@ WATCH = """ch => {
       const now = performance.now();
       if (shown.length && !window.linkTimes.first) window.linkTimes.first = now;
       const holes = [...section.querySelectorAll("[data-fact]")].some((f) => seen(f) && !f.textContent.trim());
-      const recap = ch !== "11" || [...section.querySelectorAll(".recap__fact")].every(hasNumber);
+      const recap = ch !== "point" || [...section.querySelectorAll(".recap__fact")].every(hasNumber);
       if (figures.length && shown.length === figures.length && !holes && recap && !window.linkTimes.settled) {
         window.linkTimes.settled = now;
       }

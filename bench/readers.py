@@ -3,23 +3,24 @@
     .venv/bin/python bench/readers.py                          # 1, 8, 16, 32, 48, 64 readers, 40 s each
     .venv/bin/python bench/readers.py --readers 1,64,128 --seconds 30 --json /tmp/readers.json
     .venv/bin/python bench/readers.py --url http://127.0.0.1:8000          # a running server
-    .venv/bin/python bench/readers.py --where top,4,spread,all --readers 8,32,64  # where the readers are
+    .venv/bin/python bench/readers.py --where top,bottleneck,spread,all --readers 8,32,64  # where they read
 
 Each simulated reader does what the page does (static/js/speculate.js, requests.js, the chapters):
-it is somewhere on the page (--where: "top", the first screen; "4", chapter 4's five cards;
-"spread", a chapter drawn per sentence, chapter 4 and 5 twice as often; "all", every model at every
-key wherever the reader is, as the page asked before it asked only for what is on screen), types a
-French sentence one key every 120-260 ms, and at every key sends one POST /api/compare for the
-models on its screen (the first screen's, the Transformer; chapter 4's cards: every model; chapter
-5's grids: the attention LSTMs; chapter 9: the Transformer) with the page's X-Supersede-Key (one per
-reader), the previous one dropped (its connection closed, as the browser's abort does), except while
-a 503 or 429's Retry-After runs (then nothing is sent); after the last key and the page's pause (70
-ms), the requests of the chapter in view (the recurrence, the gradients at the page's length, the
-scores for each attention LSTM, the scaling, the order, the heads, the two predictions, the recap,
-or nothing for the chapters that ask nothing more); then it reads for 2-5 s before the next
-sentence. The latency of a sentence is from its last keystroke to its last answer (the last compare
-line and every chapter answer). A sentence fails when any of its last answers is not a 200 (a 503 or
-429 included; the page would ask again after its Retry-After) or a compare line is an error.
+it is somewhere on the page (--where: "top", the first screen; "bottleneck", that chapter's five
+cards; "spread", a chapter drawn per sentence, the bottleneck and attention chapters twice as often;
+"all", every model at every key wherever the reader is, as the page asked before it asked only for
+what is on screen), types a French sentence one key every 120-260 ms, and at every key sends one
+POST /api/compare for the models on its screen (the first screen's, the Transformer; the bottleneck
+chapter's cards: every model; the attention chapter's grids: the attention LSTMs; the heads chapter:
+the Transformer) with the page's X-Supersede-Key (one per reader), the previous one dropped (its
+connection closed, as the browser's abort does), except while a 503 or 429's Retry-After runs (then
+nothing is sent); after the last key and the page's pause (70 ms), the requests of the chapter in
+view (the recurrence, the gradients at the page's length, the scores for each attention LSTM, the
+scaling, the order, the heads, the four sub-layer translations, the two predictions, the recap, or
+nothing for the chapters that ask nothing more); then it reads for 2-5 s before the next sentence.
+The latency of a sentence is from its last keystroke to its last answer (the last compare line and
+every chapter answer). A sentence fails when any of its last answers is not a 200 (a 503 or 429
+included; the page would ask again after its Retry-After) or a compare line is an error.
 Meanwhile a prober asks GET /api/health twice a second, as an orchestrator's probe does, and reads
 GET /metrics.
 
@@ -51,6 +52,8 @@ from collections import Counter
 import httpx
 from serving import serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
+from app import chapters
+
 # `make serve`'s uvicorn limits (Makefile UVICORN_LIMITS), as uvicorn's own environment variables
 UVICORN_LIMITS = {"UVICORN_HTTP": "app.serving:H11", "UVICORN_TIMEOUT_KEEP_ALIVE": "5",
                   "UVICORN_LIMIT_CONCURRENCY": "1024", "UVICORN_BACKLOG": "256", "MALLOC_ARENA_MAX": "2"}
@@ -69,18 +72,19 @@ READ_S = (2.0, 5.0)  # reading between sentences
 PAUSE_S = 0.070  # the page's pause in typing (static/js/main.js PAUSE_MS)
 HELD_P95_MS = 250
 HEALTH_EVERY_S = 0.5
-# the chapter in view while the reader types ("spread"): (chapter, weight); 0 is the first screen
-CHAPTERS = [(0, 1), (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
-WHERE = {"top": [(0, 1)], "4": [(4, 1)], "spread": CHAPTERS, "all": CHAPTERS}
+# the chapter in view while the reader types ("spread"): (chapter, weight); "top" is the first screen
+CHAPTERS = [("top", 1), *((c.slug, 2 if c.slug in ("bottleneck", "attention") else 1)
+                          for c in chapters.CHAPTERS)]
+WHERE = {"top": [("top", 1)], "bottleneck": [("bottleneck", 1)], "spread": CHAPTERS, "all": CHAPTERS}
 
 
-def models_per_key(chapter: int, page: dict, where: str) -> list[str]:
+def models_per_key(chapter: str, page: dict, where: str) -> list[str]:
     """The models a key asks for (static/js/requests.js onScreen): the first screen's, and those of
     the per-model views on the screen; every model when the page asks for all ("all")."""
-    if where == "all" or chapter == 4:
+    if where == "all" or chapter == "bottleneck":
         return page["names"]
     first = [page["heads"]] if page["heads"] else page["names"][-1:]
-    shown = page["aligning"] if chapter == 5 else []
+    shown = page["aligning"] if chapter == "attention" else []
     return [name for name in page["names"] if name in set(first + shown)]
 
 
@@ -88,19 +92,25 @@ def sentence(rng: random.Random) -> str:
     return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(ENDINGS)}"
 
 
-def chapter_asks(chapter: int, text: str, page: dict) -> list[tuple[str, dict]]:
+def chapter_asks(chapter: str, text: str, page: dict) -> list[tuple[str, dict]]:
     """The requests chapter `chapter`'s view makes for `text` after the pause (as the page makes them)."""
     d = page["defaults"]
     asks = {
-        2: [("/api/recurrence", {"text": text})],
-        3: [("/api/gradients", {"text": text, "length": d["length"], "initialized": True, "factors": True})],
-        5: [("/api/scores", {"text": text, "model": m, "row": 0, "temperature": 1}) for m in page["aligning"]],
-        7: [("/api/scaling", {"text": text})],
-        8: [("/api/order", {"text": text, "seed": d["seed"]})],
-        9: [("/api/heads", {"text": text, "model": page["heads"], "heads_off": []})] if page["heads"] else [],
-        10: [("/api/predict", {"text": text, "model": page["heads"], "prefix": [], "top_k": d["top_k"],
-                               "beam_size": 1})] * 2 if page["heads"] else [],
-        11: [("/api/recap", {"text": text})],
+        "recurrence": [("/api/recurrence", {"text": text})],
+        "gradients": [("/api/gradients", {"text": text, "length": d["length"], "initialized": True,
+                                          "factors": True})],
+        "attention": [("/api/scores", {"text": text, "model": m, "row": 0, "temperature": 1})
+                      for m in page["aligning"]],
+        "scaling": [("/api/scaling", {"text": text})],
+        "order": [("/api/order", {"text": text, "seed": d["seed"]})],
+        "heads": [("/api/heads", {"text": text, "model": page["heads"], "heads_off": []})]
+        if page["heads"] else [],
+        "room": [("/api/translate", {"text": text, "model": page["heads"], "sublayers_off": off})
+                 for off in ([], ["feed_forward"], ["residual_attention"], ["residual_feed_forward"])]
+        if page["heads"] else [],
+        "prediction": [("/api/predict", {"text": text, "model": page["heads"], "prefix": [],
+                                         "top_k": d["top_k"], "beam_size": 1})] * 2 if page["heads"] else [],
+        "point": [("/api/recap", {"text": text})],
     }
     return asks.get(chapter, [])
 
@@ -270,13 +280,13 @@ async def probe(url: str, until: float) -> tuple[list[float | None], list[float]
 
 
 async def experiment(url: str, page: dict, until: float, seed: int) -> list[float]:
-    """Chapter 3's experiment asked again and again until `until`, each on a new sentence (so never
-    from the cache), as a reader of chapter 3 would: the seconds each took (a refusal waits out its
+    """The gradients chapter's experiment asked again and again until `until`, each on a new sentence (so never
+    from the cache), as a reader of the gradients chapter would: the seconds each took (a refusal waits out its
     Retry-After and is not counted)."""
     rng, took = random.Random(seed), []
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         while time.perf_counter() < until:
-            path, body = CHAPTER_ASKS(3, sentence(rng), page)[0]
+            path, body = CHAPTER_ASKS("gradients", sentence(rng), page)[0]
             began = time.perf_counter()
             response = await client.post(path, json=body)
             if response.status_code == 200:
@@ -334,7 +344,8 @@ def show(row: dict) -> None:
           f"{fmt1(row['in_flight_mean'])} in flight on average, "
           f"load generator {100 * row['generator_cpu_share']:.0f}% of the machine", flush=True)
     if row.get("experiment_s") is not None:
-        print(f"        chapter 3's experiment meanwhile: median {row['experiment_s']:.2f} s", flush=True)
+        print(f"        the gradients chapter's experiment meanwhile: median {row['experiment_s']:.2f} s",
+              flush=True)
     if row.get("stepped"):
         print("        sentences per step (first step's mean wait): " + ", ".join(
             f"{model} {s['rows_per_step']:.1f} ({fmt1(s['first_step_ms'])} ms)"
@@ -356,11 +367,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=40, help="per number of readers")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--where", default="spread",
-                        help="where the readers are, comma-separated: top, 4, spread, all (all models a key)")
+                        help="where the readers are, comma-separated: top, bottleneck, spread, all (all "
+                             "models a key)")
     parser.add_argument("--typing-only", action="store_true",
                         help="only the compares of typing, no chapter's requests after the pause")
     parser.add_argument("--experiment", action="store_true",
-                        help="also ask chapter 3's experiment over and over during each level, and alone first")
+                        help="also ask the gradients chapter's experiment over and over during each level, "
+                             "and alone first")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
     parser.add_argument("--workers", type=int, default=WORKERS,
                         help=f"processes of the server started here (default {WORKERS}, as `make serve`)")
@@ -379,7 +392,8 @@ def main() -> None:
         if args.experiment:
             idle = asyncio.run(experiment(url, page, time.perf_counter() + 15, args.seed + 1))
             rows.append({"where": "alone", "readers": 0, "experiment_s": statistics.median(idle)})
-            print(f"chapter 3's experiment alone: median {rows[-1]['experiment_s']:.2f} s of {len(idle)}",
+            print(f"the gradients chapter's experiment alone: median {rows[-1]['experiment_s']:.2f} s of "
+                  f"{len(idle)}",
                   flush=True)
         for where in places:
             for readers in counts:

@@ -1,14 +1,14 @@
 """What a typing reader uses of its share of model time (prints figures; not a test).
 
-    .venv/bin/python bench/shares.py                      # one 107-key sentence at ?ch=3, 100 ms a key
+    .venv/bin/python bench/shares.py                      # one 107-key sentence at ?ch=gradients, 100 ms a key
     .venv/bin/python bench/shares.py --continuous 60      # and then 60 s of sentences typed back to back
     .venv/bin/python bench/shares.py --url http://127.0.0.1:8000 --json bench/results/shares.json
 
-Chapter 3's gradient experiments are charged to each client by the seconds of model time their work
+The gradients chapter's gradient experiments are charged to each client by the seconds of model time their work
 took (app/runtime/shares.py; ATTENTION_LAB_SHARE_MODEL_TIME, a bucket of `q` seconds that empties at
 q/w seconds a second). The page asks POST /api/gradients at every key (its pause, 70 ms, is shorter
 than a key), each ask superseding the one before; what was superseded before it began costs nothing,
-what began costs what it ran. Here Chromium (Playwright) opens `?ch=3` on a server started as `make
+what began costs what it ran. Here Chromium (Playwright) opens `?ch=gradients` on a server started as `make
 serve` starts it (the shipped checkpoints, the default settings: shares on, the admission bound),
 waits for the server's start-up work (the answers computed ahead, the stepper processes), then
 types a 107-key French sentence over the text box one key every --key-ms, and reads the RateLimit
@@ -130,7 +130,7 @@ def type_over(page, text: str, key_ms: int) -> float:
 
 
 def settle(page, text: str, timeout_ms: int) -> float:
-    """Wait until every view shows `text` and chapter 3's curves are drawn; seconds it took."""
+    """Wait until every view shows `text` and the gradients chapter's curves are drawn; seconds it took."""
     began = time.monotonic()
     page.wait_for_function("t => window.attentionLab.lastUpdate?.text === t", arg=text, timeout=timeout_ms)
     page.wait_for_function("() => { const el = document.getElementById('grad-plot'); return !el.dataset.stale"
@@ -246,9 +246,9 @@ def main() -> None:
             context.add_cookies([{"name": "questions", "value": "show", "url": url}])
             page = context.new_page()
             recorder = Recorder(page)
-            page.goto(f"{url}/?ch=3")
+            page.goto(f"{url}/?ch=gradients")
             page.wait_for_function(FIRST_UPDATE, timeout=120_000)
-            wheel_to(page, "3")
+            wheel_to(page, "gradients")
             settle(page, page.get_by_test_id("source").input_value(), 300_000)
             told = [x for x in recorder.gradients() if "r" in x[1]]
             before = told[-1] if told else None
@@ -259,7 +259,7 @@ def main() -> None:
             busy = busy_seconds(url) - busy if busy is not None else None
             report["sentence"] = {**figures(recorder, since, began, len(SENTENCE), before, settled, busy),
                                   "typing_s": round(typed_s, 1)}
-            show(f"one sentence at ?ch=3, typed in {typed_s:.1f} s "
+            show(f"one sentence at ?ch=gradients, typed in {typed_s:.1f} s "
                  f"({typed_s * 1000 / len(SENTENCE):.0f} ms a key)", report["sentence"])
 
             if args.continuous:
@@ -278,8 +278,8 @@ def main() -> None:
                 busy = busy_seconds(url) - busy if busy is not None else None
                 report["continuous"] = {**figures(recorder, since, began, keys, before, settled, busy),
                                         "typing_s": round(typed_s, 1)}
-                show(f"{typed_s:.0f} s of continuous typing at ?ch=3 ({typed_s * 1000 / keys:.0f} ms a key)",
-                     report["continuous"])
+                show(f"{typed_s:.0f} s of continuous typing at ?ch=gradients "
+                     f"({typed_s * 1000 / keys:.0f} ms a key)", report["continuous"])
             context.close()
             browser.close()
     write_report(args.json, report)

@@ -49,10 +49,11 @@ class Capabilities:
     attention: str | None  # None, "additive", "dot" or "scaled-dot"
     layers: int  # attention layers (1 for a recurrent model with attention)
     heads: int  # heads per attention layer (0 without attention)
-    recurrent: bool  # reads the source through a recurrence: chapter 3's gradient probe applies
+    recurrent: bool  # reads the source through a recurrence: the gradients chapter's gradient probe applies
     gates: bool  # an LSTM: input, forget and output gates to show
     attention_kinds: tuple[str, ...]  # the maps its forward returns, in ATTENTION_KINDS order
-    switches: bool  # the encoder's positional encoding and single heads can be switched off (chapters 8-9)
+    # the encoder's positional encoding and single heads can be switched off (the order and heads chapters)
+    switches: bool
     summary: str  # one line for a reader
 
     @property

@@ -110,7 +110,7 @@ def scaled_dot_product_attention(
     scale: bool = True, dropout: nn.Module | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V. Dividing by sqrt(d_k) keeps the scores' spread near 1 so the
-    softmax does not saturate as d_k grows (chapter 7). q: (..., T_q, d_k), k/v: (..., T_k, d_k).
+    softmax does not saturate as d_k grows (the scaling chapter). q: (..., T_q, d_k), k/v: (..., T_k, d_k).
     Dropout, when given, applies to the weights that blend the values, not to those returned."""
     scores = q @ k.transpose(-2, -1)
     if scale:

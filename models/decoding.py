@@ -5,7 +5,7 @@ distribution as it goes; beam search, whose surviving hypotheses reshuffle at ev
 one teacher-forced pass over the chosen output afterwards. The decoder is causal, so both give
 exactly the numbers the search saw (up to float rounding).
 
-Both can start from a forced `prefix` of target ids (chapter 10's what-if): those are fed to the
+Both can start from a forced `prefix` of target ids (the prediction chapter's what-if): those are fed to the
 decoder as if chosen, kept verbatim, and the search continues after them. Beam search also records
 its `history`, the tree of hypotheses it considered step by step.
 """

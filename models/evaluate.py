@@ -4,14 +4,14 @@
     python -m models.evaluate --model transformer --sublayers
 
 Writes `checkpoints/NAME/metrics.json`, overall and by source length in words (1-5, 6-10, 11-15,
-16+): chapter 4's claim is that the no-attention models fall behind as sentences grow. Each BLEU
+16+): the bottleneck chapter's claim is that the no-attention models fall behind as sentences grow. Each BLEU
 comes with the 95% interval of a bootstrap over its sentences (`bleu_low`, `bleu_high`): a bucket of
 26 sentences cannot rank models a point apart, and the page shows how loosely to read it.
 
 `--sublayers` scores the Transformer again with each of its sub-layer switches off in every layer
 (models.transformer.SUBLAYER_SWITCHES: the feed-forward networks, the residual path around the
 attention, around the feed-forward), each beside the shipped model, into `checkpoints/NAME/sublayers.json`
-(the "room to think" figures of chapter 9).
+(the "room to think" figures of the heads chapter).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Train it yourself: the step from chapter 4 to chapter 5 as an experiment a reader runs.
+"""Train it yourself: the step from the bottleneck chapter to the attention chapter as an experiment a
+reader runs.
 
 The task: a random sequence of `length` symbols (from an alphabet of `alphabet`) is to be written
 back reversed (or copied). The answer is known, so a model either learned it or did not: the score

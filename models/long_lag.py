@@ -1,4 +1,4 @@
-"""Chapter 3's claim is about learning: "train an RNN on long sequences and it just won't learn".
+"""The gradients chapter's claim is about learning: "train an RNN on long sequences and it just won't learn".
 A task that needs memory across a lag, and the same recurrent encoders as the translation models
 (models/rnn.py, models/lstm.py), small, trained on it for every lag.
 

@@ -2,7 +2,7 @@
 
 Without attention (Sutskever et al. 2014, Cho et al. 2014) the decoder starts from the encoder's
 final state and never sees the source again: the whole sentence must fit in one vector, the
-bottleneck of chapter 4. With attention, every decoder state s_t looks back at all encoder states
+bottleneck of the bottleneck chapter. With attention, every decoder state s_t looks back at all encoder states
 h_j (the "global attention" of Luong et al. 2015), scored additively (Bahdanau) or by dot product:
 
     a_t = softmax_j score(s_t, h_j)        c_t = sum_j a_tj h_j
@@ -79,7 +79,7 @@ class Seq2Seq(nn.Module):
 
     def decoder_states(self, memory: Seq2SeqMemory, tgt_in: torch.Tensor, cache=None):
         """The decoder's recurrent states s_t reading `tgt_in` (B, t), continuing from `cache` or
-        from the encoder's final state: (B, t, H), the queries of the attention (chapter 5), and
+        from the encoder's final state: (B, t, H), the queries of the attention (the attention chapter), and
         the state after the last token (the next cache)."""
         state = memory.state if cache is None else cache
         x = self.drop(self.embed(tgt_in))  # (B, t, e)

@@ -9,7 +9,7 @@ Several processes (GPUs, or CPU machines) train one model together with PyTorch'
 Each rank takes every world_size-th batch, DistributedDataParallel averages the gradients (NCCL on
 GPUs, gloo on CPUs), and rank 0 evaluates and writes the checkpoint.
 
-Backpropagation (chapter 1) with the usual care: AdamW, a linear warm-up then inverse-square-root
+Backpropagation (the training chapter) with the usual care: AdamW, a linear warm-up then inverse-square-root
 decay, label smoothing, gradient clipping, batches grouped by length under a token budget. The
 validation loss and BLEU are measured at intervals; the best model so far is written to
 `checkpoints/NAME/` (fp16 safetensors + JSON). The full training state (fp32 weights, optimizer,

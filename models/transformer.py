@@ -137,7 +137,7 @@ class DecoderLayer(nn.Module):
 
 @dataclass
 class AttentionCall:
-    """One attention sub-layer as a teacher-forced pass ran it (chapters 7 and 9): the module, the
+    """One attention sub-layer as a teacher-forced pass ran it (the scaling and heads chapters): the module, the
     layer-normed inputs it read, the mask and head switches it was given, and what it returned."""
 
     kind: str  # "encoder", "decoder" (causal self-attention) or "cross"
@@ -177,7 +177,7 @@ class Transformer(nn.Module):
     def head_mask(self, heads_off) -> dict[str, torch.Tensor]:
         """(kind, layer, head) triples of switched-off heads -> the `head_mask` that `encode` and
         `forward` take: kind -> (layers, heads), 1 everywhere but a 0 per switched-off head.
-        A head that does not exist is a ValueError that names the valid ones (chapter 9)."""
+        A head that does not exist is a ValueError that names the valid ones (the heads chapter)."""
         c = self.config
         layers = {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers}
         device = self.out_bias.device
@@ -200,7 +200,7 @@ class Transformer(nn.Module):
     def positions(self, offset: int, T: int) -> torch.Tensor:
         """PE rows offset to offset + T - 1, (T, d). Past the table built at start-up (config.max_len
         rows) the rest is computed for the longer length: sinusoidal_table is a pure function of the
-        position, so its first rows are the stored table's, exactly (chapter 6 times encoders on 1000
+        position, so its first rows are the stored table's, exactly (the parallel chapter times encoders on 1000
         pieces)."""
         end = offset + T
         if end <= self.pe.size(0):
@@ -220,7 +220,7 @@ class Transformer(nn.Module):
 
     def encode(self, src: torch.Tensor, head_mask=None, positional: bool | None = None, off=()):
         """src (B, S) -> TransformerMemory. `positional` switches the encoder's positional encoding
-        on or off (None: as configured), for chapter 8; the decoder's is not switched (see `decode`).
+        on or off (None: as configured), for the order chapter; the decoder's is not switched (see `decode`).
         `off` names sub-layer switches (SUBLAYER_SWITCHES) to turn off in every encoder and decoder
         layer; the memory carries them to the decoder."""
         return self.encode_with_internals(src, head_mask, positional, off)[0]
@@ -241,7 +241,7 @@ class Transformer(nn.Module):
         """tgt_in (B, t) new target tokens after those in `cache` (per layer: past keys, values).
         Returns logits (B, t, V), {"decoder", "cross"} weights (B, L, h, t, t0+t / S), cache.
         The decoder always adds its positional encoding as configured: `encode`'s `positional`
-        switches the encoder's only (chapter 8 is about the encoder)."""
+        switches the encoder's only (the order chapter is about the encoder)."""
         x, self_ws, cross_ws, new_cache = self._decoder(memory, tgt_in, cache)
         return *self._outputs(x, self_ws, cross_ws), new_cache
 

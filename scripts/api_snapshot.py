@@ -53,7 +53,7 @@ def requests() -> list[tuple[str, str, dict | None]]:
         ("POST", "/api/attention",
          {"text": text, "model": "transformer", "heads_off": [HEAD], "kinds": ["cross"]}),
         ("POST", "/api/gradients", {"text": text, "length": 200, "models": ["lstm-dot"]}),
-        # chapter 3's page request: both weights, with the per-step factors
+        # the gradients chapter's page request: both weights, with the per-step factors
         ("POST", "/api/gradients", {"text": text, "length": 80, "initialized": True, "factors": True}),
         ("POST", "/api/gradients", {"text": SENTENCES[2], "length": 30, "factors": True,
                                     "models": ["lstm-additive", "rnn"]}),

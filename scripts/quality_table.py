@@ -1,5 +1,5 @@
 """Print the README's quality tables from the shipped checkpoints' metrics.json and config.json:
-each model's BLEU and chrF (overall and by source length), then chapter 4's claim in numbers, the
+each model's BLEU and chrF (overall and by source length), then the bottleneck chapter's claim in numbers, the
 attention models' BLEU advantage over the plain LSTM in each length bucket, then each BLEU's 95%
 bootstrap interval (models/evaluate.py).
 

@@ -11,6 +11,6 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 @router.post("/heads", response_model=Heads, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
 def heads(body: HeadsRequest, registry: Registry, gone: ClientGone) -> Heads:
-    """Chapter 9: what each head adds to the residual stream, the cross heads ranked by agreement
+    """The heads chapter: what each head adds to the residual stream, the cross heads ranked by agreement
     with a recurrent model's alignment, encoder rollout, and the effect of switching heads off."""
     return service.answer(registry, body, gone)

@@ -10,7 +10,7 @@ router = APIRouter(prefix="/api", tags=["gradients"], route_class=Answered)
 
 @router.get("/long-lag", response_model=LongLagResults, responses={404: {"model": ErrorBody}})
 def results(registry: Registry) -> LongLagResults:
-    """Chapter 3's learning experiment: accuracy against lag for tiny RNN and LSTM encoders."""
+    """The gradients chapter's learning experiment: accuracy against lag for tiny RNN and LSTM encoders."""
     return long_lag.results(registry)
 
 

@@ -10,7 +10,7 @@ router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)
 
 @router.post("/lookup", response_model=Lookup, responses={404: {"model": ErrorBody}})
 def lookup(body: LookupRequest, registry: Registry, gone: ClientGone) -> Lookup:
-    """Chapter 5's last part: softmax(Q K^T / sqrt(d_k)) V on one head of the Transformer's first
+    """The attention chapter's last part: softmax(Q K^T / sqrt(d_k)) V on one head of the Transformer's first
     encoder self-attention layer, its scores and weights, and how far the mix of values is from the
     head's output in the model's own pass."""
     return service.answer(registry, body, gone)

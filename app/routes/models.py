@@ -16,7 +16,7 @@ async def models(registry: Registry) -> list[ModelInfo]:
 
 @router.get("/models/{name}/curve", response_model=Curve, responses={404: {"model": ErrorBody}})
 async def curve(name: str, registry: Registry) -> Curve:
-    """One model's training log: loss (and validation BLEU) per evaluation step (chapter 1)."""
+    """One model's training log: loss (and validation BLEU) per evaluation step (the training chapter)."""
     return catalog.training_curve(registry, name)
 
 

@@ -11,6 +11,6 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 @router.post("/next-token", response_model=NextToken, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
 def next_token(body: NextTokenRequest, registry: Registry, gone: ClientGone) -> NextToken:
-    """Chapter 10: next-token prediction's free labels, one per position, and the model's loss at
+    """The prediction chapter: next-token prediction's free labels, one per position, and the model's loss at
     each, in nats, on its own translation of the text or on a reference."""
     return service.answer(registry, body, gone)

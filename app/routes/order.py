@@ -10,6 +10,6 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 
 @router.post("/order", response_model=Order, responses={404: {"model": ErrorBody}})
 def order(body: OrderRequest, registry: Registry, gone: ClientGone) -> Order:
-    """Chapter 8: shuffle the words; with positional encoding off the encoder's self-attention is the
+    """The order chapter: shuffle the words; with positional encoding off the encoder's self-attention is the
     original's permuted (to float rounding), with it on it is not. Also the sinusoidal table."""
     return service.answer(registry, body, gone)

@@ -4,10 +4,11 @@ it from the JSON API, so user text is never interpreted as HTML or script here."
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlencode
 
 import plotly
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from starlette.concurrency import run_in_threadpool
@@ -39,19 +40,34 @@ def index(request: Request, lang: str | None = None):
     return page(request, lang)
 
 
-def page(request: Request, lang: str | None, **context) -> HTMLResponse:
-    """The template in the language chosen for this request (app/services/language.py)."""
+def page(request: Request, lang: str | None, **context) -> Response:
+    """The template in the language chosen for this request (app/services/language.py); a link
+    that names chapters by their old numbers goes to the same address with their slugs."""
+    renamed = by_slug(request)
+    if renamed is not None:
+        return RedirectResponse(renamed, status_code=308)
     chosen = language.choose(lang, request.cookies.get(language.COOKIE), request.headers.get("accept-language"))
     # the reader's choice of questions (static/js/questions.js keeps it in a cookie too), so that the
     # first paint already hides what a question hides on the first screen: nothing moves as it starts
     asking = request.query_params.get("ask") == "1" or request.cookies.get(QUESTIONS_COOKIE) != "show"
     context |= {"data_credit": DATA_CREDIT, "words": language.Words(chosen), "lang": chosen,
                 "languages": language.LANGUAGES, "base": str(request.base_url), "asking": asking,
-                "figures": " ".join(sorted(FIGURES))}
+                "figures": " ".join(sorted(FIGURES)), "chapters": chapters.CHAPTERS}
     response = TEMPLATES.TemplateResponse(request, "index.html", context)
     response.headers["Vary"] = "Accept-Language, Cookie"  # the same address answers in either language
     response.headers["Content-Language"] = chosen
     return response
+
+
+def by_slug(request: Request) -> str | None:
+    """The address with the chapters its `ch` and `tour` name by number (links made before the
+    chapters had slugs) named by slug, the rest as it was; None when it names none so."""
+    items = request.query_params.multi_items()
+    renamed = [(key, ",".join(chapters.before_slugs(part) for part in value.split(","))
+                if key in ("ch", "tour") else value) for key, value in items]
+    if renamed == items:
+        return None
+    return f"{request.url.path}?{urlencode(renamed)}"  # relative: the scheme and host a proxy gave stay
 
 
 @router.get("/embed/{figure}", response_class=HTMLResponse)

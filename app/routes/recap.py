@@ -10,6 +10,6 @@ router = APIRouter(prefix="/api", tags=["recap"], route_class=Answered)
 
 @router.post("/recap", response_model=Recap, responses={404: {"model": ErrorBody}})
 def recap(body: TextRequest, registry: Registry, gone: ClientGone) -> Recap:
-    """Chapter 11: one number per chapter measured on the text, from the chapters' own service calls
+    """The recap chapter: one number per chapter measured on the text, from the chapters' own service calls
     (cheap forms where a chapter's default is heavy); rows whose models are not loaded are left out."""
     return service.answer(registry, body, gone)

@@ -10,6 +10,6 @@ router = APIRouter(prefix="/api", tags=["recurrence"], route_class=Answered)
 
 @router.post("/recurrence", response_model=Recurrence, responses={404: {"model": ErrorBody}})
 def recurrence(body: RecurrenceRequest, registry: Registry, gone: ClientGone) -> Recurrence:
-    """Chapter 2: a recurrent encoder's hidden state after each source piece (a readable subset of
+    """The recurrence chapter: a recurrent encoder's hidden state after each source piece (a readable subset of
     its units), how far each piece moved it, and its length."""
     return service.answer(registry, body, gone)

@@ -11,6 +11,6 @@ router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)
 @router.post("/scaling", response_model=Scaling, response_model_exclude_none=True,
              responses={404: {"model": ErrorBody}})
 def scaling(body: ScalingRequest, registry: Registry, gone: ClientGone) -> Scaling:
-    """Chapter 7: softmax saturation against d_k with and without dividing by sqrt(d_k), on sampled
+    """The scaling chapter: softmax saturation against d_k with and without dividing by sqrt(d_k), on sampled
     vectors, and the spread of the Transformer's own scores per kind, layer and head."""
     return service.answer(registry, body, gone)

@@ -18,7 +18,7 @@ Measurements = share_of("timing", refuse=False)  # a kept result is free even wi
                                              "Retry-After says when to ask again"}})
 def timing(registry: Registry, share: Measurements,
            body: Annotated[TimingRequest | None, Body()] = None) -> Timings:
-    """Chapter 6: wall time of a recurrent (LSTM) encoder against one without recurrence (the
+    """The parallel chapter: wall time of a recurrent (LSTM) encoder against one without recurrence (the
     Transformer's), by input length, on this server's device. Takes up to ~20 s the first time;
     the result is kept and answered at once after (`measured_at` says when it was measured;
     `refresh` measures again)."""

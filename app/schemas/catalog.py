@@ -41,9 +41,11 @@ class Stepping(Response):
 class PageDefaults(Response):
     """What the page opens with (app/defaults.py); its first visit's answers are computed ahead."""
     text: str = Field(description="the sentence in the box")
-    length: int = Field(description="chapter 3's input length, in pieces (POST /api/gradients `length`)")
-    seed: int = Field(description="chapter 8's shuffle (POST /api/order `seed`)")
-    top_k: int = Field(description="chapter 10's likeliest pieces per step (POST /api/predict `top_k`)")
+    length: int = Field(description="the gradients chapter's input length, in pieces (POST /api/gradients "
+                                    "`length`)")
+    seed: int = Field(description="the order chapter's shuffle (POST /api/order `seed`)")
+    top_k: int = Field(description="the prediction chapter's likeliest pieces per step (POST /api/predict "
+                                   "`top_k`)")
 
 
 class LengthGroup(Response):

@@ -1,4 +1,4 @@
-"""POST /api/gradients (chapter 3): gradient norm against distance, and the LSTM's gates."""
+"""POST /api/gradients (the gradients chapter): gradient norm against distance, and the LSTM's gates."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /api/heads (chapter 9): what each head contributes, and what switching heads off changes."""
+"""POST /api/heads (the heads chapter): what each head contributes, and what switching heads off changes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GET and POST /api/train (chapter 4's "train it yourself"): a run's settings, and the lines it
+"""GET and POST /api/train (the bottleneck chapter's "train it yourself"): a run's settings, and the lines it
 streams as NDJSON."""
 
 from __future__ import annotations

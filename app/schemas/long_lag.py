@@ -1,4 +1,5 @@
-"""GET /api/long-lag and POST /api/long-lag/gradients (chapter 3): tiny cells trained across a lag."""
+"""GET /api/long-lag and POST /api/long-lag/gradients (the gradients chapter): tiny cells trained across
+a lag."""
 
 from __future__ import annotations
 

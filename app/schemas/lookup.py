@@ -1,4 +1,5 @@
-"""POST /api/lookup (chapter 5's last part): softmax(Q K^T / sqrt(d_k)) V on one Transformer head."""
+"""POST /api/lookup (the attention chapter's last part): softmax(Q K^T / sqrt(d_k)) V on one Transformer
+head."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /api/next-token (chapter 10): the loss at every position of one teacher-forced pass."""
+"""POST /api/next-token (the prediction chapter): the loss at every position of one teacher-forced pass."""
 
 from __future__ import annotations
 

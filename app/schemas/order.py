@@ -1,4 +1,5 @@
-"""POST /api/order (chapter 8): a shuffled sentence with the encoder's positional encoding off and on."""
+"""POST /api/order (the order chapter): a shuffled sentence with the encoder's positional encoding off
+and on."""
 
 from __future__ import annotations
 

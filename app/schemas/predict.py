@@ -1,4 +1,5 @@
-"""POST /api/predict (chapter 10): next-piece probabilities, a forced prefix, and beam search's tree."""
+"""POST /api/predict (the prediction chapter): next-piece probabilities, a forced prefix, and beam
+search's tree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /api/recurrence (chapter 2): a recurrent encoder's hidden state, piece by piece."""
+"""POST /api/recurrence (the recurrence chapter): a recurrent encoder's hidden state, piece by piece."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /api/scaling (chapter 7): the softmax with and without the 1/sqrt(d_k) scale."""
+"""POST /api/scaling (the scaling chapter): the softmax with and without the 1/sqrt(d_k) scale."""
 
 from __future__ import annotations
 

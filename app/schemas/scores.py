@@ -1,4 +1,4 @@
-"""POST /api/scores (chapter 5): one output piece's attention scores, weights and blend."""
+"""POST /api/scores (the attention chapter): one output piece's attention scores, weights and blend."""
 
 from __future__ import annotations
 

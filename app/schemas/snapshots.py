@@ -1,4 +1,4 @@
-"""POST /api/snapshots (chapters 5 and 9): the attention maps at a training step."""
+"""POST /api/snapshots (the attention and heads chapters): the attention maps at a training step."""
 
 from __future__ import annotations
 

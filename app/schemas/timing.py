@@ -1,4 +1,4 @@
-"""POST /api/timing and GET /api/timing/status (chapter 6): recurrent against parallel encoders."""
+"""POST /api/timing and GET /api/timing/status (the parallel chapter): recurrent against parallel encoders."""
 
 from __future__ import annotations
 

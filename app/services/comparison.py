@@ -187,6 +187,7 @@ def answer(registry: ModelRegistry, body: CompareRequest, cancel: Cancel = None)
     return list(comparison(registry, body.text, tuple(body.models), cancel))
 
 
-# the first screen's cards, and chapters 4, 5 and 9's maps: every model, the last loaded first
+# the first screen's cards, and the bottleneck, attention and heads chapters' maps: every model, the
+# last loaded first
 PAGE = PageRequest("/api/compare", CompareRequest, answer,
                    lambda v: [{"text": v.text, "models": list(v.models[::-1])}])

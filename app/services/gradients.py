@@ -1,4 +1,4 @@
-"""POST /api/gradients as a function: the chapter 3 probe (models/probes/gradients.py) on the
+"""POST /api/gradients as a function: the the gradients chapter probe (models/probes/gradients.py) on the
 sentence's pieces repeated to a length, for each recurrent model, as JSON."""
 
 from __future__ import annotations

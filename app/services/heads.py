@@ -1,4 +1,4 @@
-"""POST /api/heads as a function: chapter 9's probe (models/probes/heads.py). Per kind, layer and
+"""POST /api/heads as a function: the heads chapter's probe (models/probes/heads.py). Per kind, layer and
 head, the norm of what the head adds to the residual stream; the cross-attention heads ranked by
 agreement with a recurrent model's alignment; encoder attention rollout; and, with heads switched
 off, the changed translation and both translations' log-probabilities with and without them."""

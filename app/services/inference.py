@@ -26,9 +26,9 @@ class DecodeOptions:
 
     beam_size: int = 1  # 1: greedy
     top_k: int = 0  # next-token alternatives reported per step; 0: none
-    positional: bool | None = None  # Transformer only: switch the encoder's positional encoding (chapter 8)
-    heads_off: tuple[tuple[str, int, int], ...] = ()  # Transformer only: (kind, layer, head) (chapter 9)
-    sublayers_off: tuple[str, ...] = ()  # Transformer only: SUBLAYER_SWITCHES off (chapter 9)
+    positional: bool | None = None  # Transformer only: switch the encoder's positional encoding (order)
+    heads_off: tuple[tuple[str, int, int], ...] = ()  # Transformer only: (kind, layer, head) (heads)
+    sublayers_off: tuple[str, ...] = ()  # Transformer only: SUBLAYER_SWITCHES off (the heads chapter)
 
 
 GREEDY = DecodeOptions()
@@ -153,7 +153,8 @@ SWITCHED = "a model with positional and head switches (a Transformer)"  # with_s
 
 
 def attending(entry: LoadedModel) -> bool:
-    """A recurrent model whose decoder attends over the source (chapter 5's scores, chapter 9's reference)."""
+    """A recurrent model whose decoder attends over the source (the attention chapter's scores, the heads
+    chapter's reference)."""
     return entry.capabilities.recurrent and entry.capabilities.cross_attention
 
 

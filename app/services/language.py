@@ -1,7 +1,8 @@
 """The page's language: which one a request gets, and its words from the same catalogues the
 browser reads (static/i18n/<lang>.json, one key per message; static/js/i18n.js). Babel supplies
 the locale rules: negotiation against Accept-Language, plural categories, number and list formats,
-so the server writes a message exactly as the page's script would."""
+so the server writes a message exactly as the page's script would. A message names another chapter
+by its slug, `{chapter:gradients}`, and reads as its number (app/chapters.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from babel.lists import format_list
 from babel.numbers import format_decimal
 from markupsafe import Markup
 
+from app import chapters
 from app.config import REPO_ROOT
 
 LANGUAGES = ("en", "fr")
@@ -22,6 +24,7 @@ DEFAULT = "en"
 COOKIE = "lang"  # the reader's last choice (set by the page's switch)
 FOLDER = REPO_ROOT / "static" / "i18n"
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_CHAPTER = re.compile(r"\{chapter:(\w+)\}")
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _RANGE = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
 
@@ -100,7 +103,11 @@ class Words:
                 return match.group(0)
             return self.number(value) if isinstance(value, int | float) else str(value)
 
-        return _PLACEHOLDER.sub(fill, message)
+        def chapter(match: re.Match) -> str:
+            slug = match.group(1)
+            return self.number(chapters.number(slug)) if slug in chapters.slugs() else match.group(0)
+
+        return _CHAPTER.sub(chapter, _PLACEHOLDER.sub(fill, message))
 
     def html(self, key: str, **params) -> Markup:
         """A message written with markup of the page's own (the catalogue is ours, never the reader's)."""

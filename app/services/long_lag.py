@@ -1,4 +1,4 @@
-"""GET /api/long-lag and POST /api/long-lag/gradients as functions: chapter 3's learning
+"""GET /api/long-lag and POST /api/long-lag/gradients as functions: the gradients chapter's learning
 experiment (models/long_lag.py). Its results ship as checkpoints/long-lag/results.json with one
 tiny checkpoint per (cell, lag); the gradient curves of those tiny models are measured live."""
 

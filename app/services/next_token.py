@@ -1,4 +1,4 @@
-"""POST /api/next-token as a function: chapter 10's probe (models/probes/next_token.py). The loss at
+"""POST /api/next-token as a function: the prediction chapter's probe (models/probes/next_token.py). The loss at
 each position of one teacher-forced pass over the model's own greedy translation of the text, or
 over a reference translation the reader typed."""
 

@@ -1,4 +1,4 @@
-"""POST /api/order as a function: chapter 8's probe (models/probes/order.py). The typed words
+"""POST /api/order as a function: the order chapter's probe (models/probes/order.py). The typed words
 shuffled (seeded) or a given permutation of the pieces; the encoder's self-attention of both
 sentences with positional encoding off and on, how far the shuffled maps are from the original's
 permuted, the four translations, and the sinusoidal table with its dot-product similarity."""

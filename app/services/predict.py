@@ -1,4 +1,4 @@
-"""POST /api/predict as a function: chapter 10, next-token prediction. The translation (greedy, or
+"""POST /api/predict as a function: the prediction chapter, next-token prediction. The translation (greedy, or
 beam search of 2-8), optionally continuing a forced prefix of target pieces; per step the piece
 chosen, its probability and the k likeliest next pieces; with a beam, its final candidates and the
 tree of hypotheses it considered (models/decoding.py's `history`)."""

@@ -1,17 +1,18 @@
-"""POST /api/recap as a function: chapter 11's rows that depend on the reader's sentence, each one
+"""POST /api/recap as a function: the recap's rows that depend on the reader's sentence, each one
 number measured on it, gathered in one request so the recap is complete before any chapter is
-opened. (The rows that need no sentence, chapters 1, 4 and 9, the page writes from the catalogue.)
+opened. The rows come in the chapters' order (app/chapters.py): each part of a chapter's row that
+has a measurement here (`MEASURES`, by slug and part) is measured; the others need no sentence
+(the training, bottleneck, heads and room chapters' rows) and the page writes them from the
+catalogue.
 
 Each number comes from the same service call its chapter's request makes, with the same
 arguments, so the recap and the chapter share cache entries and never disagree. The cheap form is
-chosen where a chapter's default is heavy: chapter 3's gradient at the sentence's own length
-instead of its repeats to 80 pieces, chapter 6's step counts instead of a timing (which only the
-reader starts).
+chosen where a chapter's default is heavy: the gradients chapter's gradient at the sentence's own
+length instead of its repeats to 80 pieces, the parallel chapter's step counts instead of a timing
+(which only the reader starts).
 
-Chapter 5 has two rows, its alignment weight and its one line (`part` "lookup").
-
-A row is a catalogue message ("ch11.recap.said.<chapter>") and its values, phrased in every language
-of the page (app/services/language.py): the page shows the reader's, and keeps it when the reader
+A row is a catalogue message ("<slug>.recap.said") and its values, phrased in every language of
+the page (app/services/language.py): the page shows the reader's, and keeps it when the reader
 switches language; `text` is the English one.
 """
 
@@ -21,7 +22,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from app import defaults
+from app import chapters, defaults
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.schemas import Recap, RecapRow, TextRequest
@@ -62,8 +63,8 @@ def phrase(words: Words, said: Said) -> str:
     return words.text(said.key, **{name: value(v) for name, v in said.values.items()})
 
 
-def row(chapter: int, said: Said, part: str | None = None) -> RecapRow:
-    return RecapRow(chapter=chapter, part=part, text=phrase(Words("en"), said),
+def row(chapter: str, part: str, said: Said) -> RecapRow:
+    return RecapRow(chapter=chapter, part=part or None, text=phrase(Words("en"), said),
                     said={lang: phrase(Words(lang), said) for lang in LANGUAGES})
 
 
@@ -76,100 +77,112 @@ def recap(registry: ModelRegistry, text: str, cancel: threading.Event | None = N
     loaded) has no row. `cancel` set (the client hung up): the work not started is skipped."""
     registry.source(text)  # an invalid text is refused here (422), before any work
     rows = []
-    for chapter in (recurrence, gradients, scores, one_line, steps, scaling, order, predict):
-        try:
-            rows.append(chapter(registry, text, cancel))
-        except (UnknownModelError, InvalidOptionError) as error:
-            log.warning("recap: %s gave no row: %s", chapter.__name__, error)
-    return Recap(rows=[r for r in rows if r is not None])
+    for chapter in chapters.CHAPTERS:
+        for part in chapter.recap:
+            measure = MEASURES.get((chapter.slug, part))
+            if measure is None:
+                continue
+            try:
+                said = measure(registry, text, cancel)
+            except (UnknownModelError, InvalidOptionError) as error:
+                log.warning("recap: %s gave no row: %s", measure.__name__, error)
+                continue
+            if said is not None:
+                rows.append(row(chapter.slug, part, said))
+    return Recap(rows=rows)
 
 
-def recurrence(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def recurrence(registry: ModelRegistry, text: str, cancel) -> Said | None:
     if first(registry, lambda c: c.recurrent and c.attention is None and not c.gates) is None:
         return None
     answer = read_sentence(registry, text, None, cancel)
     most = max(range(len(answer.change)), key=answer.change.__getitem__)
-    return row(2, Said("ch11.recap.said.2", {"model": answer.model, "piece": Piece(answer.tokens[most]),
-                                         "change": float(answer.change[most])}))
+    return Said("recurrence.recap.said", {"model": answer.model, "piece": Piece(answer.tokens[most]),
+                                          "change": float(answer.change[most])})
 
 
-def gradients(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def gradients(registry: ModelRegistry, text: str, cancel) -> Said | None:
     if first(registry, lambda c: c.recurrent and c.attention is None) is None:
         return None
     answer = gradient_curves(registry, text, None, (), cancel)
     back = len(answer.tokens) - 1
-    each = [Said("ch11.recap.said.3.each", {"model": c.model,
-                                       "multiple": c.norm[back] / c.norm[0] if c.norm[0] > 0 else None})
+    each = [Said("gradients.recap.said.each", {"model": c.model,
+                                               "multiple": c.norm[back] / c.norm[0] if c.norm[0] > 0 else None})
             for c in answer.curves]
-    return row(3, Said("ch11.recap.said.3", {"count": back, "each": each}))
+    return Said("gradients.recap.said", {"count": back, "each": each})
 
 
-def scores(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def scores(registry: ModelRegistry, text: str, cancel) -> Said | None:
     model = first(registry, lambda c: c.recurrent and c.cross_attention)
     if model is None:
         return None
     answer = attention_scores(registry, text, model.name, 0, 1.0, cancel)
     onto = max(range(len(answer.weights)), key=answer.weights.__getitem__)
-    return row(5, Said("ch11.recap.said.5", {"model": model.name, "piece": Piece(answer.query_token),
+    return Said("attention.recap.said", {"model": model.name, "piece": Piece(answer.query_token),
                                          "weight": float(answer.max_weight),
-                                         "onto": Piece(answer.source_tokens[onto])}))
+                                         "onto": Piece(answer.source_tokens[onto])})
 
 
-def one_line(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
-    """Chapter 5's one line, as the chapter first asks it (head 1): its strongest weight and how
-    close the recomputed mix of values is to the head's own output."""
+def one_line(registry: ModelRegistry, text: str, cancel) -> Said | None:
+    """The attention chapter's one line, as the chapter first asks it (head 1): its strongest weight
+    and how close the recomputed mix of values is to the head's own output."""
     if first(registry, lambda c: c.switches) is None:
         return None
     answer = lookup(registry, text, None, 0, cancel)
     query, key = max(((i, j) for i, weights in enumerate(answer.weights) for j in range(len(weights))),
                      key=lambda at: answer.weights[at[0]][at[1]])
-    return row(5, Said("ch11.recap.said.5.lookup", {
+    return Said("attention.recap.said.lookup", {
         "head": str(answer.head + 1), "model": answer.model, "piece": Piece(answer.source_tokens[query]),
         "weight": float(answer.weights[query][key]), "onto": Piece(answer.source_tokens[key]),
-        "difference": float(answer.max_abs_difference), "scale": float(answer.output_scale)}), "lookup")
+        "difference": float(answer.max_abs_difference), "scale": float(answer.output_scale)})
 
 
-def steps(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def steps(registry: ModelRegistry, text: str, cancel) -> Said | None:
     recurrent = first(registry, lambda c: c.architecture == "lstm") or first(registry, lambda c: c.recurrent)
     parallel = first(registry, lambda c: not c.recurrent)
     if recurrent is None or parallel is None:
         return None
     pieces = len(registry.source(text).ids)
     layers = parallel.capabilities.layers
-    return row(6, Said("ch11.recap.said.6", {"count": pieces, "recurrent": recurrent.name,
-                                             "parallel": parallel.name, "layers": layers}))
+    return Said("parallel.recap.said", {"count": pieces, "recurrent": recurrent.name,
+                                        "parallel": parallel.name, "layers": layers})
 
 
-def scaling(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def scaling(registry: ModelRegistry, text: str, cancel) -> Said | None:
     if first(registry, lambda c: c.switches) is None:
         return None
     answer = saturation(registry, text, cancel=cancel)
     at = answer.sampled.at_model_d_k
-    return row(7, Said("ch11.recap.said.7", {"model": answer.model, "dk": str(answer.d_k),
-                                         "unscaled": float(at["unscaled"].max_weight),
-                                         "scaled": float(at["scaled"].max_weight)}))
+    return Said("scaling.recap.said", {"model": answer.model, "dk": str(answer.d_k),
+                                       "unscaled": float(at["unscaled"].max_weight),
+                                       "scaled": float(at["scaled"].max_weight)})
 
 
-def order(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def order(registry: ModelRegistry, text: str, cancel) -> Said | None:
     if first(registry, lambda c: c.switches) is None:
         return None
     checks = shuffled(registry, text, seed=defaults.SEED, cancel=cancel).checks
-    return row(8, Said("ch11.recap.said.8", {"off": float(checks["pe_off"].max_abs_difference),
-                                         "on": float(checks["pe_on"].max_abs_difference)}))
+    return Said("order.recap.said", {"off": float(checks["pe_off"].max_abs_difference),
+                                     "on": float(checks["pe_on"].max_abs_difference)})
 
 
-def predict(registry: ModelRegistry, text: str, cancel) -> RecapRow | None:
+def predict(registry: ModelRegistry, text: str, cancel) -> Said | None:
     model = first(registry, lambda c: "encoder" in c.attention_kinds)
     if model is None:
         return None
     answer = prediction(registry, text, model.name, (), defaults.TOP_K, 1, cancel)
     step = answer.steps[0] if answer.steps else None
     if step is None:
-        return row(10, Said("ch11.recap.said.10.nothing",
-                            {"model": model.name, "translation": answer.translation}))
-    return row(10, Said("ch11.recap.said.10", {"model": model.name, "piece": Piece(step.token),
+        return Said("prediction.recap.said.nothing", {"model": model.name, "translation": answer.translation})
+    return Said("prediction.recap.said", {"model": model.name, "piece": Piece(step.token),
                                           "probability": float(step.probability),
-                                          "translation": answer.translation}))
+                                          "translation": answer.translation})
+
+
+# (chapter's slug, part of its row) -> what measures it on the sentence
+MEASURES = {("recurrence", ""): recurrence, ("gradients", ""): gradients, ("attention", ""): scores,
+            ("attention", "lookup"): one_line, ("parallel", ""): steps, ("scaling", ""): scaling,
+            ("order", ""): order, ("prediction", ""): predict}
 
 
 def answer(registry: ModelRegistry, body: TextRequest, cancel: Cancel = None) -> Recap:

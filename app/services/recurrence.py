@@ -1,4 +1,4 @@
-"""POST /api/recurrence as a function: chapter 2's probe (models/probes/recurrence.py) on one
+"""POST /api/recurrence as a function: the recurrence chapter's probe (models/probes/recurrence.py) on one
 sentence, a readable subset of the hidden units, as JSON."""
 
 from __future__ import annotations

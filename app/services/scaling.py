@@ -1,4 +1,4 @@
-"""POST /api/scaling as a function: chapter 7's probe (models/probes/scaling.py). Softmax
+"""POST /api/scaling as a function: the scaling chapter's probe (models/probes/scaling.py). Softmax
 saturation against d_k on sampled vectors, with and without the 1/sqrt(d_k) scale, and the spread
 of the Transformer's own scores on the typed sentence, per kind, layer and head."""
 

@@ -1,4 +1,4 @@
-"""POST /api/scores as a function: chapter 5's probe (models/probes/scores.py) at one output
+"""POST /api/scores as a function: the attention chapter's probe (models/probes/scores.py) at one output
 position of the greedy translation: raw scores, the model's softmax and a softmax at another
 temperature, and the blend they make, as JSON."""
 

@@ -1,5 +1,6 @@
 """POST /api/snapshots as a function: the typed sentence's translation and attention maps at one
-point of a model's training (the scrubber of chapters 5 and 9), from the untrained initialization
+point of a model's training (the scrubber of the attention and heads chapters), from the untrained
+initialization
 through the stored snapshots to the shipped weights."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""POST /api/timing and GET /api/timing/status as functions: chapter 6's timing probe
+"""POST /api/timing and GET /api/timing/status as functions: the parallel chapter's timing probe
 (models/probes/timing.py) on a recurrent (LSTM) encoder against one that attends over every position
 (the Transformer's), each chosen by what it has inside: the request may name them, else the first
 loaded model of each kind in the catalogue's order.
@@ -184,5 +184,6 @@ def describe(size: EncoderSize, words: Words | None = None) -> str:
     words = words or Words("en")
     numbers = {name: str(value) for name, value in size.model_dump().items() if isinstance(value, int)}
     if size.heads is not None:  # an encoder of heads, not of cells: the page's test too (timing.js)
-        return words.text("ch6.timing.encoder-size.transformer", **numbers)
-    return words.text("ch6.timing.encoder-size.recurrent", cell=size.cell.upper(), count=size.layers, **numbers)
+        return words.text("parallel.timing.encoder-size.transformer", **numbers)
+    return words.text("parallel.timing.encoder-size.recurrent", cell=size.cell.upper(), count=size.layers,
+                      **numbers)

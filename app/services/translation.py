@@ -1,5 +1,5 @@
 """POST /api/translate as a function: text -> translation, optionally with the per-step top-k
-next tokens (chapter 10) and the beam's candidates."""
+next tokens (the prediction chapter) and the beam's candidates."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def decode_options(body) -> DecodeOptions:
     )
 
 
-# chapter 9's room to think: the Transformer whole, then with each sublayer in turn switched off
+# the heads chapter's room to think: the Transformer whole, then with each sublayer in turn switched off
 SWITCHED_OFF = ([], ["feed_forward"], ["residual_attention"], ["residual_feed_forward"])
 PAGE = PageRequest("/api/translate", TranslateRequest, answer,
                    lambda v: [{"text": v.text, "model": v.with_heads, "sublayers_off": off}

@@ -1,4 +1,4 @@
-"""Chapter 3: how much the final encoder state still depends on each input, by distance from the
+"""The gradients chapter: how much the final encoder state still depends on each input, by distance from the
 end, and the LSTM's gates per token.
 
 norm[i] = ||d h_T / d x_{T-1-i}||_F, the Frobenius norm of the Jacobian of the final hidden

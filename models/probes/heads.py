@@ -1,4 +1,4 @@
-"""Chapter 9: many heads, and which of them matter.
+"""The heads chapter: many heads, and which of them matter.
 
 A head's attention weights say where it looks, not what it adds. What head h adds to the residual
 stream is its context (its weights blending its values) through its own slice of the output

@@ -2,7 +2,7 @@
 encoder self-attention layer.
 
 Attention as a soft dictionary lookup: each position's query q_i is matched against every key k_j,
-the matches (scaled by sqrt(d_k), chapter 7) go through a softmax, and the answer is the weighted
+the matches (scaled by sqrt(d_k), the scaling chapter) go through a softmax, and the answer is the weighted
 mix of the values v_j. Keys and values are separate projections of the same positions, so what a
 position is found by can differ from what it hands over. In the encoder the queries, keys and
 values all come from the source itself: self-attention.

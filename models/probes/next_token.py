@@ -1,4 +1,4 @@
-"""Chapter 10: next-token prediction gives a label at every position.
+"""The prediction chapter: next-token prediction gives a label at every position.
 
 A translation of T pieces (with its closing <eos>) is T training examples, not one: at position t
 the decoder has read the source and the pieces before t, and the piece at t is the label. One

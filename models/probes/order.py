@@ -1,4 +1,4 @@
-"""Chapter 8: attention alone treats its input as a set.
+"""The order chapter: attention alone treats its input as a set.
 
 Without positional encoding, a Transformer encoder is permutation-equivariant: shuffle the source
 pieces by a permutation P (shuffled[i] = original[P[i]]) and every self-attention map of the

@@ -1,4 +1,4 @@
-"""Chapter 2: a recurrent encoder reads the sentence one token at a time into its hidden state.
+"""The recurrence chapter: a recurrent encoder reads the sentence one token at a time into its hidden state.
 
     h_t = tanh(W [x_t ; h_(t-1)] + b)        (Elman 1990; h_(-1) = 0)
 
@@ -43,5 +43,5 @@ def read(model, ids: list[int]) -> Reading:
 
 def most_varying(states: torch.Tensor, n: int) -> torch.Tensor:
     """states (T, H) -> the n units (ascending ids) whose state varies most over the tokens
-    (population variance): the same rule as the gates' units of chapter 3."""
+    (population variance): the same rule as the gates' units of the gradients chapter."""
     return most_varying_units(states.unsqueeze(1), n)  # (T, 1, H): one "gate", the state itself

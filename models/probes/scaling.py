@@ -1,4 +1,4 @@
-"""Chapter 7: why the Transformer divides its scores by sqrt(d_k).
+"""The scaling chapter: why the Transformer divides its scores by sqrt(d_k).
 
 The dot product of two vectors with i.i.d. N(0, 1) entries has variance d_k, so its spread grows
 like sqrt(d_k). Fed unscaled to a softmax, wide vectors give scores far apart: the softmax puts

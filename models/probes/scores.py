@@ -1,4 +1,4 @@
-"""Chapter 5: attention derived, one output position at a time. The decoder state s (the query)
+"""The attention chapter: attention derived, one output position at a time. The decoder state s (the query)
 scores every encoder state h_j, a softmax turns the scores into weights, the weights blend the
 states into the context:
 

@@ -1,4 +1,4 @@
-"""Chapter 6: wall time of an encoder against the length of its input.
+"""The parallel chapter: wall time of an encoder against the length of its input.
 
 A recurrent encoder takes one step per token, each waiting for the last; a Transformer encoder
 reads every position at once in a few matrix products. The loop here is pure: it takes a

@@ -59,7 +59,7 @@ class HalfCopy:
 
 
 def _differentiated(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Autograd records this product, or forward-mode differentiation (torch.func.jvp, chapter 3's
+    """Autograd records this product, or forward-mode differentiation (torch.func.jvp, the gradients chapter's
     step factors) carries a tangent through it: the fp16 product has no derivative, so those take
     the fp32 one. A jvp runs under no_grad on tensors that do not require grad; its inputs are dual
     tensors, which `forward_ad.unpack_dual` (public) tells apart."""

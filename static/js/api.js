@@ -166,44 +166,44 @@ export async function health(signal) {
 }
 
 export const listModels = (signal) => request("GET", "/api/models", undefined, signal);
-/** Chapter 3: curves trained and at initialization, with their per-step factors. */
+/** The gradients chapter: curves trained and at initialization, with their per-step factors. */
 export const gradients = (text, length, signal) =>
   request("POST", "/api/gradients", { text, length, initialized: true, factors: true }, signal);
 export const longLag = (signal) => request("GET", "/api/long-lag", undefined, signal);
 export const lagGradients = (lag, filler, signal) =>
   request("POST", "/api/long-lag/gradients", { lag, filler }, signal);
-/** Chapter 1: every model's training log, and (GET /api/models) where each checkpoint was kept. */
+/** The training chapter: every model's training log, and (GET /api/models) where each checkpoint was kept. */
 export const curves = (signal) => request("GET", "/api/curves", undefined, signal);
-/** Chapter 2: the plain RNN's encoder states on `text`. */
+/** The recurrence chapter: the plain RNN's encoder states on `text`. */
 export const recurrence = (text, signal) => request("POST", "/api/recurrence", { text }, signal);
-/** Chapter 5: output piece `row`'s scores, weights, softmax(e / T) and blend for `model`. */
+/** The attention chapter: output piece `row`'s scores, weights, softmax(e / T) and blend for `model`. */
 export const scores = (text, model, row, temperature, signal) =>
   request("POST", "/api/scores", { text, model, row, temperature }, signal);
-/** Chapter 6: encoder time against length (`lengths` null: the server's), and its progress. */
+/** The parallel chapter: encoder time against length (`lengths` null: the server's), and its progress. */
 export const timing = (lengths, refresh, signal) =>
   request("POST", "/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
 export const timingStatus = (signal) => request("GET", "/api/timing/status", undefined, signal);
-/** Chapter 5's one line: softmax(QK^T / sqrt(d_k)) V on `head` of the first encoder layer. */
+/** The attention chapter's one line: softmax(QK^T / sqrt(d_k)) V on `head` of the first encoder layer. */
 export const lookup = (text, head, signal) => request("POST", "/api/lookup", { text, head }, signal);
 
-/** Chapter 7: softmax saturation against d_k, sampled and on the model's own scores. */
+/** The scaling chapter: softmax saturation against d_k, sampled and on the model's own scores. */
 export const scaling = (text, signal) => request("POST", "/api/scaling", { text }, signal);
-/** Chapter 8: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
+/** The order chapter: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
 export const order = (text, seed, signal) => request("POST", "/api/order", { text, seed }, signal);
-/** Chapter 9: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
+/** The heads chapter: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
 export const snapshot = (text, model, step, signal) =>
   request("POST", "/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
 
 export const heads = (text, model, headsOff, signal) =>
   request("POST", "/api/heads", { text, model, heads_off: headsOff }, signal);
-/** Chapter 11: the recap's rows measured on `text`, one request for them all. */
+/** The recap chapter: the recap's rows measured on `text`, one request for them all. */
 export const recap = (text, signal) => request("POST", "/api/recap", { text }, signal);
-/** A greedy translation by the Transformer with some of its sub-layer switches off (chapter 9). */
+/** A greedy translation by the Transformer with some of its sub-layer switches off (the heads chapter). */
 export const translateWith = (text, model, sublayersOff, signal) =>
   request("POST", "/api/translate", { text, model, sublayers_off: sublayersOff }, signal);
-/** Chapter 10's free labels: the loss at each position of the model's own translation, or of an English `reference`. */
+/** The prediction chapter's free labels: the loss at each position of the model's own translation, or of an English `reference`. */
 export const nextToken = (text, model, signal, reference = null) =>
   request("POST", "/api/next-token", { text, ...(model ? { model } : {}), ...(reference ? { reference } : {}) }, signal);
-/** Chapter 10: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
+/** The prediction chapter: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
 export const predict = (text, model, prefix, topK, beamSize, signal) =>
   request("POST", "/api/predict", { text, model, prefix, top_k: topK, beam_size: beamSize }, signal);

@@ -80,7 +80,7 @@ class Catalog {
     return [...new Set(this.models.flatMap((m) => m.attention_kinds))];
   }
 
-  /** The plain recurrent net: recurrent, without gates or attention (the chapter 3 question's subject). */
+  /** The plain recurrent net: recurrent, without gates or attention (the the gradients chapter question's subject). */
   get plainRecurrent() {
     return this.models.find((m) => m.recurrent && !m.gates && !m.cross_attention);
   }

@@ -2,8 +2,11 @@
 
 export const $ = (id) => document.getElementById(id);
 
-/** Chapter `n`'s own section: the root a chapter's views are built on. */
-export const chapterRoot = (n) => document.querySelector(`section[data-chapter="${n}"]`);
+/** Chapter `slug`'s own section: the root a chapter's views are built on. */
+export const chapterRoot = (slug) => document.querySelector(`section[data-chapter="${slug}"]`);
+
+/** Chapter `slug`'s number, its place in the story as the server lists the chapters (<body data-chapters>); 0: none. */
+export const chapterNumber = (slug) => (document.body?.dataset.chapters || "").split(" ").indexOf(slug) + 1;
 
 /**
  * A lookup of a view's parts by id that searches `root` only, so a view owns its section: a part

@@ -4,7 +4,7 @@
 // (twins.js, shown here rather than kept for screen readers), and a header gives its title, the
 // reader's sentence and a link back to the whole chapter. On the page, every figure the template
 // names offers "Embed" with the <iframe> snippet, for the page's state of the moment.
-import { $, el } from "./dom.js";
+import { $, chapterNumber, el } from "./dom.js";
 import { label, t } from "./i18n.js";
 
 /** The page's state as a query string for a shared figure: a tour's order and questions are the page's own. */
@@ -42,7 +42,7 @@ export class Embed {
     const head = el("header", "embed-head");
     const chapterTitle = this.section.querySelector("h2")?.textContent.trim() || "";
     const title = el("h1", "embed-head__title", titleOf(this.div));
-    const context = el("p", "embed-head__chapter", t("embed.chapter", { chapter: this.chapter, title: chapterTitle }));
+    const context = el("p", "embed-head__chapter", t("embed.chapter", { chapter: chapterNumber(this.chapter), title: chapterTitle }));
     this.sentence = el("p", "embed-head__sentence");
     this.sentence.dataset.testid = "embed-sentence";
     const link = el("a", "embed-head__link", t("embed.back"));

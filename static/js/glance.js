@@ -69,7 +69,7 @@ function looks(map) {
 export function draw(answer) {
   const translation = lab.part("glance-translation");
   translation.classList.remove("is-pending");
-  translation.textContent = answer.translation || t("ch4.cards.empty");
+  translation.textContent = answer.translation || t("bottleneck.cards.empty");
   const list = lab.part("glance-looks");
   const map = lookedAt(answer);
   const how = lab.part("glance-how");
@@ -96,7 +96,7 @@ export function draw(answer) {
 
 export function describe(answer) {
   const map = lookedAt(answer);
-  const translation = answer.translation || t("ch4.cards.empty");
+  const translation = answer.translation || t("bottleneck.cards.empty");
   if (!map) return t("glance.describe.none", { name: answer.model, translation });
   const said = looks(map).map(({ word, piece, weight }) => t("map.looks-at", { row: word, column: piece, weight: fmt(weight) }));
   return t("glance.describe", { name: answer.model, translation, looks: said.join(t("list.separator")) });

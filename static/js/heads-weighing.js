@@ -1,4 +1,4 @@
-// Chapter 9, what the heads answer says (POST /api/heads): each head's contribution through its
+// The heads chapter, what the heads answer says (POST /api/heads): each head's contribution through its
 // share of W_o, the cross heads ranked by how well they align with a recurrent model's attention,
 // the effect of the heads switched off on the translation, and the prose's facts, all from the
 // answer's own numbers. A helper of chapters/heads-lab.js.
@@ -13,8 +13,8 @@ export function parseOff(value) {
     .map((m) => ({ kind: m[1], layer: Number(m[2]) - 1, head: Number(m[3]) - 1 })).filter((h) => h.layer >= 0 && h.head >= 0);
 }
 
-export const headName = (h) => t("ch7.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
-export const shortName = (h) => t("ch9.heads.short", { layer: String(h.layer + 1), head: String(h.head + 1) });
+export const headName = (h) => t("scaling.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) });
+export const shortName = (h) => t("heads.heads.short", { layer: String(h.layer + 1), head: String(h.head + 1) });
 
 /** The prose's facts from /api/heads. */
 export function headsFacts(answer) {
@@ -22,15 +22,15 @@ export function headsFacts(answer) {
   const cross = answer.contributions.filter((c) => c.kind === "cross" && !c.off);
   const sharpest = cross.reduce((a, c) => (c.max_weight > a.max_weight ? c : a), cross[0]);
   const strongest = cross.reduce((a, c) => (c.mean > a.mean ? c : a), cross[0]);
-  const top = listOf(ranking.slice(0, 3).map((r) => t("ch9.heads.ranked-one", { head: shortName(r), score: fmt(r.score) })));
+  const top = listOf(ranking.slice(0, 3).map((r) => t("heads.heads.ranked-one", { head: shortName(r), score: fmt(r.score) })));
   return {
-    reference: answer.alignment ? answer.alignment.reference : t("ch9.heads.no-reference"),
+    reference: answer.alignment ? answer.alignment.reference : t("heads.heads.no-reference"),
     top: top || "–",
     sharpest: sharpest ? headName(sharpest) : "–", "sharpest-weight": sharpest ? fmt(sharpest.max_weight) : "–",
     "sharpest-adds": sharpest ? fmt(sharpest.mean) : "–",
     strongest: strongest ? headName(strongest) : "–", "strongest-adds": strongest ? fmt(strongest.mean) : "–",
     "strongest-weight": strongest ? fmt(strongest.max_weight) : "–",
-    "same-head": t(sharpest === strongest ? "ch9.heads.same-head" : "ch9.heads.not-same-head"),
+    "same-head": t(sharpest === strongest ? "heads.heads.same-head" : "heads.heads.not-same-head"),
   };
 }
 
@@ -47,17 +47,17 @@ export function drawContributions(div, answer, off, onToggle) {
     const text = Array.from({ length: layers }, () => Array(heads).fill(""));
     for (const c of rows) {
       z[c.layer][c.head] = c.mean;
-      text[c.layer][c.head] = c.off ? t("ch9.heads.off") : "";
+      text[c.layer][c.head] = c.off ? t("heads.heads.off") : "";
     }
     const n = i ? String(i + 1) : "";
     data.push({ type: "heatmap", z, text, texttemplate: "%{text}", name: kind, xaxis: `x${n}`, yaxis: `y${n}`, colorscale: WEIGHT_SCALE,
       zmin: 0, showscale: false, xgap: 2, ygap: 2, meta: { colorbarTitle: "‖c_h W_o‖", kind },
-      hovertemplate: t("ch9.heads.contrib-hover", { kind: t(`kind.${kind}`) }),
+      hovertemplate: t("heads.heads.contrib-hover", { kind: t(`kind.${kind}`) }),
       x: Array.from({ length: heads }, (_, h) => h + 1), y: Array.from({ length: layers }, (_, l) => l + 1) });
     const gap = 0.06;
     axes[`xaxis${n}`] = { domain: [i / present.length + gap / 2, (i + 1) / present.length - gap / 2], anchor: `y${n}`, dtick: 1,
-      title: { text: t("ch9.heads.kind-head", { kind: t(`kind.${kind}`) }) }, showgrid: false, zeroline: false };
-    axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : t("ch9.heads.layer") }, showgrid: false, zeroline: false };
+      title: { text: t("heads.heads.kind-head", { kind: t(`kind.${kind}`) }) }, showgrid: false, zeroline: false };
+    axes[`yaxis${n}`] = { anchor: `x${n}`, autorange: "reversed", dtick: 1, title: { text: i ? "" : t("heads.heads.layer") }, showgrid: false, zeroline: false };
   });
   div.dataset.off = off.map(offKey).join(";");
   draw(div, data, baseLayout({ margin: { l: 44, r: 8, t: 8, b: 44 }, ...axes }), `${answer.model}-head-contributions`, answer);
@@ -72,7 +72,7 @@ export function drawContributions(div, answer, off, onToggle) {
 export function showEffect(line, answer) {
   const effect = answer.effect;
   if (!effect) {
-    line.textContent = t("ch9.heads.every-on");
+    line.textContent = t("heads.heads.every-on");
     line.dataset.changed = "";
     return;
   }
@@ -80,7 +80,7 @@ export function showEffect(line, answer) {
   const delta = original.log_prob_heads_off - original.log_prob_all_heads;
   line.dataset.changed = String(changedIndices(answer).size);
   line.dataset.delta = String(delta);
-  line.textContent = t("ch9.heads.effect", { count: answer.heads_off.length, heads: listOf(answer.heads_off.map(headName)),
+  line.textContent = t("heads.heads.effect", { count: answer.heads_off.length, heads: listOf(answer.heads_off.map(headName)),
     changed: changed.translation, original: original.translation, all: fmt(original.log_prob_all_heads),
     off: fmt(original.log_prob_heads_off), delta: `${delta >= 0 ? "+" : ""}${fmt(delta)}` });
 }
@@ -95,14 +95,14 @@ export function changedIndices(answer) {
 /** The cross heads ranked by overlap with the reference model's alignment. */
 export function drawRanking(div, answer) {
   if (!answer.alignment) {
-    showEmpty(div, t("ch9.heads.no-recurrent"));
+    showEmpty(div, t("heads.heads.no-recurrent"));
     return;
   }
   const ranking = answer.alignment.ranking;
-  const labels = ranking.map((r) => (r.off ? t("ch9.heads.short-off", { name: shortName(r) }) : shortName(r)));
+  const labels = ranking.map((r) => (r.off ? t("heads.heads.short-off", { name: shortName(r) }) : shortName(r)));
   draw(div, [{ type: "bar", orientation: "h", x: ranking.map((r) => r.score), y: labels, marker: { color: OKABE_ITO.green },
     hovertemplate: "%{y}: %{x:.3f}<extra></extra>" }],
   baseLayout({ margin: { l: 90, r: 8, t: 8, b: 40 }, yaxis: { autorange: "reversed", type: "category" },
-    xaxis: { range: [0, 1], title: { text: t("ch9.heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: themed("grid") } }),
+    xaxis: { range: [0, 1], title: { text: t("heads.heads.overlap", { reference: plotText(answer.alignment.reference) }) }, gridcolor: themed("grid") } }),
   `${answer.model}-translation-heads`, answer.alignment);
 }

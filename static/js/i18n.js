@@ -3,7 +3,10 @@
 // with {placeholders}, or, where a count decides the words, an object of plural forms keyed by the
 // categories of Intl.PluralRules ("one", "other", ...), chosen by the `count` placeholder ("other"
 // when there is none, as the server chooses: app/services/language.py). Numbers
-// are written by the language's rules (Intl.NumberFormat): 0.83 in English is 0,83 in French.
+// are written by the language's rules (Intl.NumberFormat): 0.83 in English is 0,83 in French. A
+// message names another chapter by its slug, `{chapter:gradients}`, and reads as its number.
+import { chapterNumber } from "./dom.js";
+
 export const LANGUAGES = ["en", "fr"];
 
 let current = "en";
@@ -40,7 +43,7 @@ export function t(key, params = {}) {
     const value = params[name];
     if (value === undefined) return whole;
     return typeof value === "number" ? number(value) : String(value);
-  });
+  }).replace(/\{chapter:(\w+)\}/g, (whole, slug) => (chapterNumber(slug) ? number(chapterNumber(slug)) : whole));
 }
 
 /** The plural form for `count` in the page's language; "other" without a count, never 0's form. */

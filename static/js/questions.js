@@ -3,10 +3,10 @@
 // the answer, which is then compared with what the server measured on the reader's own sentence.
 // "Ask me first" is the first visit's choice; "Just show me" shows every chapter at once. The choice
 // stays in this browser (localStorage) and answers never leave it: nothing here sends a guess.
-// A teacher's link (`?tour=3,5,8&ask=1`, url-state.js) keeps only those chapters, in that order,
+// A teacher's link (`?tour=gradients,attention,order&ask=1`, url-state.js) keeps only those chapters, in that order,
 // with the questions on; the navigation follows it.
 import { explain } from "./api.js";
-import { chapterRoot, el } from "./dom.js";
+import { chapterNumber, chapterRoot, el } from "./dom.js";
 import { label, listOf, t } from "./i18n.js";
 import { QUESTIONS } from "./questions/bank.js";
 import * as store from "./store.js";
@@ -49,7 +49,7 @@ function followTour(tour) {
   const list = items[0].parentElement;
   for (const item of items) item.hidden = !tour.includes(item.querySelector("a").dataset.chapter);
   for (const ch of tour) list.append(items.find((li) => li.querySelector("a").dataset.chapter === ch));
-  label(list.parentElement, "tour.nav", { chapters: listOf(tour) }, "aria-label");
+  label(list.parentElement, "tour.nav", { chapters: listOf(tour.map(chapterNumber)) }, "aria-label");
   document.body.dataset.tour = tour.join(",");
 }
 
@@ -78,13 +78,13 @@ class Question {
     const root = chapterRoot(spec.chapter);
     this.root = root;
     // a question of one part of a chapter (`part`: the element's id) hides that part only, after the chapter's own
-    this.key = spec.part ? `${spec.chapter}-${spec.part}` : String(spec.chapter);
+    this.key = spec.part ? `${spec.chapter}-${spec.part}` : spec.chapter;
     this.reveal = spec.part ? root.querySelector(`#${spec.part}`) : wrapReveal(root);
     if (spec.part) this.reveal.dataset.reveal = this.key;
     this.card = el("section", "question");
     this.card.dataset.question = this.key;
     this.card.dataset.testid = `question-${this.key}`;
-    label(this.card, "q.heading", { chapter: spec.chapter }, "aria-label");
+    label(this.card, "q.heading", { chapter: chapterNumber(spec.chapter) }, "aria-label");
     this.kicker = label(el("p", "question__kicker"), "q.kicker");
     this.prompt = el("p", "question__prompt");
     this.prompt.id = `question-${this.key}-prompt`;
@@ -119,7 +119,7 @@ class Question {
   get view() {
     const q = this;
     return {
-      chapter: String(q.spec.chapter),
+      chapter: q.spec.chapter,
       title: "question",
       figures: [],
       // a question of the sentence follows each new text; one asked before its measurement, on the guess
@@ -133,7 +133,7 @@ class Question {
       failure: (error) => q.failed(error),
       describe: () => null,
       rows: () => null,
-      name: () => t("q.heading", { chapter: q.spec.chapter }),
+      name: () => t("q.heading", { chapter: chapterNumber(q.spec.chapter) }),
     };
   }
 
@@ -345,7 +345,7 @@ export class Questions {
 
   /** Which chapters the reader may see the measurements of (store `revealed`: the recap reads it). */
   told() {
-    const hidden = this.asking ? this.list.filter((q) => !q.seen && !q.spec.part).map((q) => String(q.spec.chapter)) : [];
+    const hidden = this.asking ? this.list.filter((q) => !q.seen && !q.spec.part).map((q) => q.spec.chapter) : [];
     store.set("revealed", { hidden: new Set(hidden) });
   }
 

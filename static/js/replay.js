@@ -1,4 +1,4 @@
-// Watching attention being learned, the view chapters 5 and 9 each have one of (their modules
+// Watching attention being learned, the view the attention and heads chapters each have one of (their modules
 // alignment-replay.js and heads-replay.js are made here): a step slider over one model's training,
 // from its seeded initialization through the stored snapshots to the shipped weights (GET
 // /api/models: `snapshots`). At each step the typed sentence's translation and cross-attention map
@@ -135,8 +135,8 @@ export function replayView({ chapter, container, key, candidates }) {
     const here = replay.timeline[replay.index];
     const layout = baseLayout({
       margin: { l: 48, r: 12, t: 8, b: 44 },
-      xaxis: { title: { text: t("ch1.curves.step") }, zeroline: false },
-      yaxis: { title: { text: t("ch1.curves.valid-bleu") }, rangemode: "tozero" },
+      xaxis: { title: { text: t("training.curves.step") }, zeroline: false },
+      yaxis: { title: { text: t("training.curves.valid-bleu") }, rangemode: "tozero" },
       showlegend: false,
     });
     drawPlot(parts.curvePlot, [
@@ -186,12 +186,12 @@ export function replayView({ chapter, container, key, candidates }) {
     },
     rows: (answer, key, plot) => {
       if (plot === parts.curvePlot) {
-        return { caption: t("replay.curve-caption", { name: replay.model.name }), headers: [t("ch1.curves.step"), t("ch1.curves.valid-bleu")],
+        return { caption: t("replay.curve-caption", { name: replay.model.name }), headers: [t("training.curves.step"), t("training.curves.valid-bleu")],
           rows: replay.timeline.map((p) => [String(p.step), fmt(p.valid_bleu)]) };
       }
       const map = mapOf(answer) || { rows: [], cols: [], weights: [] };
       const [layer, head] = selected();
-      const which = replay.model.heads > 1 ? t("ch9.heads.layer-head", { layer: String(layer + 1), head: String(head + 1) }) : t("replay.alignment");
+      const which = replay.model.heads > 1 ? t("heads.heads.layer-head", { layer: String(layer + 1), head: String(head + 1) }) : t("replay.alignment");
       return mapTable(map, t("replay.caption", { name: replay.model.name, step: String(answer.snapshot.step), which, bleu: fmt(pointOf(answer).valid_bleu) }));
     },
   };
@@ -204,7 +204,7 @@ function headPicker(model) {
   label(select, "replay.which-map", {}, "aria-label");
   for (let layer = model.layers - 1; layer >= 0; layer -= 1) {
     for (let head = 0; head < Math.max(model.heads, 1); head += 1) {
-      const option = model.heads > 1 ? label(el("option"), "ch9.heads.layer-head", { layer: String(layer + 1), head: String(head + 1) })
+      const option = model.heads > 1 ? label(el("option"), "heads.heads.layer-head", { layer: String(layer + 1), head: String(head + 1) })
         : label(el("option"), "replay.alignment");
       option.value = `${layer}.${head}`;
       select.append(option);

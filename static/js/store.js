@@ -1,10 +1,11 @@
 // What chapter views share, by name: one view sets a value, the others read it or are told of each
-// new one. Chapters never import each other; they meet here (chapter 4's card choice drives chapter
-// 9's heads, chapter 9's selection its lab, every chapter's headline chapter 11's recap, ...).
-// Names in use: text (the latest text every view was asked about), model (the selected card),
-// heads (chapter 9's model, selection and its answer), hover (the token hovered in chapter 9), row
-// (the output word picked in chapter 5), lag (chapter 3's long-lag results and choice), live
-// (chapter 4's live set-up), headline:N (chapter N's line in the recap).
+// new one. Chapters never import each other; they meet here (the bottleneck chapter's card choice
+// drives the heads chapter's model, the heads chapter's selection its lab, every chapter's headline
+// the recap, ...). Names in use: text (the latest text every view was asked about), model (the
+// selected card), heads (the heads chapter's model, selection and its answer), hover (the token
+// hovered in the heads chapter), row (the output word picked in the attention chapter), lag (the
+// gradients chapter's long-lag results and choice), live (the bottleneck chapter's live set-up),
+// headline:<slug> (that chapter's line in the recap).
 
 const values = new Map();
 const watchers = new Map(); // name -> [watcher]

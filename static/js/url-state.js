@@ -1,7 +1,8 @@
 // What a reader can share: the page's state in the query string. The page's own keys are here:
 // lang (the page's language, en or fr: a shared link opens in the language it was copied in), text,
-// model (the selected card), ch (the chapter in view, its number in the story), tour (a teacher's
-// chapters, in order, comma-separated) and ask (1: questions on, questions.js). Every other key
+// model (the selected card), ch (the chapter in view, by its slug: app/chapters.py), tour (a teacher's
+// chapters, in order, comma-separated) and ask (1: questions on, questions.js). A link that names
+// chapters by the numbers they had before slugs reaches the page with their slugs (app/routes/pages.py). Every other key
 // belongs to a chapter and is declared by the view that reads it, next to it, as its `state`
 // (static/js/chapters/, glance.js):
 //
@@ -27,7 +28,7 @@ export function defaultModel(catalog) {
   return chosen ? chosen.name : null;
 }
 
-/** `tour`: chapter numbers that exist on the page, each once, in the link's order. */
+/** `tour`: chapters (slugs) that exist on the page, each once, in the link's order. */
 const parseTour = (value, chapters) => [...new Set((value || "").split(",").map((s) => s.trim()).filter((s) => chapters.includes(s)))];
 
 export class UrlState {

@@ -1,4 +1,4 @@
-// Chapter 3's prose, from the numbers the server just measured: every figure and every "more" or
+// The gradients chapter's prose, from the numbers the server just measured: every figure and every "more" or
 // "less" in the text is computed here from the API's answers, never written in advance. The
 // page's test reads these same facts back (data-fact) and checks them against the API. A helper of
 // chapters/gradients.js.
@@ -58,7 +58,7 @@ export function storyFacts(answer, catalog) {
 /** What a median step factor means for the gradient, said from the number. */
 function side(factor) {
   if (factor === null) return "–";
-  return t(factor < 1 ? "ch3.vanishing.below-one" : "ch3.vanishing.above-one");
+  return t(factor < 1 ? "gradients.vanishing.below-one" : "gradients.vanishing.above-one");
 }
 
 function bucketBleu(catalog, name, bucket) {

@@ -50,18 +50,19 @@ def check_weights(m: dict) -> None:
 
 
 def assert_recap_is_the_chapters(client, text: str) -> None:
-    """Chapter 11's rows 3, 5 (both), 7 and 10 against the answers of the requests their chapters make."""
+    """The recap's rows of the gradients, attention (both), scaling and prediction chapters against the
+    answers of the requests those chapters make."""
     answer = client.post("/api/recap", json={"text": text}).json()["rows"]
     rows = {r["chapter"]: r["text"] for r in answer if r["part"] is None}
     [one_line] = [r["text"] for r in answer if r["part"] == "lookup"]
     gradients = client.post("/api/gradients", json={"text": text}).json()
     back = len(gradients["tokens"]) - 1
     for curve in gradients["curves"]:
-        assert f"{fmt(curve['norm'][back] / curve['norm'][0])}× for {curve['model']}" in rows[3]
+        assert f"{fmt(curve['norm'][back] / curve['norm'][0])}× for {curve['model']}" in rows["gradients"]
     models = client.get("/api/models").json()
     aligning = next(m["name"] for m in models if m["recurrent"] and m["cross_attention"])
     scores = client.post("/api/scores", json={"text": text, "model": aligning, "row": 0}).json()
-    assert f"puts {fmt(scores['max_weight'])} of its weight" in rows[5]
+    assert f"puts {fmt(scores['max_weight'])} of its weight" in rows["attention"]
     lookup = client.post("/api/lookup", json={"text": text, "head": 0}).json()
     strongest = max(w for row in lookup["weights"] for w in row)
     assert one_line.startswith(f"head 1 of the {lookup['model']}'s first encoder layer: ")
@@ -70,7 +71,7 @@ def assert_recap_is_the_chapters(client, text: str) -> None:
         in one_line
     at = client.post("/api/scaling", json={"text": text}).json()["sampled"]["at_model_d_k"]
     unscaled, scaled = fmt(at["unscaled"]["max_weight"]), fmt(at["scaled"]["max_weight"])
-    assert f"is {unscaled} unscaled, {scaled} divided" in rows[7]
+    assert f"is {unscaled} unscaled, {scaled} divided" in rows["scaling"]
     predicted = client.post("/api/predict", json={"text": text, "top_k": 5}).json()
-    assert f"with probability {fmt(predicted['steps'][0]['probability'])}" in rows[10]
-    assert f"greedy writes “{predicted['translation']}”" in rows[10]
+    assert f"with probability {fmt(predicted['steps'][0]['probability'])}" in rows["prediction"]
+    assert f"greedy writes “{predicted['translation']}”" in rows["prediction"]

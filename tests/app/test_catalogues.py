@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app.chapters import CHAPTERS
 from app.config import REPO_ROOT
 
 FOLDER = REPO_ROOT / "static" / "i18n"
@@ -61,31 +62,38 @@ def test_messages_keep_their_placeholders(lang):
             assert isinstance(message, str) and message.strip(), key
 
 
-# Keys the page builds from a value instead of writing them out (t(`ch4.task.${name}`)): each prefix,
+# Keys the page builds from a value instead of writing them out (t(`bottleneck.task.${name}`)): each prefix,
 # where its names come from, and so which keys under it are in use.
 DYNAMIC = {
     "view.": "a view's title, dashed (requests.js: the status line names a failed view)",
     "summary.": "a model's name (catalog.js: the story's models, summarised in the page's words)",
-    "ch4.task.": "the live experiment's tasks (GET /api/train)",
-    "ch3.filler.": "the long-lag experiment's fillers (GET /api/long-lag)",
-    "ch3.gates.": "an LSTM gate's name (chapters/gradients.js)",
+    "bottleneck.task.": "the live experiment's tasks (GET /api/train)",
+    "gradients.filler.": "the long-lag experiment's fillers (GET /api/long-lag)",
+    "gradients.gates.": "an LSTM gate's name (chapters/gradients.js)",
     "kind.": "a kind of attention (encoder, decoder, cross)",
-    "ch9.heads.kind.": "a kind of attention, in chapter 9's sentences",
+    "heads.heads.kind.": "a kind of attention, in the heads chapter's sentences",
     "replay.weights.": "a training step's weights (initialized, snapshot, shipped)",
-    "ch10.beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
+    "prediction.beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
     "q.verdict.": "a guess's verdict (right, close, wrong: questions.js)",
     "q.nav.": "the same verdict, marked on the chapter's link",
     # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
-    "ch3.question.choice.": "chapter 3's ranges", "ch6.question.choice.": "chapter 6's",
-    "ch9.question.choice.": "chapter 9's shares",
-    "ch10.question.choice.": "chapter 10's ranges",
-    "ch7.question.choice.": "chapter 7's ranges", "ch8.question.choice.": "chapter 8's ranges",
-    "ch9.question.sublayers.choice.": "chapter 9's shares of BLEU kept",
-    "ch11.question.choice.": "chapter 11's fixes (gates, attention, self-attention)",
+    "gradients.question.choice.": "ranges", "parallel.question.choice.": "which encoder's time grows more",
+    "heads.question.choice.": "shares", "prediction.question.choice.": "ranges",
+    "scaling.question.choice.": "ranges", "order.question.choice.": "ranges",
+    "heads.question.sublayers.choice.": "shares of BLEU kept",
+    "point.question.choice.": "the fixes (gates, attention, self-attention)",
 }
-# the page's template and scripts, and the services that phrase what the server writes for the page
-SOURCES = [REPO_ROOT / "templates" / "index.html", *sorted((REPO_ROOT / "static" / "js").rglob("*.js")),
+# What every chapter has, under its slug, that the templates write from the list of chapters
+# (templates/index.html's navigation and head(), templates/chapters/point.html's recap rows).
+EVERY_CHAPTER = ("nav", "eyebrow", "heading", "claim")
+EVERY_RECAP_ROW = ("recap.question", "recap.answer")
+# the page's templates and scripts, and the services that phrase what the server writes for the page
+SOURCES = [*sorted((REPO_ROOT / "templates").rglob("*.html")),
+           *sorted((REPO_ROOT / "static" / "js").rglob("*.js")),
            *sorted((REPO_ROOT / "app" / "services").rglob("*.py"))]
+CHAPTER_REFERENCE = re.compile(r"\{chapter:(\w+)\}")
+
+
 KEY = re.compile(r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$")
 
 
@@ -111,8 +119,34 @@ def test_no_unused_key():
     for prefix in DYNAMIC:
         built = f"`{prefix}${{" in scripts or f'"{prefix[:-1]}"' in scripts
         assert built, f"no script builds keys under {prefix}: drop it from DYNAMIC"
+    used |= from_the_record()
     unused = [key for key in catalogue("en") if key not in used and not key.startswith(tuple(DYNAMIC))]
     assert not unused, f"messages no page shows: {unused}"
+
+
+def from_the_record() -> set[str]:
+    """The keys the templates build from app/chapters.py's list, one per chapter (or recap row)."""
+    return {f"{c.slug}.{name}" for c in CHAPTERS for name in EVERY_CHAPTER} | {
+        f"{c.slug}.{name}" for c in CHAPTERS if c.recap for name in EVERY_RECAP_ROW}
+
+
+def test_every_chapter_has_the_words_every_chapter_has():
+    missing = sorted(from_the_record() - set(catalogue("en")))
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_message_names_other_chapters_by_slug(lang):
+    """`{chapter:<slug>}` reads as that chapter's number (i18n.js, language.py): it names a chapter, and
+    the same ones in every language."""
+    english = catalogue("en")
+    for key, message in catalogue(lang).items():
+        texts = message.values() if isinstance(message, dict) else [message]
+        named = [slug for text in texts for slug in CHAPTER_REFERENCE.findall(text)]
+        assert set(named) <= {c.slug for c in CHAPTERS}, (key, named)
+        english_texts = english[key].values() if isinstance(english[key], dict) else [english[key]]
+        assert set(named) == {s for text in english_texts for s in CHAPTER_REFERENCE.findall(text)}, key
+        assert not re.search(r"\b(chapters?|chapitres?) \d", " ".join(texts), re.I), (key, "a number")
 
 
 def test_every_key_written_exists():

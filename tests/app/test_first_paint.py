@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-REVEAL = re.compile(r'<div class="question-reveal" data-reveal="1"( hidden)?>')
-CARD = re.compile(r'<div class="question" data-question="1" data-testid="question-1"( hidden)?>')
+REVEAL = re.compile(r'<div class="question-reveal" data-reveal="training"( hidden)?>')
+CARD = re.compile(r'<div class="question" data-question="training" data-testid="question-training"( hidden)?>')
 
 
 @pytest.mark.parametrize(("cookies", "query", "asking"), [

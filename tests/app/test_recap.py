@@ -1,4 +1,4 @@
-"""POST /api/recap (chapter 11's rows measured on a sentence) and the answers computed ahead at
+"""POST /api/recap (the recap's rows measured on a sentence) and the answers computed ahead at
 start-up (app/services/ahead.py), on the tiny models."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from app import chapters, defaults
 from app.main import create_app
 from app.runtime.loading import load_registry
-from app.services import ahead
+from app.services import ahead, recap
 from app.services.language import LANGUAGES, Words
 from tests.app.conftest import TEXT, tiny_settings
 from tests.app.contract import assert_recap_is_the_chapters
@@ -23,10 +23,12 @@ def test_the_recap_has_a_measured_number_for_every_chapter_of_the_sentence(clien
     answer = client.post("/api/recap", json={"text": TEXT}).json()
     assert set(answer) == {"rows"}  # the text is not echoed
     main = [row["chapter"] for row in answer["rows"] if row["part"] is None]
-    assert main == [c.number for c in chapters.CHAPTERS if c.recap]
-    # chapter 5's one line has a row of its own, after the chapter's alignment weight
-    assert [(row["chapter"], row["part"]) for row in answer["rows"] if row["part"]] == [(5, "lookup")]
-    assert [row["chapter"] for row in answer["rows"]] == sorted(row["chapter"] for row in answer["rows"])
+    assert main == [slug for slug, part in recap.MEASURES if not part]
+    # the attention chapter's one line has a row of its own, after the chapter's alignment weight
+    assert [(row["chapter"], row["part"]) for row in answer["rows"] if row["part"]] == [("attention", "lookup")]
+    order = [c.slug for c in chapters.CHAPTERS]
+    assert [row["chapter"] for row in answer["rows"]] == sorted((row["chapter"] for row in answer["rows"]),
+                                                                   key=order.index)
     for row in answer["rows"]:
         assert re.search(r"\d", row["text"]), row
 
@@ -35,11 +37,11 @@ def test_each_row_is_the_number_its_chapter_measures(client):
     rows = {r["chapter"]: r["text"] for r in client.post("/api/recap", json={"text": TEXT}).json()["rows"]}
     recurrence = client.post("/api/recurrence", json={"text": TEXT}).json()
     most = max(range(len(recurrence["change"])), key=recurrence["change"].__getitem__)
-    assert f"= {fmt(recurrence['change'][most])})" in rows[2]
+    assert f"= {fmt(recurrence['change'][most])})" in rows["recurrence"]
     order = client.post("/api/order", json={"text": TEXT, "seed": 1}).json()
-    assert f"on, by {fmt(order['checks']['pe_on']['max_abs_difference'])}." in rows[8]
+    assert f"on, by {fmt(order['checks']['pe_on']['max_abs_difference'])}." in rows["order"]
     pieces = len(recurrence["tokens"])
-    assert f"{pieces} steps one after another" in rows[6]
+    assert f"{pieces} steps one after another" in rows["parallel"]
 
 
 def test_every_number_in_the_recap_is_the_chapters_own(client):
@@ -57,7 +59,7 @@ def test_every_row_comes_in_every_language_of_the_page(client):
         assert set(row["said"]) == set(LANGUAGES) and row["said"]["en"] == row["text"], row
         french = row["said"]["fr"]
         assert french != row["text"] and not re.search(r"\d\.\d", french), row  # 0,50: a decimal comma
-    steps = next(r for r in rows if r["chapter"] == 6)["said"]["fr"]
+    steps = next(r for r in rows if r["chapter"] == "parallel")["said"]["fr"]
     assert "jetons de votre phrase" in steps and "couches" in steps, steps
     one_line = next(r for r in rows if r["part"] == "lookup")["said"]["fr"]
     assert one_line.startswith("tête 1 de la première couche de l’encodeur du "), one_line

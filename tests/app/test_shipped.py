@@ -73,8 +73,8 @@ def test_gradients_on_a_long_input(client):
         assert len(gates["units"]) == 48 and len(gates["forget"]) == 60 and len(gates["forget"][0]) == 48
 
 
-def test_chapter_3_s_fixed_prose_holds_on_the_shipped_models(client):
-    """What chapter 3 says in words that are not filled from the answer: the factor chart's note
+def test_the_gradients_chapter_s_fixed_prose_holds_on_the_shipped_models(client):
+    """What the gradients chapter says in words that are not filled from the answer: the factor chart's note
     (the measured shrink never exceeds the step Jacobian's top singular value) and the paragraph
     that opens with "a gradient that survives is not a memory that works" (training left the
     recurrent models with more gradient far back than their initialization, yet the plain RNN

@@ -74,7 +74,7 @@ def server(chromium, tiny_checkpoints, server_log) -> str:
     """Base URL of a uvicorn serving the app on the tiny models; stopped at the end of the session."""
     # no shares: every test's reader asks from the one address, many times the budgets of one visit.
     # Admission by queue age is tested in tests/app/test_admission.py; here its 0.5 s bound would turn
-    # away the one reader's own burst of asks (a jump to chapter 9) whenever the machine is busy with
+    # away the one reader's own burst of asks (a jump to the heads chapter) whenever the machine is busy with
     # other work, and the browser logs each 503 as a console error the tests count.
     env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
            "ATTENTION_LAB_SHARES": "false", "ATTENTION_LAB_MAX_WAIT": "10"}

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from app.chapters import CHAPTERS
 from tests.browser.conftest import show_everything
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = ROOT / "static" / "js" / "chapters"
+VIEWS = ROOT / "static" / "js" / "chapters"
 MAIN = ROOT / "static" / "js" / "main.js"
-PAGE = ROOT / "templates" / "index.html"
+TEMPLATES = ROOT / "templates" / "chapters"
 # the interface: each member's type as `typeof` says it
 SHAPE = {"chapter": "string", "title": "string", "figures": "object", "asks": "string", "mount": "function",
          "keys": "function", "panels": "function", "ask": "function", "draw": "function", "failure": "function",
@@ -27,36 +28,28 @@ PAGE_KEYS = {"lang", "text", "model", "ch", "tour", "ask"}  # url-state.js's own
 
 
 def modules() -> list[str]:
-    return sorted(path.stem for path in CHAPTERS.glob("*.js"))
+    return sorted(path.stem for path in VIEWS.glob("*.js"))
 
 
-class ChapterIds(HTMLParser):
-    """The ids of the page's chapter sections (section[data-chapter]) and of every element inside them."""
+class Ids(HTMLParser):
+    """The ids of every element of a page."""
 
     def __init__(self):
         super().__init__()
         self.ids: set[str] = set()
-        self.depth = 0  # > 0 inside a chapter section: the sections' nesting depth below it
 
     def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if self.depth:
-            self.depth += tag == "section"
-        elif tag == "section" and "data-chapter" in attrs:
-            self.depth = 1
-        if self.depth and attrs.get("id"):
-            self.ids.add(attrs["id"])
-
-    def handle_endtag(self, tag):
-        if self.depth and tag == "section":
-            self.depth -= 1
+        if dict(attrs).get("id"):
+            self.ids.add(dict(attrs)["id"])
 
 
 def chapter_names() -> set[str]:
-    parser = ChapterIds()
-    parser.feed(PAGE.read_text())
-    assert {"gradients", "translations", "heads", "curves-plot", "recap"} <= parser.ids  # the parser finds them
-    return parser.ids | set(modules())
+    """The chapters' slugs (their sections' ids), the ids inside their templates, and the views' modules."""
+    parser = Ids()
+    for path in TEMPLATES.glob("*.html"):
+        parser.feed(path.read_text())
+    assert {"grad-plot", "cards", "heads-grid", "curves-plot", "recap"} <= parser.ids  # the parser finds them
+    return parser.ids | {c.slug for c in CHAPTERS} | set(modules())
 
 
 def test_main_names_no_chapter():
@@ -72,7 +65,7 @@ def test_no_chapter_imports_another():
     names = set(modules())
     assert len(names) >= 11
     for name in names:
-        imported = re.findall(r"""from\s+["']([^"']+)["']""", (CHAPTERS / f"{name}.js").read_text())
+        imported = re.findall(r"""from\s+["']([^"']+)["']""", (VIEWS / f"{name}.js").read_text())
         assert all(path.startswith("../") for path in imported), (name, imported)
 
 
@@ -136,9 +129,9 @@ SAID = """async (urls) => {
 
 @pytest.mark.browser
 def test_every_view_describes_what_it_drew_in_a_sentence_and_a_table(open_page):
-    """After every figure is drawn (chapter 6 measured, chapter 4's live run trained), each view's
-    describe and rows speak of the answer it drew: a sentence with no hole, a table whose every row
-    has a cell per header."""
+    """After every figure is drawn (the parallel chapter measured, the bottleneck chapter's live run
+    trained), each view's describe and rows speak of the answer it drew: a sentence with no hole, a
+    table whose every row has a cell per header."""
     page, problems = open_page("?tlen=4,8&tl=4&tsteps=40&tc=lstm,lstm-additive")
     show_everything(page)
     page.get_by_test_id("timing-measure").click()

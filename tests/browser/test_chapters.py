@@ -1,6 +1,7 @@
 """The chapters' frame in the browser: the nav and a shared URL open each chapter, which draws its
-figures for the typed sentence; the controls of chapters 1, 2, 5 and 6 work (by keyboard where a
-reader would use it) and live in the URL; each figure's numbers download as the API's own JSON."""
+figures for the typed sentence; the controls of the training, recurrence, attention and parallel
+chapters work (by keyboard where a reader would use it) and live in the URL; each figure's numbers
+download as the API's own JSON."""
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ def aligning(catalog) -> list[str]:
 
 
 def figures(catalog) -> dict[str, list[str]]:
-    """Chapter -> the plots it draws on open (app/chapters.py; chapter 6's empty state until measured)."""
+    """Chapter -> the plots it draws on open (app/chapters.py; the parallel chapter's empty state until
+    measured)."""
     first = aligning(catalog)[0]
-    return {str(c.number): [f.format(aligning=first) for f in c.opens] for c in CHAPTERS}
+    return {c.slug: [f.format(aligning=first) for f in c.opens] for c in CHAPTERS}
 
 
 def chapter_in_url(page, chapter: str) -> None:
@@ -48,7 +50,9 @@ def test_the_nav_opens_every_chapter_in_the_story_order(fresh_page, catalog):
     page, problems = fresh_page
     links = page.locator("#chapter-nav a[data-chapter]")
     chapters = links.evaluate_all("els => els.map(e => e.dataset.chapter)")
-    assert chapters == [str(c.number) for c in CHAPTERS]
+    assert chapters == [c.slug for c in CHAPTERS]
+    numbers = links.evaluate_all("els => els.map(e => e.querySelector('.site-nav__n').textContent)")
+    assert numbers == [str(c.number) for c in CHAPTERS]
     sections = page.locator("main section[data-chapter]").evaluate_all("els => els.map(e => e.dataset.chapter)")
     assert sections == chapters
     for chapter, testids in figures(catalog).items():
@@ -73,36 +77,36 @@ def top_of(page, chapter: str) -> float:
 
 
 def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fresh_page, catalog):
-    """The plots drawn after a jump change the heights above the chapter (chapter 9's maps grew by
-    ~130 px under chapter 10's heading, which pushed it down to the line that marks the chapter
+    """The plots drawn after a jump change the heights above the chapter (the heads chapter's maps grew
+    by ~130 px under the prediction chapter's heading, which pushed it down to the line that marks the chapter
     being read); the chapter stays put and marked until the reader scrolls on their own."""
     page, problems = fresh_page
-    for chapter in ["9", "10"]:  # as a reader going through the nav
+    for chapter in ["heads", "prediction"]:  # as a reader going through the nav
         page.locator(f"#chapter-nav a[data-chapter='{chapter}']").focus()
         page.keyboard.press("Enter")
         chapter_in_url(page, chapter)
-    placed = top_of(page, "10")
+    placed = top_of(page, "prediction")
     page.wait_for_function(  # everything within reach of the screen is drawn
         "() => [...document.querySelectorAll('.plot')].every(el => { const b = el.getBoundingClientRect();"
         " return el.dataset.stale || b.bottom < -400 || b.top > innerHeight + 400"
         " || el.querySelector('.main-svg') || el.querySelector('.plot-empty'); })", timeout=UPDATE_TIMEOUT_MS)
     page.wait_for_timeout(500)
-    assert abs(top_of(page, "10") - placed) <= 2
-    assert page.locator("#chapter-nav a[data-chapter='10']").get_attribute("aria-current") == "true"
+    assert abs(top_of(page, "prediction") - placed) <= 2
+    assert page.locator("#chapter-nav a[data-chapter='prediction']").get_attribute("aria-current") == "true"
     page.mouse.move(640, 600)
-    # the reader scrolls back up into chapter 9, a few notches of the wheel at a time, as a reader does: a
-    # plot that draws as it comes near may stop one notch's smooth scroll short (the page keeps what the
-    # reader sees in place), so the next notch carries on
-    in_chapter_9 = "() => new URLSearchParams(location.search).get('ch') === '9'"
+    # the reader scrolls back up into the heads chapter, a few notches of the wheel at a time, as a reader
+    # does: a plot that draws as it comes near may stop one notch's smooth scroll short (the page keeps
+    # what the reader sees in place), so the next notch carries on
+    in_heads = "() => new URLSearchParams(location.search).get('ch') === 'heads'"
     for _ in range(12):
         page.mouse.wheel(0, -300)
         try:
-            page.wait_for_function(in_chapter_9, timeout=2_000)
+            page.wait_for_function(in_heads, timeout=2_000)
             break
         except PlaywrightTimeout:
             continue
-    page.wait_for_function(in_chapter_9, timeout=5_000)
-    assert page.locator("#chapter-nav a[data-chapter='9']").get_attribute("aria-current") == "true"
+    page.wait_for_function(in_heads, timeout=5_000)
+    assert page.locator("#chapter-nav a[data-chapter='heads']").get_attribute("aria-current") == "true"
     assert problems.errors == []
 
 
@@ -112,7 +116,7 @@ def test_the_composer_compacting_as_it_sticks_moves_nothing_below_it(fresh_page)
     unstuck the box, and near that point the page shook between the two for as long as it was left
     there (a test waiting for a chapter to hold still timed out after 45 s)."""
     page, problems = fresh_page
-    below = "() => document.getElementById('chapter-1').getBoundingClientRect().top + scrollY"
+    below = "() => document.getElementById('training').getBoundingClientRect().top + scrollY"
     at_rest = page.evaluate(below)
     sentinel = page.evaluate("document.getElementById('composer-sentinel').getBoundingClientRect().top")
     for y in range(int(sentinel) - 8, int(sentinel) + 200, 12):  # through the point where it sticks
@@ -133,8 +137,8 @@ def test_the_composer_compacting_as_it_sticks_moves_nothing_below_it(fresh_page)
 
 def test_a_shared_url_restores_the_chapter_and_its_controls(open_page, catalog):
     first = aligning(catalog)[0]
-    page, problems = open_page("?ch=5&row=1&temp=5&curve=bleu&x=minutes&step=2&show=lstm")
-    assert in_view(page, "5")
+    page, problems = open_page("?ch=attention&row=1&temp=5&curve=bleu&x=minutes&step=2&show=lstm")
+    assert in_view(page, "attention")
     assert page.locator("#scores-temperature-value").inner_text() == "T = 5"
     scores = show(page, f"scores-{first}")
     page.wait_for_function("id => document.querySelector(`[data-testid='${id}']`).dataset.temperature === '5'",
@@ -151,7 +155,7 @@ def test_a_shared_url_restores_the_chapter_and_its_controls(open_page, catalog):
     assert problems.errors == []
 
 
-def test_chapter_1_switches_quantity_axis_and_models(fresh_page, catalog, server):
+def test_the_training_chapter_switches_quantity_axis_and_models(fresh_page, catalog, server):
     page, problems = fresh_page
     curves = httpx.get(f"{server}/api/curves").json()
     plot = show(page, "curves-plot")
@@ -174,7 +178,7 @@ def test_chapter_1_switches_quantity_axis_and_models(fresh_page, catalog, server
     assert problems.errors == []
 
 
-def test_chapter_2_steps_through_the_sentence_by_keyboard(fresh_page, server):
+def test_the_recurrence_chapter_steps_through_the_sentence_by_keyboard(fresh_page, server):
     page, problems = fresh_page
     answer = httpx.post(f"{server}/api/recurrence", json={"text": SENTENCE}).json()
     plot = show(page, "recurrence-plot")
@@ -198,7 +202,7 @@ def test_chapter_2_steps_through_the_sentence_by_keyboard(fresh_page, server):
     assert problems.errors == []
 
 
-def test_chapter_5_temperature_from_spotlight_to_fog(fresh_page, catalog, server):
+def test_the_attention_chapter_temperature_from_spotlight_to_fog(fresh_page, catalog, server):
     page, problems = fresh_page
     first = aligning(catalog)[0]
     plot = show(page, f"scores-{first}")
@@ -244,9 +248,9 @@ def measure(page) -> None:
     page.wait_for_function("document.getElementById('timing-plot').dataset.state === 'drawn'", timeout=30_000)
 
 
-def test_chapter_6_measures_when_asked(open_page, server):
+def test_the_parallel_chapter_measures_when_asked(open_page, server):
     lengths = ",".join(map(str, TIMING_LENGTHS))
-    page, problems = open_page(f"?ch=6&tlen={lengths}")
+    page, problems = open_page(f"?ch=parallel&tlen={lengths}")
     assert page.get_by_test_id("timing-plot").evaluate("el => el.dataset.state") == "empty", "never on its own"
     measure(page)
     answer = httpx.post(f"{server}/api/timing", json={"lengths": TIMING_LENGTHS}).json()  # kept: the same
@@ -260,12 +264,12 @@ def test_chapter_6_measures_when_asked(open_page, server):
     ratio = answer["recurrent_over_parallel_longest"]
     assert number(said["lstm-over-transformer"]) == pytest.approx(ratio, rel=0.06)
     assert ("Transformer was the faster" in said["verdict"]) == (ratio > 1)
-    assert "×" in page.locator("[data-recap='6']").inner_text()
+    assert "×" in page.locator("[data-recap='parallel']").inner_text()
     assert problems.errors == []
 
 
-def test_chapter_6_waits_for_someone_elses_measurement(open_page):
-    page, problems = open_page("?ch=6&tlen=4,8")
+def test_the_parallel_chapter_waits_for_someone_elses_measurement(open_page):
+    page, problems = open_page("?ch=parallel&tlen=4,8")
     refused = []
 
     def busy_once(route):
@@ -284,25 +288,25 @@ def test_chapter_6_waits_for_someone_elses_measurement(open_page):
 
 
 def test_the_recap_links_every_chapter_with_its_headline(open_page, server):
-    page, problems = open_page("?ch=11")
-    assert in_view(page, "11")
+    page, problems = open_page("?ch=point")
+    assert in_view(page, "point")
     links = page.locator("#recap a[data-chapter]").evaluate_all("els => els.map(e => e.dataset.chapter)")
-    assert links == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
+    assert links == [c.slug for c in CHAPTERS if c.recap]
     # complete on first load, no chapter opened: the rows measured on the sentence are the API's own
     rows = page.locator(".recap__fact").evaluate_all(
         "els => Object.fromEntries(els.map(e => [e.dataset.recap, e.textContent]))")
     assert all(rows.values()), rows
     answer = httpx.post(f"{server}/api/recap", json={"text": SENTENCE}).json()
-    assert {r["chapter"] for r in answer["rows"]} == {c.number for c in CHAPTERS if c.recap}
-    for row in answer["rows"]:  # chapter 5's one line in a place of its own, named by the row's part
-        assert rows[f"{row['chapter']}-{row['part']}" if row["part"] else str(row["chapter"])] == row["text"]
-    assert "first encoder layer" in rows["5-lookup"]
-    assert "BLEU" in page.locator("[data-recap='4']").inner_text()
-    assert "heads" in page.locator("[data-recap='9']").inner_text()
-    page.locator("#recap a[data-chapter='2']").click()
-    chapter_in_url(page, "2")
+    assert {r["chapter"] for r in answer["rows"]} <= {c.slug for c in CHAPTERS if c.recap}
+    for row in answer["rows"]:  # the attention chapter's one line in a place of its own, named by its part
+        assert rows[f"{row['chapter']}-{row['part']}" if row["part"] else row["chapter"]] == row["text"]
+    assert "first encoder layer" in rows["attention-lookup"]
+    assert "BLEU" in page.locator("[data-recap='bottleneck']").inner_text()
+    assert "heads" in page.locator("[data-recap='heads']").inner_text()
+    page.locator("#recap a[data-chapter='recurrence']").click()
+    chapter_in_url(page, "recurrence")
     show(page, "recurrence-plot")
     answer = httpx.post(f"{server}/api/recurrence", json={"text": SENTENCE}).json()
     token = answer["tokens"][max(range(len(answer["change"])), key=answer["change"].__getitem__)]
-    assert token.lstrip("▁") in page.locator("[data-recap='2']").inner_text()
+    assert token.lstrip("▁") in page.locator("[data-recap='recurrence']").inner_text()
     assert problems.errors == []

@@ -29,7 +29,7 @@ def first_aligning(catalog) -> str:
 
 
 def test_high_contrast_switch_redraws_from_what_was_drawn(open_page, catalog):
-    page, problems = open_page("?ch=5")
+    page, problems = open_page("?ch=attention")
     page.evaluate("localStorage.removeItem('attentionLab.contrast')")
     try:
         plot = show(page, f"attention-{first_aligning(catalog)}")

@@ -39,7 +39,8 @@ FAILURES = {
 # Each route the page asks (app/chapters.py) -> where its failure is said; the first screen's on every card.
 PANELS = {f"**{r.path}": r.failure for r in chapters.routes() if r.failure and r not in chapters.FIRST_SCREEN}
 COMPARE = chapters.FIRST_SCREEN[0].failure  # POST /api/compare: every model's card
-# a panel drawn from another route's answer too says that one's failure: chapter 3's gradients by lag
+# a panel drawn from another route's answer too says that one's failure: the gradients chapter's
+# gradients by lag
 # are measured at the lags the long-lag run tried
 NEEDS = {"**/api/long-lag/gradients": "**/api/long-lag"}
 CATALOG = ("**/api/health", "**/api/models")  # without them the page cannot build itself
@@ -64,7 +65,7 @@ def fail(page, pattern: str, failure: str) -> None:
 
 def visit(open_page, failing: dict[str, str]):
     """The page loaded with each pattern of `failing` answered by its failure and every figure shown
-    (and chapter 6's measurement asked for, when it is to fail)."""
+    (and the parallel chapter's measurement asked for, when it is to fail)."""
     page, problems = open_page()
     for pattern, failure in failing.items():
         fail(page, pattern, failure)
@@ -170,7 +171,7 @@ def busy_once(status: int, seconds: str):
 def test_a_busy_server_is_asked_again_after_its_retry_after(open_page):
     """A 503 or 429 that names a Retry-After is said on the panel that asked (and in the status line),
     with when the page asks again; then it asks again by itself, and both show the answer."""
-    page, problems = open_page("?ch=8")
+    page, problems = open_page("?ch=order")
     show(page, "order-maps")  # near the screen: the new text's round asks for it at once
     order, refused = busy_once(503, "2")
     page.route("**/api/order", order)

@@ -95,10 +95,10 @@ CONTROLS = """() => [...document.querySelectorAll('main input, main select, #sou
 
 
 def test_switching_keeps_everything_and_asks_nothing(open_page):
-    page, problems = open_page("?lang=en&beam=3&temp=2&len=20&ch=9&kind=encoder&sel=0,1")
+    page, problems = open_page("?lang=en&beam=3&temp=2&len=20&ch=heads&kind=encoder&sel=0,1")
     read(page, "en")
     page.get_by_test_id("heads-grid").scroll_into_view_if_needed()
-    page.wait_for_function("new URLSearchParams(location.search).get('ch') === '9'")  # the chapter in view
+    page.wait_for_function("new URLSearchParams(location.search).get('ch') === 'heads'")  # the chapter in view
     page.wait_for_timeout(300)
     before = {"controls": page.evaluate(CONTROLS), "query": page.evaluate("location.search")}
     asked = switch_to_french(page)
@@ -118,9 +118,9 @@ def test_switching_keeps_an_answered_question(open_page):
     """A question answered stays answered: its comparison is written again in French from the same
     measurement, its chapter stays shown, its mark in the navigation says the same verdict."""
     page, problems = open_page("?lang=en&ask=1")
-    card = page.locator("[data-question='5']")
+    card = page.locator("[data-question='attention']")
     card.scroll_into_view_if_needed()
-    page.wait_for_selector("[data-question='5'] button[data-choice]")
+    page.wait_for_selector("[data-question='attention'] button[data-choice]")
     card.locator("button[data-choice]").first.click()
     result = card.locator(".question__result[data-verdict]")
     result.wait_for()
@@ -132,9 +132,9 @@ def test_switching_keeps_an_answered_question(open_page):
     assert (result.get_attribute("data-verdict"), result.get_attribute("data-measured")) == (verdict, measured)
     said = {"right": "Exact.", "close": "Presque.", "wrong": "Pas cette fois."}[verdict]
     assert result.inner_text().startswith(said)
-    assert not page.locator("[data-reveal='5']").evaluate("el => el.hidden")
+    assert not page.locator("[data-reveal='attention']").evaluate("el => el.hidden")
     assert all(card.locator("button[data-choice]").evaluate_all("bs => bs.map((b) => b.disabled)"))
-    mark = page.locator(".site-nav a[data-chapter='5'] .site-nav__progress")
+    mark = page.locator(".site-nav a[data-chapter='attention'] .site-nav__progress")
     assert mark.get_attribute("data-progress") == verdict
     assert mark.inner_text() in {"✓ juste", "≈ presque", "✗ manqué"}
     assert not problems.errors
@@ -162,7 +162,7 @@ FORMATS = """async () => {
 
 def test_numbers_lists_and_the_server_s_sizes_in_each_language(open_page):
     """One number formatter, one list formatter: 0,5 and « a, b et c » in French; the catalogue's
-    scientific form for every small number (the questions' too); chapter 6's encoders phrased by
+    scientific form for every small number (the questions' too); the parallel chapter's encoders phrased by
     the page from the sizes the server measured."""
     page, problems = open_page("?lang=fr")
     said = page.evaluate(FORMATS)
@@ -177,13 +177,13 @@ def test_numbers_lists_and_the_server_s_sizes_in_each_language(open_page):
 
 
 def test_the_recap_the_server_writes_is_in_french_on_the_french_page(open_page):
-    """The recap's rows come phrased in every language of the page: chapter 6's row (the server's:
+    """The recap's rows come phrased in every language of the page: the parallel chapter's row (the server's:
     no view writes it before a timing) is not marked as English, and a switch rewrites it in
     French without asking the server again."""
     page, problems = open_page("?lang=en&ask=0")
-    row = page.locator("[data-recap='6']")
+    row = page.locator("[data-recap='parallel']")
     row.scroll_into_view_if_needed()
-    page.wait_for_function("() => document.querySelector(\"[data-recap='6']\").textContent.trim()")
+    page.wait_for_function("() => document.querySelector(\"[data-recap='parallel']\").textContent.trim()")
     english = row.inner_text()
     assert "pieces" in english and row.get_attribute("lang") is None
     asked = switch_to_french(page)
@@ -197,7 +197,7 @@ def test_what_the_server_knows_of_a_model_is_said_in_french(open_page, catalog, 
     """A model the story does not name is summed up from its data in French (not the server's
     English blurb); an unavailable model says so in French and marks the server's reason as
     English; a label and its number in a plot's hover follow French typography."""
-    page, problems = open_page("?lang=fr&ch=4")
+    page, problems = open_page("?lang=fr&ch=bottleneck")
     info = next(m for m in catalog if m["name"] == EXTRA_MODEL)
     size = page.evaluate(COMPACT, ["fr", info["parameters"]])
     what = page.locator(f'.card[data-model="{EXTRA_MODEL}"] .card__what')

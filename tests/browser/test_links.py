@@ -1,13 +1,14 @@
-"""A link to a chapter lands on it: `?ch=` opens the page with that chapter's heading at the top,
-just under the text box, in "Ask me first" (every new visitor's mode, where the questions hide what
-each chapter measures and the page gets shorter under the chapter asked for) and in "Just show me",
-on a wide and a narrow screen, in both languages. One page goes through every link."""
+"""A link to a chapter lands on it: `?ch=<slug>`, or the number a link made before the slugs gave the
+chapter, opens the page with that chapter's heading at the top, just under the text box, in "Ask me
+first" (every new visitor's mode, where the questions hide what each chapter measures and the page
+gets shorter under the chapter asked for) and in "Just show me", on a wide and a narrow screen, in
+both languages. One page goes through every link."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.chapters import CHAPTERS
+from app.chapters import BEFORE_SLUGS, CHAPTERS
 from tests.browser.conftest import UPDATE_TIMEOUT_MS, painted
 
 pytestmark = pytest.mark.browser
@@ -44,8 +45,10 @@ def landed(seen: dict) -> bool:
 
 
 def links() -> list[tuple[str, str]]:
-    """(what `?ch=` says, the chapter it opens) for every chapter."""
-    return [(str(c.number), str(c.number)) for c in CHAPTERS]
+    """(what `?ch=` says, the chapter it opens): every chapter by its slug, and by the number a link
+    made before the slugs gave it."""
+    return [(c.slug, c.slug) for c in CHAPTERS] + [
+        (str(number), slug) for number, slug in enumerate(BEFORE_SLUGS, start=1)]
 
 
 @pytest.fixture(scope="module")

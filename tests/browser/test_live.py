@@ -1,5 +1,5 @@
-"""Chapter 4's "train it yourself": a reader starts a run, sees the curves and the probe's map grow,
-stops it, and the page reports what was measured, without a page error."""
+"""The bottleneck chapter's "train it yourself": a reader starts a run, sees the curves and the probe's
+map grow, stops it, and the page reports what was measured, without a page error."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ IN_STEP = """async () => {
 
 
 def test_a_reader_trains_watches_and_stops(open_page):
-    page, problems = open_page("?ch=4&tl=5&tsteps=3000&tc=lstm,lstm-additive")
+    page, problems = open_page("?ch=bottleneck&tl=5&tsteps=3000&tc=lstm,lstm-additive")
     page.get_by_test_id("live-start").scroll_into_view_if_needed()
     assert page.get_by_test_id("live-length").input_value() == "5"  # the URL's settings
     assert page.get_by_test_id("live-pick-lstm-additive").is_checked()

@@ -41,7 +41,7 @@ def measured(server) -> list[tuple[str, str]]:
 
 
 def cards_answered(page, name: str) -> None:
-    """Wait until chapter 4's card for `name` shows its answer for the current text."""
+    """Wait until the bottleneck chapter's card for `name` shows its answer for the current text."""
     page.wait_for_function("sel => !document.querySelector(sel).classList.contains('is-pending')",
                            arg=f"[data-testid='translation-{name}']")
     assert page.get_by_test_id(f"translation-{name}").inner_text().strip() not in ("", "…")
@@ -62,7 +62,7 @@ def plot_z(page, testid: str):
 
 
 def test_first_load_shows_every_view(open_page, catalog, server, health):
-    page, problems = open_page("?ch=4")  # chapter 4's cards on screen: they ask for every model
+    page, problems = open_page("?ch=bottleneck")  # its cards on screen: they ask for every model
     numerics = page.get_by_test_id("numerics").inner_text()
     arithmetic = {"fp32": "in fp32,", "fp16-weights": "in fp32 arithmetic on weights read from fp16 copies"}
     assert f"({health['device']}) {arithmetic[health['numerics']['precision']]}" in numerics
@@ -88,7 +88,7 @@ def test_first_load_shows_every_view(open_page, catalog, server, health):
 def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(open_page, catalog, server):
     """The sixth folder, named in no code: its card in its group with its blurb and the next
     colour, its translation, its alignment panel, its line in the BLEU chart."""
-    page, problems = open_page("?ch=4")
+    page, problems = open_page("?ch=bottleneck")
     info = next(m for m in catalog if m["name"] == EXTRA_MODEL)
     card = page.locator(f'.card[data-model="{EXTRA_MODEL}"]')
     size = page.evaluate(COMPACT, ["en", info["parameters"]])
@@ -110,7 +110,8 @@ def test_a_new_checkpoint_folder_is_a_new_model_on_the_page(open_page, catalog, 
 
 
 def test_the_bleu_chart_shows_each_buckets_interval_from_the_evaluation(fresh_page, catalog):
-    """Chapter 4's chart: each point's error bar is the bootstrap interval metrics.json gives for it."""
+    """The bottleneck chapter's chart: each point's error bar is the bootstrap interval metrics.json
+    gives for it."""
     page, problems = fresh_page
     traces = show(page, "bleu-plot").evaluate(
         "gd => gd.data.map(t => [t.name, t.y, t.error_y.visible, t.error_y.array, t.error_y.arrayminus])")
@@ -140,7 +141,7 @@ def test_a_card_is_picked_by_keyboard(fresh_page):
 
 
 def test_typing_translates_with_every_model(open_page, catalog, server):
-    page, problems = open_page("?ch=4")
+    page, problems = open_page("?ch=bottleneck")
     sentence = "Nous avons un chat et un chat."
     type_sentence(page, sentence)
     for name in (m["name"] for m in catalog):
@@ -221,11 +222,11 @@ WATCH_REQUESTS = """() => {
 
 def test_the_server_is_asked_early_and_a_changed_text_drops_the_old_requests(open_page, catalog):
     """The views wait for a pause in typing, the request does not: it leaves at the keystroke,
-    one request for every model on screen (POST /api/compare; chapter 4's cards show them all).
+    one request for every model on screen (POST /api/compare; the bottleneck chapter's cards show them all).
     When the text changes again, the request
     still running for the old text is aborted (the server then drops its work), so requests about
     two different texts are never in flight together, and each (model, text) is asked once."""
-    page, problems = open_page("?ch=4")
+    page, problems = open_page("?ch=bottleneck")
     sent, aborted = [], []
 
     def asked(request):
@@ -326,7 +327,7 @@ def test_a_second_request_for_the_same_text_does_not_stop_the_first(open_page, c
     chapter's other models. Only a text's first request carries X-Supersede-Key, so the second does not
     stop the first while it streams: every view gets its model's answer (before, one view said the
     answer "ended early")."""
-    page, problems = open_page("?ch=5")
+    page, problems = open_page("?ch=attention")
     keyed = []
     page.on("request", lambda r: r.url.endswith("/api/compare") and keyed.append(
         (r.post_data_json["text"], "x-supersede-key" in r.headers)))
@@ -456,7 +457,7 @@ def test_markup_in_the_input_stays_text(fresh_page, catalog):
 
 
 def test_messages_for_empty_too_long_and_server_errors(open_page, catalog, health, server):
-    page, problems = open_page("?ch=4")  # every model's card on screen
+    page, problems = open_page("?ch=bottleneck")  # every model's card on screen
     longest = health["limits"]["max_chars"]
     status = page.get_by_test_id("status")
     box = page.get_by_test_id("source")

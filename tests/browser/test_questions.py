@@ -24,8 +24,8 @@ from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, type_sentence
 pytestmark = pytest.mark.browser
 
 FIRST, SECOND = "Je mange du pain.", "Il pleut depuis ce matin, alors nous restons à la maison."
-# the questions posed at once (chapter 6's is measured after the guess: its own test below)
-CHAPTERS = [str(c.number) for c in ALL if c.question in ("sentence", "fixed")]
+# the questions posed at once (the parallel chapter's is measured after the guess: its own test below)
+CHAPTERS = [c.slug for c in ALL if c.question in ("sentence", "fixed")]
 STORED = "attentionLab.questions"
 
 
@@ -55,12 +55,12 @@ def bucket_of(text: str, health: dict) -> str:
 def expected(server: str, chapter: str, text: str, catalog: list[dict], health: dict) -> tuple[str, float]:
     """(the right choice's id, the measured number) for `chapter`'s question on `text`, from the API."""
     defaults = health["defaults"]
-    if chapter == "1":
+    if chapter == "training":
         logs = [c for c in httpx.get(f"{server}/api/curves", timeout=60).json()
                 if any(p.get("valid_bleu") is not None for p in c["points"])]
         best = [max(p["valid_bleu"] for p in c["points"] if p.get("valid_bleu") is not None) for c in logs]
         return str(argmax(best)), best[argmax(best)]
-    if chapter == "11":
+    if chapter == "point":
         bucket = bucket_of(text, health)
         first = lambda has: next(m for m in catalog if has(m))  # noqa: E731
         plain = first(lambda m: m["recurrent"] and not m["gates"] and not m["cross_attention"])
@@ -71,18 +71,18 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         links = ((plain, gated), (gated, attending), (attending, heads))
         gains = [bleu(after) - bleu(before) for before, after in links]
         return str(argmax(gains)), gains[argmax(gains)]
-    if chapter == "2":
+    if chapter == "recurrence":
         # the first piece's move is its whole state, set from zero: the question asks among the rest
         later = post(server, "recurrence", {"text": text})["change"][1:]
         return str(argmax(later)), later[argmax(later)]
-    if chapter == "3":
+    if chapter == "gradients":
         plain = next(m["name"] for m in catalog if m["architecture"] == "rnn" and not m["attention"])
         answer = post(server, "gradients", {"text": text, "length": defaults["length"], "initialized": True,
                                             "factors": True})
         curve = next(c for c in answer["curves"] if c["model"] == plain and c["weights"] == "initialized")
         share = curve["norm"][-1] / curve["norm"][0]
         return str(in_range(math.log10(max(share, 1e-300)), [-10, -6, -3, -1])), share
-    if chapter == "4":
+    if chapter == "bottleneck":
         bucket = bucket_of(text, health)
         groups = [b["bucket"] for b in health["length_buckets"]]
         other = groups[0] if bucket == groups[-1] else groups[-1]
@@ -93,7 +93,7 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
 
         mine, theirs = (best(True, at) - best(False, at) for at in (bucket, other))
         return ("0", mine) if mine >= theirs else ("1", theirs)
-    if chapter == "5":
+    if chapter == "attention":
         first = post(server, "scores", {"text": text, "row": 0, "temperature": 1})
         targets = first["target_tokens"]
         words = [i for i, token in enumerate(targets) if any(c.isalpha() for c in token)]
@@ -102,14 +102,14 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         answer = first if row == 0 else post(server, "scores", again)
         weights = answer["weights"]
         return str(argmax(weights)), weights[argmax(weights)]
-    if chapter == "7":
+    if chapter == "scaling":
         value = post(server, "scaling", {"text": text})["summary"]["encoder"]["unscaled_max_weight"]
         return str(in_range(value, [0.5, 0.8, 0.95])), value
-    if chapter == "8":
+    if chapter == "order":
         checks = post(server, "order", {"text": text, "seed": defaults["seed"]})["checks"]
         value = checks["pe_off"]["max_abs_difference"]  # the claim's own case
         return str(in_range(value, [1e-3, 0.1])), value
-    if chapter == "9":
+    if chapter == "heads":
         model = next(m["name"] for m in catalog if "encoder" in m["attention_kinds"])
         contributions = post(server, "heads", {"text": text, "model": model, "heads_off": []})["contributions"]
         cross = [c for c in contributions if c["kind"] == "cross"]
@@ -117,7 +117,7 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         strongest = cross[argmax([c["mean"] for c in cross])]
         share = sharpest["mean"] / strongest["mean"]
         return str(in_range(1 if sharpest is strongest else min(share, 0.999), [0.5, 1])), share
-    if chapter == "10":
+    if chapter == "prediction":
         steps = post(server, "predict", {"text": text, "top_k": defaults["top_k"], "beam_size": 1})["steps"]
         asked = [s for s in steps if len(s["top"]) >= 2]
         step = asked[(len(asked) - 1) // 2]
@@ -172,7 +172,7 @@ def check_answer(page, chapter: str, choice: str, right: str, measured: float, v
     button = card.locator(f"button[data-choice={css_string(choice)}]")
     guess = button.text_content()
     button.click()
-    result = card.locator(".question__result[data-verdict]")  # chapter 6's comes once measured
+    result = card.locator(".question__result[data-verdict]")  # the parallel chapter's comes once measured
     result.wait_for()
     assert result.is_visible() and not reveal.evaluate("el => el.hidden")
     assert result.get_attribute("data-verdict") in verdicts
@@ -182,7 +182,8 @@ def check_answer(page, chapter: str, choice: str, right: str, measured: float, v
     # the sentence compares the guess with the measurement: it names both, and the measured number
     assert guess in text
     right_label = card.locator(f"button[data-choice={css_string(right)}]").text_content()
-    ranged = {"3", "4", "6", "7", "8", "9", "10"}  # a range, or a group, names the number instead
+    # a range, or a group, names the number instead
+    ranged = {"gradients", "bottleneck", "parallel", "scaling", "order", "heads", "prediction"}
     assert right_label in text or chapter in ranged
     written = page.evaluate("x => import('/static/js/questions/bank.js').then(m => m.power(x))", measured)
     assert written in text, (written, text)
@@ -204,8 +205,8 @@ def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, s
     answered = requests[before:]
 
     type_sentence(page, SECOND)
-    if chapter == "1":  # the training logs do not change with the sentence: answered once, for good
-        assert card.get_by_test_id("question-1-again").is_hidden()
+    if chapter == "training":  # the training logs do not change with the sentence: answered once, for good
+        assert card.get_by_test_id("question-training-again").is_hidden()
         assert not problems.errors
         return
     # answered, the chapter stays shown for the new sentence, and offers its question again
@@ -226,16 +227,16 @@ def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, s
     assert not problems.errors
 
 
-def test_chapter_8_s_claim_keeps_its_verdict_until_the_answer(first_visit, server):
-    """q.8 asks what chapter 8's claim states: the claim's verdict is hidden until the answer, in
+def test_the_order_chapter_s_claim_keeps_its_verdict_until_the_answer(first_visit, server):
+    """q.8 asks what the order chapter's claim states: the claim's verdict is hidden until the answer, in
     either language, from the first paint, and again when the question is asked again."""
     written = httpx.get(f"{server}/?ask=1", timeout=60).text
-    assert "data-verdict-hidden" in written.split('id="chapter-8"')[1].split(">")[0]
+    assert "data-verdict-hidden" in written.split('id="order"')[1].split(">")[0]
     page, problems, _ = first_visit
-    first_load(page, f"{server}/?ch=8&text={FIRST}")
-    claim = page.locator("section[data-chapter='8'] .chapter__claim")
+    first_load(page, f"{server}/?ch=order&text={FIRST}")
+    claim = page.locator("section[data-chapter='order'] .chapter__claim")
     verdict, wait = claim.locator("[data-verdict]"), claim.locator("[data-verdict-wait]")
-    card = posed(page, "8")
+    card = posed(page, "order")
     assert verdict.is_hidden() and wait.is_visible()
     assert "same map" not in claim.inner_text()
     page.get_by_test_id("lang-fr").click()
@@ -248,26 +249,27 @@ def test_chapter_8_s_claim_keeps_its_verdict_until_the_answer(first_visit, serve
     assert claim.locator("[data-verdict-wait]").is_hidden() and "same map" in claim.inner_text()
     type_sentence(page, SECOND)  # answered: the claim stays whole for a new sentence
     assert claim.locator("[data-verdict]").is_visible()
-    card.get_by_test_id("question-8-again").click()
+    card.get_by_test_id("question-order-again").click()
     assert claim.locator("[data-verdict]").is_hidden()
     assert not problems.errors
 
 
-def test_chapter_9_s_sub_layer_part_has_its_own_question_from_the_shipped_scores(first_visit, server, catalog):
+def test_the_heads_chapter_s_sub_layer_part_has_its_own_question_from_the_shipped_scores(first_visit, server,
+                                                                                       catalog):
     """A question of one part of a chapter: asked once the chapter's own is answered, it hides that
     part only, and its answer is the shipped evaluation's (GET /api/models' `sublayers`)."""
     model = next(m for m in catalog if "encoder" in m["attention_kinds"])
     scores = {s["off"]: s["bleu"] for s in model["sublayers"]}
     right = str(in_range(scores["feed_forward"] / scores[None], [0.25, 0.75]))
     page, problems, _ = first_visit
-    first_load(page, f"{server}/?ch=9&text={FIRST}")
-    part = page.locator("[data-reveal='9-sublayers']")
-    own = posed(page, "9")
-    assert part.evaluate("el => el.hidden") and page.locator("[data-reveal='9']").evaluate("el => el.hidden")
-    own.locator("button[data-choice]").first.click()
-    card = posed(page, "9-sublayers")
+    first_load(page, f"{server}/?ch=heads&text={FIRST}")
+    part = page.locator("[data-reveal='heads-sublayers']")
+    own = posed(page, "heads")
     hidden = "el => el.hidden"
-    assert part.evaluate(hidden) and not page.locator("[data-reveal='9']").evaluate(hidden)
+    assert part.evaluate(hidden) and page.locator("[data-reveal='heads']").evaluate(hidden)
+    own.locator("button[data-choice]").first.click()
+    card = posed(page, "heads-sublayers")
+    assert part.evaluate(hidden) and not page.locator("[data-reveal='heads']").evaluate(hidden)
     assert f"{scores[None]:.3g}" in card.locator(".question__prompt").text_content()
     card.locator(f"button[data-choice='{right}']").click()
     result = card.locator(".question__result[data-verdict]")
@@ -275,15 +277,15 @@ def test_chapter_9_s_sub_layer_part_has_its_own_question_from_the_shipped_scores
     assert result.get_attribute("data-verdict") == "right" and not part.evaluate("el => el.hidden")
     assert float(result.get_attribute("data-measured")) == pytest.approx(scores["feed_forward"])
     # the navigation marks the chapter's own question, not its part's
-    mark = page.locator(".site-nav a[data-chapter='9'] .site-nav__progress")
+    mark = page.locator(".site-nav a[data-chapter='heads'] .site-nav__progress")
     assert mark.get_attribute("data-progress") == own.locator(".question__result").get_attribute("data-verdict")
     type_sentence(page, SECOND)  # the shipped scores do not change with the sentence: answered for good
-    assert not part.evaluate(hidden) and card.get_by_test_id("question-9-sublayers-again").is_hidden()
+    assert not part.evaluate(hidden) and card.get_by_test_id("question-heads-sublayers-again").is_hidden()
     assert not problems.errors
 
 
 def test_the_timing_question_is_measured_after_the_guess(first_visit, server):
-    """Chapter 6 does not depend on the sentence: its question is posed at once, and the server's
+    """The parallel chapter does not depend on the sentence: its question is posed at once, and the server's
     timing (kept once measured) is asked for only after the guess."""
     page, problems, _ = first_visit
     lengths = [4, 8]  # the tiny models, two short lengths: the measurement takes a moment
@@ -293,9 +295,9 @@ def test_the_timing_question_is_measured_after_the_guess(first_visit, server):
     right = str(in_range(measured, [0.5, 2]))
     for choice, verdicts in ((right, {"right"}), (str((int(right) + 2) % 3), {"close", "wrong"})):
         first_load(page, f"{server}/?tlen=4,8&text={FIRST}")
-        posed(page, "6")
-        check_answer(page, "6", choice, right, measured, verdicts)
-        assert str(lengths[-1]) in page.locator("[data-question='6'] .question__result").text_content()
+        posed(page, "parallel")
+        check_answer(page, "parallel", choice, right, measured, verdicts)
+        assert str(lengths[-1]) in page.locator("[data-question='parallel'] .question__result").text_content()
     assert not problems.errors
 
 
@@ -303,7 +305,8 @@ def test_just_show_me_shows_everything_and_is_remembered(first_visit, server):
     page, problems, _ = first_visit
     first_load(page, f"{server}/")
     reveals = page.locator("[data-reveal]")
-    assert reveals.count() == len([c for c in ALL if c.question]) + 1  # and chapter 9's part on its sub-layers
+    # and the heads chapter's part on its sub-layers
+    assert reveals.count() == len([c for c in ALL if c.question]) + 1
     assert all(reveals.evaluate_all("els => els.map(e => e.hidden)"))
     page.get_by_test_id("question-mode-show").check()
     assert not any(reveals.evaluate_all("els => els.map(e => e.hidden)"))
@@ -320,18 +323,20 @@ def test_just_show_me_shows_everything_and_is_remembered(first_visit, server):
 def test_a_tour_link_fixes_the_chapters_their_order_and_the_questions(first_visit, server):
     page, problems, _ = first_visit
     # a reader who skips questions follows a teacher's link
-    first_load(page, f"{server}/?tour=8,3,5,99,3&ask=1&text={FIRST}", stored="show")
+    tour = "order,gradients,attention,nothing,gradients"
+    first_load(page, f"{server}/?tour={tour}&ask=1&text={FIRST}", stored="show")
     shown = ("sel => [...document.querySelectorAll(sel)].filter(e => !e.closest('[hidden]'))"
              ".map(e => e.dataset.chapter)")
-    assert page.evaluate(shown, "main section[data-chapter]") == ["8", "3", "5"]
-    assert page.evaluate(shown, ".site-nav a[data-chapter]") == ["8", "3", "5"]
+    assert page.evaluate(shown, "main section[data-chapter]") == ["order", "gradients", "attention"]
+    assert page.evaluate(shown, ".site-nav a[data-chapter]") == ["order", "gradients", "attention"]
     assert page.get_by_test_id("question-mode-ask").is_checked()
-    posed(page, "8")
-    assert page.locator("[data-reveal='8']").evaluate("el => el.hidden")
-    page.locator(".site-nav a[data-chapter='3']").click()
-    page.wait_for_function("new URLSearchParams(location.search).get('ch') === '3'")
+    posed(page, "order")
+    assert page.locator("[data-reveal='order']").evaluate("el => el.hidden")
+    page.locator(".site-nav a[data-chapter='gradients']").click()
+    page.wait_for_function("new URLSearchParams(location.search).get('ch') === 'gradients'")
     query = page.evaluate("Object.fromEntries(new URLSearchParams(location.search))")
-    assert query["tour"] == "8,3,5" and query["ask"] == "1" and query["text"] == FIRST  # still shareable
+    # still shareable
+    assert query["tour"] == "order,gradients,attention" and query["ask"] == "1" and query["text"] == FIRST
     assert page.evaluate(f"localStorage.getItem('{STORED}')") == "show"  # the reader's own choice is kept
     assert not problems.errors
 
@@ -369,10 +374,10 @@ def test_a_figure_embeds_in_another_site_and_the_page_does_not(chromium, server,
         embedded.locator("#recurrence-change .main-svg").first.wait_for(timeout=UPDATE_TIMEOUT_MS)
         assert FIRST in embedded.get_by_test_id("embed-sentence").text_content()
         back = embedded.get_by_test_id("embed-back").get_attribute("href")
-        assert "ch=2" in back and "text=" in back
+        assert "ch=recurrence" in back and "text=" in back
         twin = embedded.locator("#recurrence-change ~ .twin .twin__sentence")
         assert twin.is_visible() and twin.text_content().strip()  # the figure's sentence, shown
-        assert embedded.locator("#source").is_hidden() and embedded.locator("#chapter-1").is_hidden()
+        assert embedded.locator("#source").is_hidden() and embedded.locator("#training").is_hidden()
         refused = slides.frame(name="page")  # the page itself: the browser shows its error page instead
         assert refused.url.startswith("chrome-error:") or refused.query_selector("#source") is None
     finally:

@@ -1,4 +1,4 @@
-"""Watching attention being learned (chapters 5 and 9): the step slider replays the typed
+"""Watching attention being learned (the attention and heads chapters): the step slider replays the typed
 sentence's cross-attention at each stored point of a model's training, its facts measured, the
 step in the URL; a chapter whose models have no snapshots says so."""
 

@@ -1,4 +1,5 @@
-"""Chapter 5's one line and chapters 7 to 10 in the browser, on the tiny models: each chapter opens
+"""The attention chapter's one line and the scaling, order, heads and prediction chapters in the browser,
+on the tiny models: each chapter opens
 from a shared URL and draws its figures for the typed sentence, its controls work and live in the
 URL, and every number its prose states is the API's own."""
 
@@ -21,8 +22,8 @@ def post(server: str, path: str, body: dict) -> dict:
     return answer.json()
 
 
-def test_chapter_5_draws_one_head_s_softmax_rows_and_states_the_check(open_page, server):
-    page, problems = open_page("?ch=5&lhead=1")
+def test_the_attention_chapter_draws_one_head_s_softmax_rows_and_states_the_check(open_page, server):
+    page, problems = open_page("?ch=attention&lhead=1")
     plot = show(page, "lookup-plot")
     page.wait_for_function("document.getElementById('lookup-plot').dataset.head === '1'")
     answer = post(server, "/api/lookup", {"head": 1})
@@ -43,9 +44,9 @@ def test_chapter_5_draws_one_head_s_softmax_rows_and_states_the_check(open_page,
     assert problems.errors == []
 
 
-def test_chapter_7_states_the_saturation_the_api_measured(open_page, server):
-    page, problems = open_page("?ch=7")
-    assert in_view(page, "7")
+def test_the_scaling_chapter_states_the_saturation_the_api_measured(open_page, server):
+    page, problems = open_page("?ch=scaling")
+    assert in_view(page, "scaling")
     curves = show(page, "scaling-curves")
     answer = post(server, "/api/scaling", {})
     sampled = answer["sampled"]
@@ -63,8 +64,8 @@ def test_chapter_7_states_the_saturation_the_api_measured(open_page, server):
     assert number(said["scaled-max"]) == pytest.approx(at["scaled"]["max_weight"], rel=0.06)
     bigger = at["scaled"]["gradient"] > at["unscaled"]["gradient"]
     assert said["gradient-direction"] == ("larger" if bigger else "smaller")
-    assert f"d_k = {answer['d_k']}" in page.locator("[data-recap='7']").inner_text()
-    chapter_in_url(page, "7")
+    assert f"d_k = {answer['d_k']}" in page.locator("[data-recap='scaling']").inner_text()
+    chapter_in_url(page, "scaling")
     assert problems.errors == []
 
 
@@ -73,8 +74,8 @@ def drawn_permutation(page, permutation: list[int]) -> None:
                            arg=",".join(map(str, permutation)))
 
 
-def test_chapter_8_shuffles_and_states_both_differences(open_page, server):
-    page, problems = open_page("?ch=8")
+def test_the_order_chapter_shuffles_and_states_both_differences(open_page, server):
+    page, problems = open_page("?ch=order")
     show(page, "order-maps")
     answer = post(server, "/api/order", {"seed": 1})
     drawn_permutation(page, answer["permutation"])
@@ -93,13 +94,13 @@ def test_chapter_8_shuffles_and_states_both_differences(open_page, server):
     page.get_by_test_id("order-shuffle").click()
     page.wait_for_function("new URLSearchParams(location.search).get('shuffle') === '2'")
     drawn_permutation(page, post(server, "/api/order", {"seed": 2})["permutation"])
-    assert "shuffled" in page.locator("[data-recap='8']").inner_text()
+    assert "shuffled" in page.locator("[data-recap='order']").inner_text()
     assert problems.errors == []
 
 
-def test_chapter_8_restores_its_seed_and_head_from_the_url(open_page, server):
-    page, problems = open_page("?ch=8&shuffle=3&ohead=1")
-    assert in_view(page, "8")
+def test_the_order_chapter_restores_its_seed_and_head_from_the_url(open_page, server):
+    page, problems = open_page("?ch=order&shuffle=3&ohead=1")
+    assert in_view(page, "order")
     maps = show(page, "order-maps")
     answer = post(server, "/api/order", {"seed": 3})
     drawn_permutation(page, answer["permutation"])
@@ -125,9 +126,9 @@ def click_cell(page, testid: str, axis: str, x: float, y: float) -> None:
     page.mouse.click(*cell(page, testid, axis, x, y))
 
 
-def test_chapter_9_a_head_clicked_off_translates_again(open_page, server, catalog):
+def test_the_heads_chapter_a_head_clicked_off_translates_again(open_page, server, catalog):
     info = with_heads(catalog)
-    page, problems = open_page("?ch=9")
+    page, problems = open_page("?ch=heads")
     show(page, "heads-contrib")
     layer, head = info["layers"] - 1, 0
     click_cell(page, "heads-contrib", "3", head + 1, layer + 1)  # the cross heads' map, the third
@@ -151,8 +152,8 @@ def test_chapter_9_a_head_clicked_off_translates_again(open_page, server, catalo
     assert problems.errors == []
 
 
-def test_chapter_9_states_the_translation_heads_and_contributions(open_page, server):
-    page, problems = open_page("?ch=9")
+def test_the_heads_chapter_states_the_translation_heads_and_contributions(open_page, server):
+    page, problems = open_page("?ch=heads")
     ranking = show(page, "heads-ranking")
     answer = post(server, "/api/heads", {})
     scores = [r["score"] for r in answer["alignment"]["ranking"]]
@@ -164,12 +165,12 @@ def test_chapter_9_states_the_translation_heads_and_contributions(open_page, ser
     cross = [c for c in answer["contributions"] if c["kind"] == "cross"]
     z = contrib.evaluate("gd => gd.data[2].z")
     assert all(z[c["layer"]][c["head"]] == c["mean"] for c in cross)
-    assert "align best" in page.locator("[data-recap='9']").inner_text()
+    assert "align best" in page.locator("[data-recap='heads']").inner_text()
     assert problems.errors == []
 
 
-def test_chapter_9_rollout_hover_and_summed_selection(open_page, server):
-    page, problems = open_page("?ch=9")
+def test_the_heads_chapter_rollout_hover_and_summed_selection(open_page, server):
+    page, problems = open_page("?ch=heads")
     show(page, "head-detail")
     page.get_by_test_id("heads-rollout-toggle").check()
     page.wait_for_function("new URLSearchParams(location.search).get('rollout') === '1'")
@@ -199,9 +200,9 @@ def test_chapter_9_rollout_hover_and_summed_selection(open_page, server):
     assert problems.errors == []
 
 
-def test_chapter_9_restores_heads_off_rollout_and_selection(open_page, server):
-    page, problems = open_page("?ch=9&off=cross.1.2&rollout=1&sel=1")
-    assert in_view(page, "9")
+def test_the_heads_chapter_restores_heads_off_rollout_and_selection(open_page, server):
+    page, problems = open_page("?ch=heads&off=cross.1.2&rollout=1&sel=1")
+    assert in_view(page, "heads")
     contrib = show(page, "heads-contrib")
     assert contrib.evaluate("gd => gd.data[2].text[0][1]") == "off"
     assert page.get_by_test_id("heads-rollout-toggle").is_checked()
@@ -212,9 +213,9 @@ def test_chapter_9_restores_heads_off_rollout_and_selection(open_page, server):
     assert problems.errors == []
 
 
-def test_chapter_10_top_k_beam_and_a_forced_prefix(open_page, server, catalog):
+def test_the_prediction_chapter_top_k_beam_and_a_forced_prefix(open_page, server, catalog):
     model = with_heads(catalog)["name"]
-    page, problems = open_page("?ch=10")
+    page, problems = open_page("?ch=prediction")
     show(page, "predict-tree")
     greedy = post(server, "/api/predict", {"model": model, "top_k": 5, "beam_size": 1})
     table = page.get_by_test_id("predict-table")
@@ -245,11 +246,11 @@ def test_chapter_10_top_k_beam_and_a_forced_prefix(open_page, server, catalog):
     assert problems.errors == []
 
 
-def test_chapter_10_restores_model_beam_and_prefix(open_page, server, catalog):
+def test_the_prediction_chapter_restores_model_beam_and_prefix(open_page, server, catalog):
     model = with_heads(catalog)["name"]
     forced = post(server, "/api/predict", {"model": model, "beam_size": 1})["target_tokens"][:1]
-    page, problems = open_page(f"?ch=10&pmodel={model}&beam=3&prefix={forced[0]}")
-    assert in_view(page, "10")
+    page, problems = open_page(f"?ch=prediction&pmodel={model}&beam=3&prefix={forced[0]}")
+    assert in_view(page, "prediction")
     show(page, "predict-tree")
     wide = post(server, "/api/predict", {"model": model, "beam_size": 3, "prefix": forced})
     page.wait_for_function("n => document.getElementById('predict-tree').dataset.nodes === n",
@@ -257,12 +258,12 @@ def test_chapter_10_restores_model_beam_and_prefix(open_page, server, catalog):
     assert page.get_by_test_id("predict-beam").input_value() == "3"
     assert page.get_by_test_id("predict-model").input_value() == model
     assert "forced" in page.get_by_test_id("predict-table").locator("tr").first.inner_text()
-    chapter_in_url(page, "10")
+    chapter_in_url(page, "prediction")
     assert problems.errors == []
 
 
-def test_chapter_10_draws_one_label_per_position_with_the_api_losses(open_page, server):
-    page, problems = open_page("?ch=10")
+def test_the_prediction_chapter_draws_one_label_per_position_with_the_api_losses(open_page, server):
+    page, problems = open_page("?ch=prediction")
     answer = post(server, "/api/next-token", {})
     plot = show(page, "labels-plot")
     page.wait_for_function("n => document.getElementById('labels-plot').dataset.labels === n",
@@ -274,8 +275,9 @@ def test_chapter_10_draws_one_label_per_position_with_the_api_losses(open_page, 
     assert problems.errors == []
 
 
-def test_chapter_10_scores_a_typed_reference_beside_the_translation_and_says_a_refusal(open_page, server):
-    page, problems = open_page("?ch=10")
+def test_the_prediction_chapter_scores_a_typed_reference_beside_the_translation_and_says_a_refusal(open_page,
+                                                                                                    server):
+    page, problems = open_page("?ch=prediction")
     plot = show(page, "labels-plot")
     own = post(server, "/api/next-token", {})
     page.wait_for_function("n => document.getElementById('labels-plot').dataset.labels === n",
@@ -308,7 +310,7 @@ def test_chapter_10_scores_a_typed_reference_beside_the_translation_and_says_a_r
 
 def test_a_link_with_a_reference_opens_with_the_box_filled_and_its_bars_drawn(open_page, server):
     reference = post(server, "/api/next-token", {"reference": "I eat bread."})
-    page, problems = open_page("?ch=10&ref=I+eat+bread.")
+    page, problems = open_page("?ch=prediction&ref=I+eat+bread.")
     plot = show(page, "labels-plot")
     assert page.get_by_test_id("labels-reference").input_value() == "I eat bread."
     page.wait_for_function("n => document.getElementById('labels-plot').dataset.reference === n",
@@ -321,7 +323,7 @@ def test_a_link_with_a_reference_opens_with_the_box_filled_and_its_bars_drawn(op
 def test_a_refused_reference_is_said_in_the_page_s_language(open_page, server):
     """The 422's `msg` is the server's English; the French page words the refusal from its catalogue,
     from the kind of problem the 422 names and its numbers."""
-    page, problems = open_page("?lang=fr&ch=10&ref=" + "pain+" * 120)  # 600 characters
+    page, problems = open_page("?lang=fr&ch=prediction&ref=" + "pain+" * 120)  # 600 characters
     show(page, "labels-plot")
     said = page.get_by_test_id("labels-reference-status")
     page.wait_for_function("document.getElementById('labels-reference-status').dataset.state === 'bad'")
@@ -339,9 +341,9 @@ def test_a_refused_reference_is_said_in_the_page_s_language(open_page, server):
     assert [e for e in problems.errors if e != refused_line] == []
 
 
-def test_chapter_9_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):
+def test_the_heads_chapter_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):
     info = with_heads(catalog)
-    page, problems = open_page("?ch=9")
+    page, problems = open_page("?ch=heads")
     table = page.get_by_test_id("sublayers-table")
     table.scroll_into_view_if_needed()
     page.wait_for_function("document.querySelectorAll('#sublayers-table tr').length === 4")

@@ -81,7 +81,7 @@ def compares(requests: list[tuple[str, str]]) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("size", [WIDE, NARROW], ids=["wide", "narrow"])
-@pytest.mark.parametrize("chapter", ["3", "5", "8", "9", "10"])
+@pytest.mark.parametrize("chapter", ["gradients", "attention", "order", "heads", "prediction"])
 def test_typing_mid_page_moves_nothing(reader, server, size, chapter):
     """The chapter in view keeps its heading within 2 px at every key and once every view is drawn
     (before: the page scrolled up by 81 px at every key, the stuck box's caret revealed below the
@@ -100,31 +100,31 @@ def test_typing_mid_page_moves_nothing(reader, server, size, chapter):
 
 def test_an_answered_chapter_stays_answered_through_new_sentences(reader, server):
     page, problems, _ = reader
-    load(page, server, "?ch=2", WIDE, asking=True)
+    load(page, server, "?ch=recurrence", WIDE, asking=True)
     problems.clear()
-    card, reveal = page.locator("[data-question='2']"), page.locator("[data-reveal='2']")
-    page.wait_for_selector("[data-question='2'] button[data-choice]")
+    card, reveal = page.locator("[data-question='recurrence']"), page.locator("[data-reveal='recurrence']")
+    page.wait_for_selector("[data-question='recurrence'] button[data-choice]")
     assert reveal.evaluate("el => el.hidden")
     recap_row = "n => !document.querySelector(`[data-recap='${n}']`).hidden"
-    assert not page.evaluate(recap_row, "2"), "the recap shows an answer not yet given"
-    top = painted(page, heading("2"))
+    assert not page.evaluate(recap_row, "recurrence"), "the recap shows an answer not yet given"
+    top = painted(page, heading("recurrence"))
     card.locator("button[data-choice]").first.click()
     assert not reveal.evaluate("el => el.hidden")
-    assert page.evaluate(recap_row, "2") and not page.evaluate(recap_row, "3")
+    assert page.evaluate(recap_row, "recurrence") and not page.evaluate(recap_row, "gradients")
     height = page.evaluate("document.body.scrollHeight")
     for words in (" Il pleut.", " Nous restons ici.", " Le chat dort."):
         type_keys(page, words)
-        assert not reveal.evaluate("el => el.hidden"), f"chapter 2 hidden again after {words!r}"
+        assert not reveal.evaluate("el => el.hidden"), f"the recurrence chapter hidden again after {words!r}"
         assert card.locator(".question__result[data-verdict]").is_visible()
-        assert card.get_by_test_id("question-2-again").is_visible()
-        assert abs(painted(page, heading("2")) - top) <= HELD_PX
+        assert card.get_by_test_id("question-recurrence-again").is_visible()
+        assert abs(painted(page, heading("recurrence")) - top) <= HELD_PX
         assert page.evaluate("document.body.scrollHeight") >= height * 0.9, "the page collapsed"
     # asked again, it is the question of the sentence in the box, and the chapter waits for the answer
-    card.get_by_test_id("question-2-again").click()
-    page.wait_for_selector("[data-question='2'] button[data-choice]:not([disabled])")
+    card.get_by_test_id("question-recurrence-again").click()
+    page.wait_for_selector("[data-question='recurrence'] button[data-choice]:not([disabled])")
     assert reveal.evaluate("el => el.hidden")
     assert card.locator(".question__result").is_hidden()
-    assert not page.evaluate(recap_row, "2")
+    assert not page.evaluate(recap_row, "recurrence")
     assert not problems.errors
 
 
@@ -159,7 +159,8 @@ def test_the_first_screen_answers_every_key(reader, server, catalog, size):
     assert not problems.errors
 
 
-@pytest.mark.parametrize(("chapter", "everyone"), [("top", False), ("3", False), ("4", True), ("7", False)])
+@pytest.mark.parametrize(("chapter", "everyone"), [("top", False), ("gradients", False), ("bottleneck", True),
+                                                   ("scaling", False)])
 def test_a_key_asks_only_for_the_models_on_screen(reader, server, catalog, chapter, everyone):
     page, problems, requests = reader
     load(page, server, "", WIDE, asking=False)
@@ -176,13 +177,14 @@ def test_a_key_asks_only_for_the_models_on_screen(reader, server, catalog, chapt
 
 
 def test_a_chapter_that_comes_near_later_asks_once_for_its_models(reader, server, catalog):
-    """Typed at the top, chapter 4's cards were not asked about; scrolled to, they ask in one request."""
+    """Typed at the top, the bottleneck chapter's cards were not asked about; scrolled to, they ask in one
+    request."""
     page, problems, requests = reader
     load(page, server, "", WIDE, asking=False)
     problems.clear()
     type_keys(page, TYPED)
     before = len(requests)
-    page.locator("#translations").scroll_into_view_if_needed()
+    page.locator("#bottleneck").scroll_into_view_if_needed()
     text = page.get_by_test_id("source").input_value()
     names = [m["name"] for m in catalog]
     for name in names:

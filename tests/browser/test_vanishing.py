@@ -1,4 +1,4 @@
-"""Chapter 3 in the browser: every figure drawn, every number and every direction the prose states
+"""The gradients chapter in the browser: every figure drawn, every number and every direction the prose states
 equal to what the API measures, the controls in the URL."""
 
 from __future__ import annotations

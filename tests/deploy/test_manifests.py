@@ -23,7 +23,8 @@ from tests.deploy.files import (
 # scripts/check-container.sh on the image's command; deploy/README.md gives it (test_memory_in_docs.py).
 MEASURED_RSS_MIB = 846
 # Peak resident memory (VmHWM) of one stepper process (app/runtime/steppers.py: the five models and
-# torch) after 32 readers typing at chapter 4, and how many a pod runs (one per core of its CPU limit);
+# torch) after 32 readers typing at the bottleneck chapter, and how many a pod runs (one per core of its
+# CPU limit);
 # deploy/README.md gives it.
 MEASURED_STEPPER_MIB = 597
 STEPPERS_PER_POD = 2

@@ -80,7 +80,7 @@ def test_quality_follows_the_story():
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_the_longest_group_is_the_smallest_and_the_least_certain(name):
-    """Chapter 4's caption: the longest group holds the fewest sentences, and for every model that
+    """The bottleneck chapter's caption: the longest group holds the fewest sentences, and for every model that
     translates it at all (the rnn scores ~2 BLEU there, with a narrow bar near zero) its bar (the
     95% bootstrap interval of its BLEU) is the widest; each bar brackets its BLEU."""
     rows = checkpoint.read_metrics(ROOT / name)["bleu_by_length"]
@@ -151,7 +151,7 @@ def test_snapshots_belong_to_the_shipped_run_and_keep_its_maps(name):
 
 
 # Each shipped model's seeded initialization (its config and training seed rebuilt by
-# `initialized`), as the code drew it when the checkpoints were trained: chapter 3's "at
+# `initialized`), as the code drew it when the checkpoints were trained: the gradients chapter's "at
 # initialization" curves start from these weights, so a change to how a model is built must keep them.
 INITIAL_DIGESTS = {
     "rnn": "cf6c5b374d7e06e6dda082c6fb61bb102a996760f8d27830a1479ce288142dae",

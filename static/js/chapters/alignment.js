@@ -1,4 +1,4 @@
-// Chapter 5, deriving attention: the alignment grid of each recurrent model with attention, output
+// The attention chapter, deriving attention: the alignment grid of each recurrent model with attention, output
 // words (rows) by source words (columns), one panel per model, from the one compare stream (keyed
 // by model). A click on a row picks that output word for the scores below (store `row`).
 import { el } from "../dom.js";
@@ -9,7 +9,7 @@ import { alignmentLayout, attentionTrace, draw as drawPlot, onPlot, showEmpty } 
 import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
 
-export const chapter = "5";
+export const chapter = "attention";
 export const title = "alignment";
 export const figures = ["alignment-plots"];
 export const asks = "typed";
@@ -24,7 +24,7 @@ export function mount(context) {
   for (const m of lab.catalog.aligning) plots.set(m.name, plotPanel(m));
   container.replaceChildren(...[...plots.values()].map((div) => div.parentElement));
   if (!plots.size) {
-    container.append(label(el("p", "panel panel--note"), "ch5.alignment.none"));
+    container.append(label(el("p", "panel panel--note"), "attention.alignment.none"));
   }
 }
 
@@ -42,13 +42,13 @@ const crossOf = (answer) => answer && answer.maps.find((m) => m.kind === "cross"
 
 export function describe(answer, name) {
   const map = crossOf(answer);
-  if (!map || !map.rows.length) return t("ch5.alignment.no-attention", { name });
-  return t("ch5.alignment.describe", { name, count: map.rows.length, cols: String(map.cols.length), share: fmt(sharpness(map.weights)), looks: strongest(map) });
+  if (!map || !map.rows.length) return t("attention.alignment.no-attention", { name });
+  return t("attention.alignment.describe", { name, count: map.rows.length, cols: String(map.cols.length), share: fmt(sharpness(map.weights)), looks: strongest(map) });
 }
 
 export function rows(answer, name) {
   const map = crossOf(answer);
-  return mapTable(map || { rows: [], cols: [], weights: [] }, t("ch5.alignment.map-name", { name }));
+  return mapTable(map || { rows: [], cols: [], weights: [] }, t("attention.alignment.map-name", { name }));
 }
 
 /** A figure captioned with the model's summary and name; returns its plot. */
@@ -58,7 +58,7 @@ function plotPanel(model) {
   const div = el("div", "plot plot--align");
   div.dataset.testid = `attention-${model.name}`;
   div.setAttribute("role", "group");
-  label(div, "ch5.alignment.map-name", { name: model.name }, "aria-label");
+  label(div, "attention.alignment.map-name", { name: model.name }, "aria-label");
   el("figure", "panel").append(caption, div);
   return div;
 }
@@ -66,12 +66,12 @@ function plotPanel(model) {
 function drawAlignment(div, model, response) {
   const map = crossOf(response);
   if (!map || !map.rows.length || !map.cols.length) {
-    showEmpty(div, t("ch5.alignment.no-attention", { name: model }));
+    showEmpty(div, t("attention.alignment.no-attention", { name: model }));
     return;
   }
   drawPlot(div, [attentionTrace(map)], alignmentLayout(map), `attention-${model}`, response);
   onPlot(div, "plotly_click", (event) => {
     const point = event.points && event.points[0];
-    if (point) store.set("row", point.y); // a row is an output word: chapter 5 looks at it closely
+    if (point) store.set("row", point.y); // a row is an output word: the attention chapter looks at it closely
   });
 }

@@ -1,4 +1,4 @@
-// Chapter 4, the bottleneck, as a chart: test BLEU by source length, one line per model, the
+// The bottleneck chapter, the bottleneck, as a chart: test BLEU by source length, one line per model, the
 // typed sentence's length group shaded and the picked card's model (store `model`) emphasised. It
 // asks the server nothing: the shipped evaluation comes with the catalogue.
 import { tenths } from "../facts.js";
@@ -7,7 +7,7 @@ import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
-export const chapter = "4";
+export const chapter = "bottleneck";
 export const title = "BLEU chart";
 export const figures = ["bleu-plot"];
 export const asks = "typed";
@@ -21,7 +21,7 @@ function bucketAxis() {
       tickmode: "array",
       tickvals: lab.catalog.buckets.map((_, i) => i),
       ticktext: lab.catalog.buckets.map((b) => b.replace("-", "–")),
-      title: { text: t("ch4.bleu.x-axis"), standoff: 4 },
+      title: { text: t("bottleneck.bleu.x-axis"), standoff: 4 },
       range: [-0.5, lab.catalog.buckets.length - 0.5],
       showgrid: false,
       zeroline: false,
@@ -43,8 +43,8 @@ export function mount(context) {
   lab = context;
   const div = lab.part("bleu-plot");
   evaluated = lab.catalog.models.filter((m) => m.metrics && m.metrics.bleu_by_length && m.metrics.bleu_by_length.length);
-  if (!lab.catalog.models.length) showEmpty(div, ["ch4.bleu.no-model"]);
-  else if (!evaluated.length) showEmpty(div, ["ch4.bleu.no-report"]);
+  if (!lab.catalog.models.length) showEmpty(div, ["bottleneck.bleu.no-model"]);
+  else if (!evaluated.length) showEmpty(div, ["bottleneck.bleu.no-report"]);
   store.watch("model", () => lab.ask());
   // the recap's line needs no figure: written for each text, wherever the reader is
   store.watch("text", (text) => store.headline(chapter, headline(lab.catalog.bucketOf(text))));
@@ -54,7 +54,7 @@ export const keys = () => [null];
 export const panels = () => [lab.part("bleu-plot")];
 /** The sentence's length group and the picked model: all the chart needs. */
 export const ask = (text) => Promise.resolve({ bucket: lab.catalog.bucketOf(text), selected: lab.page.model });
-export const failure = () => t("ch4.bleu.failure");
+export const failure = () => t("bottleneck.bleu.failure");
 
 /** Draw for the sentence's `bucket` with `selected` emphasised (and say the chapter's headline); nothing to do when neither changed. */
 export function draw({ bucket, selected }) {
@@ -75,27 +75,27 @@ function best(bucket) {
   return [top((m) => !m.cross_attention), top((m) => m.cross_attention)];
 }
 
-const sayBest = (b) => (b ? t("ch4.bleu.best", { model: b.name, bleu: tenths(b.bleu) }) : t("ch4.bleu.none-evaluated"));
+const sayBest = (b) => (b ? t("bottleneck.bleu.best", { model: b.name, bleu: tenths(b.bleu) }) : t("bottleneck.bleu.none-evaluated"));
 
 function headline(bucket) {
   const [squeezed, looking] = best(bucket);
-  return t("ch4.bleu.headline", { words: bucket.replace("-", "–"), squeezed: sayBest(squeezed), looking: sayBest(looking) });
+  return t("bottleneck.bleu.headline", { words: bucket.replace("-", "–"), squeezed: sayBest(squeezed), looking: sayBest(looking) });
 }
 
 export function describe({ bucket, selected }) {
   const [squeezed, looking] = best(bucket);
-  return t("ch4.bleu.describe", {
-    count: evaluated.length, selected: selected || t("ch4.bleu.no-model-picked"), words: bucket.replace("-", "–"),
+  return t("bottleneck.bleu.describe", {
+    count: evaluated.length, selected: selected || t("bottleneck.bleu.no-model-picked"), words: bucket.replace("-", "–"),
     squeezed: sayBest(squeezed), looking: sayBest(looking),
   });
 }
 
 export function rows() {
   const cell = (row) => (!row ? "–" : hasInterval(row)
-    ? t("ch4.bleu.with-interval", { bleu: tenths(row.bleu), low: tenths(row.bleu_low), high: tenths(row.bleu_high) }) : tenths(row.bleu));
+    ? t("bottleneck.bleu.with-interval", { bleu: tenths(row.bleu), low: tenths(row.bleu_low), high: tenths(row.bleu_high) }) : tenths(row.bleu));
   return {
-    caption: t("ch4.bleu.caption"),
-    headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("ch4.bleu.words", { words: b.replace("-", "–") }))],
+    caption: t("bottleneck.bleu.caption"),
+    headers: [t("header.model"), ...lab.catalog.buckets.map((b) => t("bottleneck.bleu.words", { words: b.replace("-", "–") }))],
     rows: evaluated.map((m) => {
       const byBucket = new Map(m.metrics.bleu_by_length.map((r) => [r.bucket, r]));
       return [m.name, ...lab.catalog.buckets.map((b) => cell(byBucket.get(b)))];
@@ -139,7 +139,7 @@ function lines(selected) {
         arrayminus: groups.map((r) => (hasInterval(r) ? r.bleu - r.bleu_low : null)),
       },
       // each point's hover is one message: with its interval or without
-      customdata: groups.map((r) => (!r ? "" : t(hasInterval(r) ? "ch4.bleu.hover-interval" : "ch4.bleu.hover", {
+      customdata: groups.map((r) => (!r ? "" : t(hasInterval(r) ? "bottleneck.bleu.hover-interval" : "bottleneck.bleu.hover", {
         model: plotText(m.name), bleu: tenths(r.bleu), count: r.pairs, low: tenths(r.bleu_low ?? 0), high: tenths(r.bleu_high ?? 0) }))),
       hovertemplate: "%{customdata}<extra></extra>",
       line: { color: catalog.colour(m.name), width: selected === m.name ? 4 : 2, dash: m.attention ? "solid" : "dot" },

@@ -1,4 +1,4 @@
-// Chapter 3, vanishing gradients: how much gradient reaches each input position of the recurrent
+// The gradients chapter, vanishing gradients: how much gradient reaches each input position of the recurrent
 // encoders without attention (log scale), as shipped and at their seeded initialization; the
 // per-step factors behind those curves; how open an LSTM's gates are at each token; and the prose,
 // whose every number comes from the same answer (vanishing-story.js).
@@ -12,7 +12,7 @@ import { FACTORS, drawStepFactors } from "../step-factors.js";
 import * as store from "../store.js";
 import { storyFacts } from "../vanishing-story.js";
 
-export const chapter = "3";
+export const chapter = "gradients";
 export const title = "gradient experiment";
 export const figures = ["grad-plot", "factor-plot", "gates-plot", "grad-length", "grad-length-value", "factor-view",
   "gate-view", "gates-model", "vanishing-story"];
@@ -64,14 +64,14 @@ export function mount(context) {
 }
 
 function showLength(length) {
-  lab.part("grad-length-value").textContent = t("ch3.gradients.tokens", { count: length });
+  lab.part("grad-length-value").textContent = t("gradients.gradients.tokens", { count: length });
 }
 
 export const keys = () => [null];
 export const panels = () => ["grad-plot", "factor-plot", "gates-plot"].map(lab.part);
 /** The sentence's tokens, repeated up to the URL's length. */
 export const ask = (text, signal) => api.gradients(text, lab.page.length, signal);
-export const failure = (error) => couldNot(t("ch3.gradients.what"), error, null);
+export const failure = (error) => couldNot(t("gradients.gradients.what"), error, null);
 
 export function draw(next) {
   answer = next;
@@ -80,7 +80,7 @@ export function draw(next) {
   drawGates();
   const facts = storyFacts(answer, lab.catalog);
   fillStory(lab.part("vanishing-story"), facts);
-  store.headline(chapter, t("ch3.gradients.headline", {
+  store.headline(chapter, t("gradients.gradients.headline", {
     count: Number(facts.distance), plain: facts.plain, plainTrained: facts["plain-trained"], gated: facts.gated, gatedTrained: facts["gated-trained"],
   }));
 }
@@ -95,7 +95,7 @@ function drawGates() {
   plotGates(lab.part("gates-plot"), answer, lab.part("gate-view").value, model);
 }
 
-const curveName = (c) => t((c.weights || "trained") === "trained" ? "ch3.gradients.shipped" : "ch3.gradients.initial", { model: c.model });
+const curveName = (c) => t((c.weights || "trained") === "trained" ? "gradients.gradients.shipped" : "gradients.gradients.initial", { model: c.model });
 const measured = (shown) => ((shown && shown.curves) || []).filter((c) => c.distance && c.distance.length);
 
 /** Each figure in words: the curves' reach, the factors' run, or the gates' extremes. */
@@ -103,7 +103,7 @@ export function describe(shown, key, plot) {
   if (plot?.id === "factor-plot") return describeFactors(shown, lab.part("factor-view").value);
   if (plot?.id === "gates-plot") return describeGates(shown, lab.part("gate-view").value);
   const facts = storyFacts(shown, lab.catalog);
-  return t("ch3.gradients.describe", {
+  return t("gradients.gradients.describe", {
     length: facts.length, count: Number(facts.distance), plainTrained: facts["plain-trained"], plain: facts.plain,
     plainInitialized: facts["plain-initialized"], gatedTrained: facts["gated-trained"], gated: facts.gated, gatedInitialized: facts["gated-initialized"],
   });
@@ -116,40 +116,40 @@ export function rows(shown, key, plot) {
   const values = (c) => (factor ? c[factor] : c.norm);
   const longest = Math.max(0, ...curves.map((c) => values(c).length));
   return {
-    caption: factor ? t("ch3.factors.caption", { title: FACTORS[factor].title() }) : t("ch3.gradients.caption"),
-    headers: [t("ch3.gradients.before-end"), ...curves.map(curveName)],
+    caption: factor ? t("gradients.factors.caption", { title: FACTORS[factor].title() }) : t("gradients.gradients.caption"),
+    headers: [t("gradients.gradients.before-end"), ...curves.map(curveName)],
     rows: Array.from({ length: longest }, (_, i) => [String(i), ...curves.map((c) => fmt(values(c)[i]))]),
   };
 }
 
 function describeFactors(shown, factor) {
   const curves = (shown.curves || []).filter((c) => Array.isArray(c[factor]) && c[factor].length);
-  if (!curves.length) return t("ch3.factors.none-of", { title: FACTORS[factor].title() });
-  return t("ch3.factors.describe", { title: FACTORS[factor].title(), curves: curves.map((c) => t("ch3.factors.describe-one", {
+  if (!curves.length) return t("gradients.factors.none-of", { title: FACTORS[factor].title() });
+  return t("gradients.factors.describe", { title: FACTORS[factor].title(), curves: curves.map((c) => t("gradients.factors.describe-one", {
     name: curveName(c), end: fmt(c[factor][0]), back: fmt(c[factor].at(-1)), count: c[factor].length - 1 })).join(t("list.separator")) });
 }
 
-const gatesTitle = (view) => (view === "mean" ? t("ch3.gates.averaged") : t("ch3.gates.most-active", { gate: t(`ch3.gates.${view}`) }));
+const gatesTitle = (view) => (view === "mean" ? t("gradients.gates.averaged") : t("gradients.gates.most-active", { gate: t(`gradients.gates.${view}`) }));
 
 function describeGates(shown, view) {
   const m = gateMatrix(shown, view);
-  if (!m || !m.values.length) return t("ch3.gates.none");
+  if (!m || !m.values.length) return t("gradients.gates.none");
   const tokens = m.tokens;
   const said = m.values.map((values, r) => {
     const high = values.indexOf(Math.max(...values));
     const low = values.indexOf(Math.min(...values));
-    return t("ch3.gates.open", { row: m.rows[r], high: showToken(tokens[high]), highValue: fmt(values[high]),
+    return t("gradients.gates.open", { row: m.rows[r], high: showToken(tokens[high]), highValue: fmt(values[high]),
       low: showToken(tokens[low]), lowValue: fmt(values[low]) });
   });
   const shown3 = said.slice(0, 3).join(t("list.separator"));
   const about = { model: shown.gates.model, title: gatesTitle(view), said: shown3, count: said.length - 3 };
-  return t(said.length > 3 ? "ch3.gates.describe-more" : "ch3.gates.describe", about);
+  return t(said.length > 3 ? "gradients.gates.describe-more" : "gradients.gates.describe", about);
 }
 
 function gateRows(shown, view) {
   const m = gateMatrix(shown, view) || { rows: [], values: [], tokens: [] };
   return {
-    caption: t("ch3.gates.caption", { model: shown.gates?.model || "LSTM", title: gatesTitle(view) }),
+    caption: t("gradients.gates.caption", { model: shown.gates?.model || "LSTM", title: gatesTitle(view) }),
     headers: ["", ...m.tokens.slice(0, m.values[0]?.length ?? 0).map(showToken)],
     rows: m.values.map((values, r) => [m.rows[r], ...values.map(fmt)]),
   };
@@ -158,7 +158,7 @@ function gateRows(shown, view) {
 function drawGradients(div, response, catalog) {
   const curves = measured(response);
   if (!curves.length) {
-    showEmpty(div, t("ch3.gradients.none"));
+    showEmpty(div, t("gradients.gradients.none"));
     return;
   }
   const data = curves.map((c) => {
@@ -172,13 +172,13 @@ function drawGradients(div, response, catalog) {
       y: c.norm.map((v) => (v > 0 ? v : null)), // a log axis cannot show 0 (underflow): left as gaps
       line: { color: catalog.colour(c.model), width: 2.5, dash: weights === "trained" ? "solid" : "dot" },
       marker: { size: 5, symbol: catalog.marker(c.model) },
-      hovertemplate: t("ch3.gradients.hover", { name }),
+      hovertemplate: t("gradients.gradients.hover", { name }),
     };
   });
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("ch3.gradients.x-axis") }, zeroline: false, gridcolor: themed("grid") },
-    yaxis: { title: { text: t("ch3.gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: themed("grid"), zeroline: false },
+    xaxis: { title: { text: t("gradients.gradients.x-axis") }, zeroline: false, gridcolor: themed("grid") },
+    yaxis: { title: { text: t("gradients.gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: themed("grid"), zeroline: false },
     legend: { x: 1, xanchor: "right", y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `gradient-norm-${curves.map((c) => c.model).join("-vs-")}`, response);
@@ -197,21 +197,21 @@ function gateMatrix(response, view) {
     const mean = g.mean || {};
     const names = GATE_NAMES.filter((n) => Array.isArray(mean[n]));
     if (!names.length) return null;
-    return { rows: names.map((n) => t(`ch3.gates.${n}`)), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
+    return { rows: names.map((n) => t(`gradients.gates.${n}`)), values: names.map((n) => mean[n]), tokens, rowTitle: "" };
   }
   const perToken = g[view];
   if (!Array.isArray(perToken) || !perToken.length) return null;
   const units = g.units || perToken[0].map((_, i) => i);
   // token x unit -> unit x token, so tokens run along the x axis in both views
   const values = units.map((_, u) => perToken.map((row) => row[u]));
-  return { rows: units.map((u) => t("ch2.recurrence.unit-n", { unit: String(u) })), values, tokens,
-    rowTitle: t("ch3.gates.most-active", { gate: t(`ch3.gates.${view}`) }) };
+  return { rows: units.map((u) => t("recurrence.recurrence.unit-n", { unit: String(u) })), values, tokens,
+    rowTitle: t("gradients.gates.most-active", { gate: t(`gradients.gates.${view}`) }) };
 }
 
 function plotGates(div, response, view, model) {
   const m = gateMatrix(response, view);
   if (!m || !m.values.length || !m.tokens.length) {
-    showEmpty(div, t("ch3.gates.none"));
+    showEmpty(div, t("gradients.gates.none"));
     return;
   }
   const tokens = m.tokens.slice(0, m.values[0].length);
@@ -223,7 +223,7 @@ function plotGates(div, response, view, model) {
     x: tokens.map((_, i) => i),
     y: gateRows.map((_, i) => i),
     customdata: gateRows.map((name) => labels.map((tok, i) => [name, tok, i + 1])),
-    hovertemplate: t("ch3.gates.hover"),
+    hovertemplate: t("gradients.gates.hover"),
     colorscale: GATE_SCALE,
     zmin: 0,
     zmax: 1,

@@ -1,4 +1,4 @@
-// Chapter 9's experiments on the heads (POST /api/heads) of the model the heads view shows (store
+// The heads chapter's experiments on the heads (POST /api/heads) of the model the heads view shows (store
 // `heads`): switch heads off and re-translate at once, the encoder's attention rollout, and linked
 // views: hovering a token (in either text, or a row or column of a map) highlights it everywhere in
 // the chapter (store `hover`); clicking source words sums their attention in the enlarged head.
@@ -19,7 +19,7 @@ import {
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
-export const chapter = "9";
+export const chapter = "heads";
 export const title = "heads experiment";
 export const figures = ["heads-contrib", "heads-ranking", "heads-summed", "heads-rollout", "heads-rollout-title",
   "heads-rollout-toggle", "heads-toggle", "heads-effect", "heads-source", "heads-target", "heads-story"];
@@ -84,14 +84,14 @@ export const keys = () => (lab.catalog.withHeads.length ? [null] : []);
 export const panels = () => [lab.part("heads-contrib"), lab.part("heads-ranking")];
 /** The heads of the model the heads view shows, with the URL's heads off. */
 export const ask = (text, signal) => api.heads(text, heads.model, lab.page.off, signal);
-export const failure = (error) => couldNot(t("ch9.heads-lab.what"), error);
+export const failure = (error) => couldNot(t("heads.heads-lab.what"), error);
 
 export function draw(next) {
   answer = next;
   const facts = headsFacts(answer);
   fillStory(lab.part("heads-story"), facts);
   if (answer.alignment && answer.alignment.ranking.length) {
-    store.headline(chapter, t("ch9.heads-lab.headline", { reference: answer.alignment.reference, top: facts.top }));
+    store.headline(chapter, t("heads.heads-lab.headline", { reference: answer.alignment.reference, top: facts.top }));
   }
   showTexts(answer);
   showEffect(lab.part("heads-effect"), answer);
@@ -114,7 +114,7 @@ function refresh() {
   const { part, page } = lab;
   const key = offKey({ kind: heads.kind, layer: heads.layer, head: heads.head });
   const isOff = page.off.some((o) => offKey(o) === key);
-  label(part("heads-toggle"), isOff ? "ch9.heads-lab.switch-on" : "ch9.heads-toggle");
+  label(part("heads-toggle"), isOff ? "heads.heads-lab.switch-on" : "heads.heads-toggle");
   part("heads-toggle").setAttribute("aria-pressed", String(isOff));
   for (const span of part("heads-source").children) span.classList.toggle("token--selected", page.sel.includes(Number(span.dataset.index)));
   drawRollout();
@@ -151,7 +151,7 @@ function drawRollout() {
   const div = lab.part("heads-rollout");
   const shown = lab.page.rollout;
   div.closest("figure").hidden = !shown;
-  if (!shown) showEmpty(div, t("ch9.heads-lab.tick-rollout"));
+  if (!shown) showEmpty(div, t("heads.heads-lab.tick-rollout"));
   if (!shown || !answer) return;
   whenNear(div, () => {
     const { rollout, source_tokens: tokens, model } = answer;
@@ -161,7 +161,7 @@ function drawRollout() {
     drawPlot(div, [trace], baseLayout({ margin: { l: 60, r: 12, t: 8, b: 60 }, shapes: hoverShapes("encoder", store.get("hover")),
       xaxis: tokenAxis(tokens, { tickangle: -45 }), yaxis: tokenAxis(tokens, { autorange: "reversed" }) }),
     `${model}-rollout-L${layer + 1}`, answer);
-    label(lab.part("heads-rollout-title"), "ch9.heads-lab.rollout-title", { layer: String(layer + 1) });
+    label(lab.part("heads-rollout-title"), "heads.heads-lab.rollout-title", { layer: String(layer + 1) });
   });
 }
 
@@ -171,18 +171,18 @@ function drawSummed() {
   const { kind, layer, head, attention, model } = heads;
   const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
   if (!map || MAP_SIDES[kind].cols[0] !== "source") {
-    showEmpty(div, t("ch9.heads-lab.pick-kind"));
+    showEmpty(div, t("heads.heads-lab.pick-kind"));
     return;
   }
   const { sel, y } = summed(map);
   if (!sel.length) {
-    showEmpty(div, t("ch9.heads-lab.click-words"));
+    showEmpty(div, t("heads.heads-lab.click-words"));
     return;
   }
   div.dataset.selected = sel.join(",");
   drawPlot(div, [{ type: "bar", x: map.rows.map((_, i) => i), y, marker: { color: OKABE_ITO.blue },
-    customdata: map.rows.map((tok) => plotText(showToken(tok))), hovertemplate: t("ch9.heads-lab.summed-hover") }],
-  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("ch9.heads-lab.summed") }, gridcolor: themed("grid") } }),
+    customdata: map.rows.map((tok) => plotText(showToken(tok))), hovertemplate: t("heads.heads-lab.summed-hover") }],
+  baseLayout({ margin: { l: 44, r: 8, t: 8, b: 50 }, xaxis: tokenAxis(map.rows), yaxis: { range: [0, 1], title: { text: t("heads.heads-lab.summed") }, gridcolor: themed("grid") } }),
   `${model}-${kind}-L${layer + 1}H${head + 1}-summed`, { map, selected: sel, summed: y });
 }
 
@@ -211,50 +211,50 @@ export function describe(shown, key, plot) {
   if (plot?.id === "heads-ranking") {
     const ranking = shown.alignment ? shown.alignment.ranking : [];
     const last = ranking.at(-1);
-    const said = { model: shown.model, reference: shown.alignment?.reference ?? t("ch9.heads.no-reference"), top: headsFacts(shown).top };
-    return last ? t("ch9.heads-lab.ranking-last", { ...said, last: shortName(last), score: fmt(last.score) }) : t("ch9.heads-lab.ranking", said);
+    const said = { model: shown.model, reference: shown.alignment?.reference ?? t("heads.heads.no-reference"), top: headsFacts(shown).top };
+    return last ? t("heads.heads-lab.ranking-last", { ...said, last: shortName(last), score: fmt(last.score) }) : t("heads.heads-lab.ranking", said);
   }
   if (plot?.id === "heads-summed") {
     const s = summedShown();
     if (!s || !s.sel.length) return ""; // shown empty: its message says why
     const top = s.y.indexOf(Math.max(...s.y));
-    return t("ch9.heads-lab.summed-describe", { words: listOf(s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) }))),
+    return t("heads.heads-lab.summed-describe", { words: listOf(s.sel.map((j) => t("quote", { text: showToken(s.map.cols[j]) }))),
       top: showToken(s.map.rows[top]), value: fmt(s.y[top]), all: listOf(s.y.map(fmt)) });
   }
   if (plot?.id === "heads-rollout") {
     const { layer, map } = rolloutShown(shown);
-    return t("ch9.heads-lab.rollout-describe", { model: shown.model, layer: String(layer + 1), looks: strongest(map) });
+    return t("heads.heads-lab.rollout-describe", { model: shown.model, layer: String(layer + 1), looks: strongest(map) });
   }
   const f = headsFacts(shown);
-  const told = t("ch9.heads-lab.describe", { model: shown.model, sharpest: f.sharpest, sharpestWeight: f["sharpest-weight"], sharpestAdds: f["sharpest-adds"],
+  const told = t("heads.heads-lab.describe", { model: shown.model, sharpest: f.sharpest, sharpestWeight: f["sharpest-weight"], sharpestAdds: f["sharpest-adds"],
     strongest: f.strongest, strongestAdds: f["strongest-adds"], same: f["same-head"], reference: f.reference, top: f.top });
   if (!shown.heads_off.length) return told;
-  const off = t("ch9.heads-lab.off", { count: shown.heads_off.length, translation: shown.effect?.changed.translation ?? "" });
+  const off = t("heads.heads-lab.off", { count: shown.heads_off.length, translation: shown.effect?.changed.translation ?? "" });
   return t("sentences.two", { first: told, second: off });
 }
 
 export function rows(shown, key, plot) {
   if (plot?.id === "heads-ranking") {
     return {
-      caption: t("ch9.heads-lab.ranking-caption", { model: shown.model, reference: shown.alignment?.reference ?? t("ch9.heads.no-reference") }),
-      headers: [t("ch9.heads-lab.head"), t("ch9.heads-lab.overlap-short")],
-      rows: (shown.alignment ? shown.alignment.ranking : []).map((r) => [r.off ? t("ch9.heads.short-off", { name: shortName(r) }) : shortName(r), fmt(r.score)]),
+      caption: t("heads.heads-lab.ranking-caption", { model: shown.model, reference: shown.alignment?.reference ?? t("heads.heads.no-reference") }),
+      headers: [t("heads.heads-lab.head"), t("heads.heads-lab.overlap-short")],
+      rows: (shown.alignment ? shown.alignment.ranking : []).map((r) => [r.off ? t("heads.heads.short-off", { name: shortName(r) }) : shortName(r), fmt(r.score)]),
     };
   }
   if (plot?.id === "heads-summed") {
     const s = summedShown() || { map: { rows: [] }, y: [] };
-    return { caption: t("ch9.heads-lab.summed-caption"),
-      headers: [t("ch9.heads-lab.row"), t("ch9.heads-lab.summed")], rows: s.map.rows.map((tok, i) => [showToken(tok), fmt(s.y[i])]) };
+    return { caption: t("heads.heads-lab.summed-caption"),
+      headers: [t("heads.heads-lab.row"), t("heads.heads-lab.summed")], rows: s.map.rows.map((tok, i) => [showToken(tok), fmt(s.y[i])]) };
   }
   if (plot?.id === "heads-rollout") {
     const { layer, map } = rolloutShown(shown);
-    return mapTable(map, t("ch9.heads-lab.rollout-caption", { model: shown.model, layer: String(layer + 1) }), t("ch5.scores.source-piece"));
+    return mapTable(map, t("heads.heads-lab.rollout-caption", { model: shown.model, layer: String(layer + 1) }), t("attention.scores.source-piece"));
   }
   const ranks = new Map((shown.alignment ? shown.alignment.ranking : []).map((r) => [`${r.layer}.${r.head}`, r.score]));
   return {
-    caption: t("ch9.heads-lab.caption", { model: shown.model }),
-    headers: [t("ch9.heads-lab.head"), t("ch9.heads-lab.adds"), t("ch7.scaling.max-weight"), t("ch9.heads-lab.overlap"), t("ch9.heads-lab.switched-off")],
+    caption: t("heads.heads-lab.caption", { model: shown.model }),
+    headers: [t("heads.heads-lab.head"), t("heads.heads-lab.adds"), t("scaling.scaling.max-weight"), t("heads.heads-lab.overlap"), t("heads.heads-lab.switched-off")],
     rows: shown.contributions.map((c) => [headName(c), fmt(c.mean), fmt(c.max_weight),
-      c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", t(c.off ? "ch9.heads-lab.yes" : "ch9.heads-lab.no")]),
+      c.kind === "cross" && ranks.has(`${c.layer}.${c.head}`) ? fmt(ranks.get(`${c.layer}.${c.head}`)) : "–", t(c.off ? "heads.heads-lab.yes" : "heads.heads-lab.no")]),
   };
 }

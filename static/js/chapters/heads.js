@@ -1,4 +1,4 @@
-// Chapter 9, many heads: every layer x head of a model with self-attention (the Transformer) as
+// The heads chapter, many heads: every layer x head of a model with self-attention (the Transformer) as
 // small multiples in one figure (so it exports as one picture), plus the chosen head enlarged with
 // its tokens on the axes. Answers come keyed by model from the one compare stream; the model shown
 // follows the picked card (store `model`) when it has heads. The selection (kind, layer, head) has
@@ -13,7 +13,7 @@ import {
 import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
 
-export const chapter = "9";
+export const chapter = "heads";
 export const title = "heads";
 export const figures = ["heads-grid", "head-detail", "heads-model", "heads-note", "head-title", "kind-picker", "pick-layer", "pick-head"];
 export const asks = "typed";
@@ -33,9 +33,9 @@ export const state = {
 };
 
 const KIND_AXES = {
-  cross: ["ch9.heads.axis.source", "ch9.heads.axis.output"],
-  encoder: ["ch9.heads.axis.source-keys", "ch9.heads.axis.source-queries"],
-  decoder: ["ch9.heads.axis.output-keys", "ch9.heads.axis.output-queries"],
+  cross: ["heads.heads.axis.source", "heads.heads.axis.output"],
+  encoder: ["heads.heads.axis.source-keys", "heads.heads.axis.source-queries"],
+  decoder: ["heads.heads.axis.output-keys", "heads.heads.axis.output-queries"],
 };
 
 let lab = null;
@@ -56,8 +56,8 @@ export function mount(context) {
   part("pick-layer").addEventListener("change", (e) => pick({ layer: Number(e.target.value) - 1 }));
   part("pick-head").addEventListener("change", (e) => pick({ head: Number(e.target.value) - 1 }));
   if (!model) {
-    showEmpty(part("heads-grid"), ["ch9.heads.none"]);
-    showEmpty(part("head-detail"), ["ch9.heads.none-detail"]);
+    showEmpty(part("heads-grid"), ["heads.heads.none"]);
+    showEmpty(part("head-detail"), ["heads.heads.none-detail"]);
     for (const control of [...radios, part("pick-layer"), part("pick-head")]) control.disabled = true;
     return;
   }
@@ -82,7 +82,7 @@ export const failure = modelFailure;
 
 /** The recap's line: how many questions the first model with heads asks at once. */
 function headline(first) {
-  store.headline(chapter, t("ch9.heads.headline", { name: first.name, count: first.layers * first.heads, layers: String(first.layers), heads: String(first.heads) }));
+  store.headline(chapter, t("heads.heads.headline", { name: first.name, count: first.layers * first.heads, layers: String(first.layers), heads: String(first.heads) }));
 }
 
 export function draw(answer, name) {
@@ -152,7 +152,7 @@ function fillPickers(answer) {
     }
     select.value = String(value + 1); // options count from 1, like the labels
   }
-  label(part("head-title"), "ch9.heads.title", { layer: String(page.layer + 1), head: String(page.head + 1) });
+  label(part("head-title"), "heads.heads.title", { layer: String(page.layer + 1), head: String(page.head + 1) });
 }
 
 /** A Plotly hover on the enlarged head: its column's token (the map's kind says which text), for the whole chapter. */
@@ -177,34 +177,34 @@ export function describe(answer, name, plot) {
   const { kind, layer, head } = lab.page;
   const { grid, layers, heads } = mapsOfKind(answer, kind);
   const map = selectedMap(answer);
-  const what = t(`ch9.heads.kind.${kind}`);
-  if (!map) return t("ch9.heads.no-maps-of", { name, what });
+  const what = t(`heads.heads.kind.${kind}`);
+  if (!map) return t("heads.heads.no-maps-of", { name, what });
   if (plot?.id === "heads-grid") {
     const maps = grid.flat().filter(Boolean).map((m) => ({ m, top: Math.max(...m.weights.flat()) }));
     const sharp = maps.reduce((a, b) => (b.top > a.top ? b : a));
     const even = maps.reduce((a, b) => (b.top < a.top ? b : a));
-    const at = ({ m, top }) => t("ch9.heads.at", { layer: String(m.layer + 1), head: String(m.head + 1), top: fmt(top) });
-    return t("ch9.heads.grid-describe", { name, what, layers: String(layers), heads: String(heads), rows: String(map.rows.length),
+    const at = ({ m, top }) => t("heads.heads.at", { layer: String(m.layer + 1), head: String(m.head + 1), top: fmt(top) });
+    return t("heads.heads.grid-describe", { name, what, layers: String(layers), heads: String(heads), rows: String(map.rows.length),
       cols: String(map.cols.length), sharp: at(sharp), even: at(even), layer: String(layer + 1), head: String(head + 1) });
   }
-  return t("ch9.heads.describe", { name, what, layers: String(layers), heads: String(heads), layer: String(layer + 1), head: String(head + 1),
+  return t("heads.heads.describe", { name, what, layers: String(layers), heads: String(heads), layer: String(layer + 1), head: String(head + 1),
     count: map.rows.length, share: fmt(sharpness(map.weights)), cols: String(map.cols.length), looks: strongest(map) });
 }
 
 export function rows(answer, name, plot) {
   const { kind, layer, head } = lab.page;
-  const [cols, rowsAxis] = (KIND_AXES[kind] || ["ch9.heads.axis.columns", "ch9.heads.axis.rows"]).map((key) => t(key));
+  const [cols, rowsAxis] = (KIND_AXES[kind] || ["heads.heads.axis.columns", "heads.heads.axis.rows"]).map((key) => t(key));
   if (plot?.id === "heads-grid") {
     const maps = mapsOfKind(answer, kind).grid.flat().filter(Boolean);
     return {
-      caption: t("ch9.heads.grid-caption", { name, what: t(`ch9.heads.kind.${kind}`), rows: rowsAxis, cols }),
-      headers: [t("ch9.heads.grid-corner"), ...(maps[0] ? maps[0].cols.map(showToken) : [])],
+      caption: t("heads.heads.grid-caption", { name, what: t(`heads.heads.kind.${kind}`), rows: rowsAxis, cols }),
+      headers: [t("heads.heads.grid-corner"), ...(maps[0] ? maps[0].cols.map(showToken) : [])],
       rows: maps.flatMap((m) => m.weights.map((row, i) => [
-        t("ch9.heads.grid-row", { head: t("ch9.heads.short", { layer: String(m.layer + 1), head: String(m.head + 1) }), token: showToken(m.rows[i]) }), ...row.map(fmt)])),
+        t("heads.heads.grid-row", { head: t("heads.heads.short", { layer: String(m.layer + 1), head: String(m.head + 1) }), token: showToken(m.rows[i]) }), ...row.map(fmt)])),
     };
   }
   const map = selectedMap(answer) || { rows: [], cols: [], weights: [] };
-  return mapTable(map, t("ch9.heads.caption", { name, what: t(`ch9.heads.kind.${kind}`), layer: String(layer + 1), head: String(head + 1), rows: rowsAxis, cols }), rowsAxis);
+  return mapTable(map, t("heads.heads.caption", { name, what: t(`heads.heads.kind.${kind}`), layer: String(layer + 1), head: String(head + 1), rows: rowsAxis, cols }), rowsAxis);
 }
 
 /** The maps of one kind, indexed by layer then head. */
@@ -227,7 +227,7 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
   const { grid, layers, heads } = mapsOfKind(response, kind);
   const first = grid.flat().find(Boolean);
   if (!first) {
-    showEmpty(div, t("ch9.heads.no-maps", { model: name }));
+    showEmpty(div, t("heads.heads.no-maps", { model: name }));
     return;
   }
   const rowCount = first.rows.length;
@@ -259,23 +259,23 @@ function drawHeadGrid(div, name, response, kind, selected, onPick) {
     z,
     customdata: custom,
     hovertemplate: labelled
-      ? t("ch9.heads.grid-hover")
-      : t("ch9.heads.grid-hover-short"),
+      ? t("heads.heads.grid-hover")
+      : t("heads.heads.grid-hover-short"),
     hoverongaps: false,
     colorscale: WEIGHT_SCALE,
     zmin: 0,
     zmax: 1,
     showscale: false,
-    meta: { colorbarTitle: "weight", cellParts: [t("ch9.heads.layer"), t("ch9.heads-lab.head")] },
+    meta: { colorbarTitle: "weight", cellParts: [t("heads.heads.layer"), t("heads.heads-lab.head")] },
   };
   const compact = div.clientWidth < 520;
   const annotations = [];
   for (let head = 0; head < heads; head++) {
-    annotations.push({ text: t(compact ? "ch9.heads.h" : "ch9.heads.head", { head: String(head + 1) }), x: head * (colCount + 1) + (colCount - 1) / 2,
+    annotations.push({ text: t(compact ? "heads.heads.h" : "heads.heads.head", { head: String(head + 1) }), x: head * (colCount + 1) + (colCount - 1) / 2,
       y: -0.5, yanchor: "bottom", showarrow: false, font: { size: 12, color: "#414a5c" } });
   }
   for (let layer = 0; layer < layers; layer++) {
-    annotations.push({ text: t("ch9.heads.l", { layer: String(layer + 1) }), x: -0.5, xanchor: "right", xshift: -4,
+    annotations.push({ text: t("heads.heads.l", { layer: String(layer + 1) }), x: -0.5, xanchor: "right", xshift: -4,
       y: layer * (rowCount + 1) + (rowCount - 1) / 2, showarrow: false, font: { size: 12, color: "#414a5c" } });
   }
   const shapes = [];
@@ -308,7 +308,7 @@ function drawHeadDetail(div, name, response, kind, layer, head) {
   const { grid } = mapsOfKind(response, kind);
   const map = grid[layer] && grid[layer][head];
   if (!map) {
-    showEmpty(div, t("ch9.heads.pick"));
+    showEmpty(div, t("heads.heads.pick"));
     return;
   }
   const [xTitle, yTitle] = KIND_AXES[kind].map((key) => t(key));

@@ -1,4 +1,4 @@
-// Chapter 3's learning experiment, live: the tiny long-lag models' gradient curves at the lag the
+// The gradients chapter's learning experiment, live: the tiny long-lag models' gradient curves at the lag the
 // reader picks (POST /api/long-lag/gradients), before and after training. The results and the
 // choice come from the long-lag view (store `lag`); each new choice is measured once near.
 import * as api from "../api.js";
@@ -7,7 +7,7 @@ import { baseLayout, draw as drawPlot, plotText, seriesStyle, themed } from "../
 import { t } from "../i18n.js";
 import * as store from "../store.js";
 
-export const chapter = "3";
+export const chapter = "gradients";
 export const title = "tiny models' gradients";
 export const figures = ["lag-gradients"];
 export const asks = "self";
@@ -27,25 +27,25 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("lag-gradients")];
 export const ask = (text, signal) => api.lagGradients(choice.lag, choice.filler, signal);
-export const failure = (error) => t("ch3.lag-gradients.failure", { why: api.explain(error) });
+export const failure = (error) => t("gradients.lag-gradients.failure", { why: api.explain(error) });
 export const draw = (answer) => drawLagGradients(lab.part("lag-gradients"), answer, choice.results);
 
-const label = (c) => t(c.weights === "trained" ? "ch3.lag-gradients.trained" : "ch3.lag-gradients.untrained", { model: c.model.toUpperCase() });
+const label = (c) => t(c.weights === "trained" ? "gradients.lag-gradients.trained" : "gradients.lag-gradients.untrained", { model: c.model.toUpperCase() });
 
 export function describe(answer) {
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
   const reach = answer.curves.map((c) => {
     const share = c.norm[0] > 0 && signal < c.norm.length ? c.norm[signal] / c.norm[0] : null;
-    return t("ch3.lag-gradients.reach", { curve: label(c), share: fmt(share) });
+    return t("gradients.lag-gradients.reach", { curve: label(c), share: fmt(share) });
   });
-  return t("ch3.lag-gradients.describe", { lag: String(answer.lag), filler: t(`ch3.filler.${answer.filler}`), count: signal, reach: reach.join(t("list.separator")) });
+  return t("gradients.lag-gradients.describe", { lag: String(answer.lag), filler: t(`gradients.filler.${answer.filler}`), count: signal, reach: reach.join(t("list.separator")) });
 }
 
 export function rows(answer) {
   const longest = Math.max(0, ...answer.curves.map((c) => c.distance.length));
   return {
-    caption: t("ch3.lag-gradients.caption", { lag: String(answer.lag), filler: t(`ch3.filler.${answer.filler}`) }),
-    headers: [t("ch3.gradients.before-end"), ...answer.curves.map(label)],
+    caption: t("gradients.lag-gradients.caption", { lag: String(answer.lag), filler: t(`gradients.filler.${answer.filler}`) }),
+    headers: [t("gradients.gradients.before-end"), ...answer.curves.map(label)],
     rows: Array.from({ length: longest }, (_, i) => [String(i), ...answer.curves.map((c) => fmt(c.norm[i]))]),
   };
 }
@@ -60,14 +60,14 @@ function drawLagGradients(div, answer, results) {
       name: plotText(label(c)),
       x: c.distance, y: c.norm.map((v) => (v > 0 ? v : null)),
       line: { color: seriesStyle(cells, c.model).colour, width: 2.2, dash: WEIGHTS_DASH[c.weights] },
-      hovertemplate: t("ch3.gradients.hover", { name: plotText(label(c)) }),
+      hovertemplate: t("gradients.gradients.hover", { name: plotText(label(c)) }),
     };
   });
   const signal = answer.tokens.length - 1; // the signal is the first token: its distance from the end
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("ch3.lag-gradients.x-axis") }, gridcolor: themed("grid"), zeroline: false },
-    yaxis: { title: { text: t("ch3.gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: themed("grid") },
+    xaxis: { title: { text: t("gradients.lag-gradients.x-axis") }, gridcolor: themed("grid"), zeroline: false },
+    yaxis: { title: { text: t("gradients.gradients.y-axis") }, type: "log", exponentformat: "power", gridcolor: themed("grid") },
     legend: { x: 0, xanchor: "left", y: 0, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
     shapes: [{ type: "line", xref: "x", yref: "paper", x0: signal, x1: signal, y0: 0, y1: 1, line: { color: themed("mark"), width: 1 } }],
   });

@@ -1,4 +1,4 @@
-// Train it yourself (chapter 4 -> 5), its set-up: what the server offers (GET /api/train: tasks,
+// Train it yourself (the bottleneck chapter -> 5), its set-up: what the server offers (GET /api/train: tasks,
 // contestants, defaults, limits) as controls kept in the URL (tt, tl, tc, tseed, tsteps), and the
 // shipped reference sweep, accuracy against length for the task picked. The settings are shared
 // (store `live`) with the run itself (live-run.js).
@@ -11,7 +11,7 @@ import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed 
 import * as store from "../store.js";
 import { countOrNull } from "../url-state.js";
 
-export const chapter = "4";
+export const chapter = "bottleneck";
 export const title = "live experiment";
 export const figures = ["live-controls", "live-task", "live-length", "live-steps", "live-seed", "live-contestants", "live-reference"];
 export const asks = "start";
@@ -38,7 +38,7 @@ export const keys = () => [null];
 /** Without the set-up there is no run either: the failure is said on the run's figures too. */
 export const panels = () => ["live-loss", "live-accuracy", "live-reference"].map(lab.part);
 export const ask = (text, signal) => api.trainInfo(signal);
-export const failure = (error) => t("ch4.live.failure", { why: api.explain(error) });
+export const failure = (error) => t("bottleneck.live.failure", { why: api.explain(error) });
 
 export function draw(answer) {
   info = answer;
@@ -72,7 +72,7 @@ function buildControls() {
   const { part, page } = lab;
   const { defaults, limits, tasks, contestants } = info;
   const task = part("live-task");
-  task.replaceChildren(...tasks.map((name) => label(new Option("", name), `ch4.task.${name}`)));
+  task.replaceChildren(...tasks.map((name) => label(new Option("", name), `bottleneck.task.${name}`)));
   task.value = tasks.includes(page.tt) ? page.tt : defaults.task;
   const length = part("live-length");
   Object.assign(length, { min: limits.min_length, max: limits.max_length });
@@ -88,7 +88,7 @@ function buildControls() {
     Object.assign(box, { type: "checkbox", value: c.name, checked: chosen.includes(c.name) });
     box.dataset.testid = `live-pick-${c.name}`;
     const pick = el("label", "live__pick");
-    const kind = c.attention ? label(el("span", "live__kind"), "ch4.live.looks-back", { attention: c.attention }) : label(el("span", "live__kind"), "ch4.live.one-vector");
+    const kind = c.attention ? label(el("span", "live__kind"), "bottleneck.live.looks-back", { attention: c.attention }) : label(el("span", "live__kind"), "bottleneck.live.one-vector");
     pick.append(box, ` ${c.name} `, kind);
     return pick;
   }));
@@ -104,17 +104,17 @@ export function describe(answer, key, plot) {
   if (plot && plot.id !== "live-reference") return null;
   const { task, length } = settings();
   const near = sweepOf(answer, task).filter((r) => r.length === length);
-  if (!near.length) return t("ch4.live.no-sweep-at", { task: t(`ch4.task.${task}`), length: String(length) });
-  return t("ch4.live.describe", { task: t(`ch4.task.${task}`), length: String(length),
-    each: listOf(near.map((r) => t("ch4.live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) }))) });
+  if (!near.length) return t("bottleneck.live.no-sweep-at", { task: t(`bottleneck.task.${task}`), length: String(length) });
+  return t("bottleneck.live.describe", { task: t(`bottleneck.task.${task}`), length: String(length),
+    each: listOf(near.map((r) => t("bottleneck.live.writes-back", { contestant: r.contestant, share: pct(r.accuracy) }))) });
 }
 
 export function rows(answer, key, plot) {
   if (plot && plot.id !== "live-reference") return null;
   const { task } = settings();
   return {
-    caption: t("ch4.live.caption", { task: t(`ch4.task.${task}`) }),
-    headers: [t("ch4.live.contestant"), t("ch4.live.symbols"), t("ch4.live.exact")],
+    caption: t("bottleneck.live.caption", { task: t(`bottleneck.task.${task}`) }),
+    headers: [t("bottleneck.live.contestant"), t("bottleneck.live.symbols"), t("bottleneck.live.exact")],
     rows: sweepOf(answer, task).map((r) => [r.contestant, String(r.length), pct(r.accuracy)]),
   };
 }
@@ -124,7 +124,7 @@ function drawSweep(div, answer, { task, length }) {
   const sweep = answer.reference;
   const found = sweepOf(answer, task);
   if (!found.length) {
-    showEmpty(div, t("ch4.live.no-sweep", { task }));
+    showEmpty(div, t("bottleneck.live.no-sweep", { task }));
     return;
   }
   const names = [...new Set(found.map((r) => r.contestant))];
@@ -136,8 +136,8 @@ function drawSweep(div, answer, { task, length }) {
       y: own.map((r) => r.accuracy), line: { color: style.colour }, marker: { symbol: style.marker, size: 7 } };
   });
   drawPlot(div, traces, baseLayout({
-    xaxis: { title: { text: t("ch4.live.x-axis", { task: t(`ch4.task.${task}`), steps: String(sweep.settings.steps) }) } },
-    yaxis: { title: { text: t("ch4.live.exact") }, range: [0, 1.02], tickformat: ".0%" },
+    xaxis: { title: { text: t("bottleneck.live.x-axis", { task: t(`bottleneck.task.${task}`), steps: String(sweep.settings.steps) }) } },
+    yaxis: { title: { text: t("bottleneck.live.exact") }, range: [0, 1.02], tickformat: ".0%" },
     shapes: [{ type: "line", x0: length, x1: length, y0: 0, y1: 1, yref: "paper", line: { dash: "dot", color: themed("guide") } }],
     legend: { orientation: "h", y: 1.15 },
   }), "live-reference", { settings: sweep.settings, rows: found });

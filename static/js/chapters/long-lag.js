@@ -1,4 +1,4 @@
-// Chapter 3's learning experiment: tiny RNN and LSTM encoders trained to recall a signal across a
+// The gradients chapter's learning experiment: tiny RNN and LSTM encoders trained to recall a signal across a
 // lag (models/long_lag.py). Its results ship with the checkpoints (GET /api/long-lag, read once):
 // held-out accuracy against lag, and the note's facts. The reader's choice of filler and lag is
 // shared (store `lag`) with the figure of the tiny models' gradients at that lag (lag-gradients.js).
@@ -9,7 +9,7 @@ import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
-export const chapter = "3";
+export const chapter = "gradients";
 export const title = "long-lag experiment";
 export const figures = ["lag-accuracy", "lag-filler", "lag-pick", "lag-note"];
 export const asks = "start";
@@ -36,8 +36,8 @@ export const panels = () => [lab.part("lag-accuracy"), lab.part("lag-gradients")
 export const ask = (text, signal) => api.longLag(signal);
 
 export function failure(error) {
-  const why = error instanceof api.ApiError && error.status === 404 ? t("ch3.lag.no-results") : api.explain(error);
-  return t("ch3.lag.failure", { why });
+  const why = error instanceof api.ApiError && error.status === 404 ? t("gradients.lag.no-results") : api.explain(error);
+  return t("gradients.lag.failure", { why });
 }
 
 /** The results: the controls (the URL's filler and lag, if the results have them), the note, the chart when near. */
@@ -85,7 +85,7 @@ function lagFacts(answer) {
     const tried = answer.runs.filter((r) => r.filler === filler).map((r) => r.lag);
     const beyond = Math.max(...tried) + 1; // "never at chance" ranks past every lag tried
     for (const [cell, lag] of Object.entries(cells)) {
-      facts[`lag-${filler}-${cell}`] = lag === null ? t("ch3.lag.never", { max: String(Math.max(...tried)) }) : t("ch3.lag.at", { lag: String(lag) });
+      facts[`lag-${filler}-${cell}`] = lag === null ? t("gradients.lag.never", { max: String(Math.max(...tried)) }) : t("gradients.lag.at", { lag: String(lag) });
     }
     facts[`lag-${filler}-holds`] = holdsOut(Object.entries(cells).map(([cell, lag]) => [cell, lag ?? beyond]));
   }
@@ -97,9 +97,9 @@ function lagFacts(answer) {
 function holdsOut(cellLags) {
   const longest = Math.max(...cellLags.map(([, lag]) => lag));
   const best = cellLags.filter(([, lag]) => lag === longest);
-  if (best.length === cellLags.length) return t("ch3.lag.both");
+  if (best.length === cellLags.length) return t("gradients.lag.both");
   const cells = listOf(best.map(([c]) => c.toUpperCase()));
-  return t(best.length === 1 ? "ch3.lag.longer" : "ch3.lag.longer-several", { cells });
+  return t(best.length === 1 ? "gradients.lag.longer" : "gradients.lag.longer-several", { cells });
 }
 
 /** Its figure is the accuracy plot; the gradients plot, where it says its failure too, is lag-gradients.js's (null). */
@@ -107,8 +107,8 @@ export function describe(answer, key, plot) {
   if (plot && plot.id !== "lag-accuracy") return null;
   const filler = chosen ? chosen.filler : answer.runs[0]?.filler;
   const facts = lagFacts(answer);
-  const cells = (answer.cells || []).map((cell) => t("ch3.lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
-  return t("ch3.lag.describe", { filler: t(`ch3.filler.${filler}`), chance: fmt(answer.chance), cells: listOf(cells), holds: facts[`lag-${filler}-holds`] || "–" });
+  const cells = (answer.cells || []).map((cell) => t("gradients.lag.cell-at", { cell: cell.toUpperCase(), lag: facts[`lag-${filler}-${cell}`] || "–" }));
+  return t("gradients.lag.describe", { filler: t(`gradients.filler.${filler}`), chance: fmt(answer.chance), cells: listOf(cells), holds: facts[`lag-${filler}-holds`] || "–" });
 }
 
 export function rows(answer, key, plot) {
@@ -116,8 +116,8 @@ export function rows(answer, key, plot) {
   const filler = chosen ? chosen.filler : answer.runs[0]?.filler;
   const runs = answer.runs.filter((r) => r.filler === filler).sort((a, b) => a.lag - b.lag);
   return {
-    caption: t("ch3.lag.caption", { filler: t(`ch3.filler.${filler}`), chance: fmt(answer.chance) }),
-    headers: [t("ch3.lag.cell"), t("ch3.lag.lag"), t("ch3.lag.accuracy"), t("ch3.lag.steps"), t("ch3.lag.seconds")],
+    caption: t("gradients.lag.caption", { filler: t(`gradients.filler.${filler}`), chance: fmt(answer.chance) }),
+    headers: [t("gradients.lag.cell"), t("gradients.lag.lag"), t("gradients.lag.accuracy"), t("gradients.lag.steps"), t("gradients.lag.seconds")],
     rows: runs.map((r) => [r.cell.toUpperCase(), String(r.lag), fmt(r.accuracy), String(r.steps), fmt(r.seconds)]),
   };
 }
@@ -135,23 +135,23 @@ function drawAccuracy(div, answer, choice) {
       x: mine.map((r) => r.lag), y: mine.map((r) => r.accuracy),
       customdata: mine.map((r) => [r.steps, r.seconds]),
       line: { color: style.colour, width: 2.5 }, marker: { size: 7, symbol: style.marker },
-      hovertemplate: t("ch3.lag.hover", { label }),
+      hovertemplate: t("gradients.lag.hover", { label }),
     };
   });
   if (!data.length) {
-    showEmpty(div, t("ch3.lag.none"));
+    showEmpty(div, t("gradients.lag.none"));
     return;
   }
   const layout = baseLayout({
     margin: { l: 56, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("ch3.lag.x-axis") }, gridcolor: themed("grid"), zeroline: false },
-    yaxis: { title: { text: t("ch3.lag.accuracy") }, range: [0, 1.05], gridcolor: themed("grid"), zeroline: false },
+    xaxis: { title: { text: t("gradients.lag.x-axis") }, gridcolor: themed("grid"), zeroline: false },
+    yaxis: { title: { text: t("gradients.lag.accuracy") }, range: [0, 1.05], gridcolor: themed("grid"), zeroline: false },
     legend: { x: 0, xanchor: "left", y: 0.02, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)" },
     shapes: [
       { type: "line", xref: "paper", x0: 0, x1: 1, y0: answer.chance, y1: answer.chance, line: { color: themed("guide"), dash: "dash", width: 1.5 } },
       { type: "line", xref: "x", yref: "paper", x0: choice.lag, x1: choice.lag, y0: 0, y1: 1, line: { color: themed("mark"), width: 1 } },
     ],
-    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: t("ch3.lag.chance"), showarrow: false, font: { size: 11, color: themed("muted") } }],
+    annotations: [{ xref: "paper", x: 1, xanchor: "right", y: answer.chance, yanchor: "bottom", text: t("gradients.lag.chance"), showarrow: false, font: { size: 11, color: themed("muted") } }],
   });
   div.dataset.filler = choice.filler;
   drawPlot(div, data, layout, `long-lag-accuracy-${choice.filler}`, answer);

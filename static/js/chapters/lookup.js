@@ -1,4 +1,4 @@
-// Chapter 5's last part, the one line softmax(QK^T / √d_k) · V: one head of the Transformer's first
+// The attention chapter's last part, the one line softmax(QK^T / √d_k) · V: one head of the Transformer's first
 // encoder self-attention layer on the typed sentence (POST /api/lookup), its softmax rows as a
 // heatmap (query piece x key piece), and the line written with the sentence's own sizes. The server
 // recomputes the line from the layer's weights and says how far its mix of values is from the
@@ -11,7 +11,7 @@ import { attentionTrace, baseLayout, draw as drawPlot, showToken, tokenAxis } fr
 import { couldNot } from "../requests.js";
 import { count } from "../url-state.js";
 
-export const chapter = "5";
+export const chapter = "attention";
 export const title = "one line";
 export const figures = ["lookup-plot", "lookup-head", "lookup-story"];
 export const asks = "text";
@@ -34,7 +34,7 @@ export const panels = () => [lab.part("lookup-plot")];
 /** The URL's head, within the heads the catalogue says the model has (a link may name one it lacks). */
 const headAsked = () => Math.max(0, Math.min(lab.page.lhead, (lab.catalog.withHeads[0]?.heads ?? 1) - 1));
 export const ask = (text, signal) => api.lookup(text, headAsked(), signal);
-export const failure = (error) => couldNot(t("ch5.lookup.what"), error);
+export const failure = (error) => couldNot(t("attention.lookup.what"), error);
 
 const weightMap = (answer) => ({ weights: answer.weights, rows: answer.source_tokens, cols: answer.source_tokens });
 
@@ -65,19 +65,19 @@ export function draw(answer) {
 
 export function describe(answer) {
   const f = lookupFacts(answer);
-  return t("ch5.lookup.describe", { head: f.head, model: f.model, pieces: f.pieces, strongest: strongest(weightMap(answer)), difference: f.difference });
+  return t("attention.lookup.describe", { head: f.head, model: f.model, pieces: f.pieces, strongest: strongest(weightMap(answer)), difference: f.difference });
 }
 
 export function rows(answer) {
-  return mapTable(weightMap(answer), t("ch5.lookup.caption", { head: String(answer.head + 1), model: answer.model }), t("ch8.order.query"));
+  return mapTable(weightMap(answer), t("attention.lookup.caption", { head: String(answer.head + 1), model: answer.model }), t("order.order.query"));
 }
 
 function drawMap(div, answer) {
   const tokens = answer.source_tokens;
   const layout = baseLayout({
     margin: { l: 60, r: 12, t: 8, b: 60 },
-    xaxis: tokenAxis(tokens, { title: { text: t("ch5.lookup.key-axis"), standoff: 6 }, tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: tokenAxis(tokens, { title: { text: t("ch5.lookup.query-axis"), standoff: 6 }, autorange: "reversed" }),
+    xaxis: tokenAxis(tokens, { title: { text: t("attention.lookup.key-axis"), standoff: 6 }, tickangle: tokens.length > 8 ? -45 : 0 }),
+    yaxis: tokenAxis(tokens, { title: { text: t("attention.lookup.query-axis"), standoff: 6 }, autorange: "reversed" }),
   });
   div.dataset.head = String(answer.head);
   drawPlot(div, [attentionTrace(weightMap(answer))], layout, `${answer.model}-lookup-L1H${answer.head + 1}`, answer);

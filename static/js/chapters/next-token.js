@@ -1,4 +1,4 @@
-// Chapter 10, the free labels of next-token prediction (POST /api/next-token): the model's own
+// The prediction chapter, the free labels of next-token prediction (POST /api/next-token): the model's own
 // greedy translation of the reader's sentence, scored in one teacher-forced pass, one label per
 // position, and the loss at each in nats (a bar per position). An English reference typed in the
 // box is scored the same way and drawn beside it, and lives in the URL (`ref`) so a link shares it; a
@@ -10,7 +10,7 @@ import { t } from "../i18n.js";
 import { baseLayout, draw as drawPlot, OKABE_ITO, plotText, showToken, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 
-export const chapter = "10";
+export const chapter = "prediction";
 export const title = "free labels";
 export const figures = ["labels-plot", "labels-story", "labels-reference", "labels-reference-status"];
 export const asks = "text";
@@ -36,7 +36,7 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("labels-plot")];
-export const failure = (error) => couldNot(t("ch10.labels.what"), error);
+export const failure = (error) => couldNot(t("prediction.labels.what"), error);
 
 /** The model's own translation scored; with a reference in the box, that too (a refusal kept as its words). */
 export async function ask(text, signal) {
@@ -63,19 +63,19 @@ function refusal(error) {
   const problem = detail.find((d) => d.loc?.[1] === "reference");
   const ctx = problem && typeof problem.ctx === "object" ? problem.ctx : {};
   switch (problem?.type) {
-    case "string_too_long": return t("ch10.labels.refused.characters", { max: String(ctx.max_length) });
-    case "too_long": return t("ch10.labels.refused.pieces", { count: String(ctx.actual_length), max: String(ctx.max_length) });
-    case "too_short": case "string_too_short": return t("ch10.labels.refused.empty");
-    default: return t("ch10.labels.refused.other");
+    case "string_too_long": return t("prediction.labels.refused.characters", { max: String(ctx.max_length) });
+    case "too_long": return t("prediction.labels.refused.pieces", { count: String(ctx.actual_length), max: String(ctx.max_length) });
+    case "too_short": case "string_too_short": return t("prediction.labels.refused.empty");
+    default: return t("prediction.labels.refused.other");
   }
 }
 
 /** What the status line under the box says. */
 function status(answer) {
-  if (answer.refused) return t("ch10.labels.reference-refused", { why: refusal(answer.refused) });
-  if (!answer.reference) return t("ch10.labels.reference-hint");
+  if (answer.refused) return t("prediction.labels.reference-refused", { why: refusal(answer.refused) });
+  if (!answer.reference) return t("prediction.labels.reference-hint");
   const { reference, own } = answer;
-  return t("ch10.labels.reference-said", { reference: reference.translation, count: reference.labels.length,
+  return t("prediction.labels.reference-said", { reference: reference.translation, count: reference.labels.length,
     mean: fmt(reference.mean_loss), own: fmt(own.mean_loss) });
 }
 
@@ -89,21 +89,21 @@ export function draw(answer) {
   said.dataset.state = answer.refused ? "bad" : reference ? "scored" : "empty";
   const div = lab.part("labels-plot");
   const bar = (scored, color, axis = "") => ({ type: "bar", x: positions(scored), y: scored.losses, marker: { color },
-    xaxis: `x${axis}`, yaxis: `y${axis}`, hovertemplate: t("ch10.labels.hover"), showlegend: false });
+    xaxis: `x${axis}`, yaxis: `y${axis}`, hovertemplate: t("prediction.labels.hover"), showlegend: false });
   const data = [bar(own, OWN)];
   const axes = {
-    xaxis: { title: { text: t("ch10.labels.x-axis") }, type: "category" },
-    yaxis: { title: { text: t("ch10.labels.y-axis") }, rangemode: "tozero", gridcolor: themed("grid") },
+    xaxis: { title: { text: t("prediction.labels.x-axis") }, type: "category" },
+    yaxis: { title: { text: t("prediction.labels.y-axis") }, rangemode: "tozero", gridcolor: themed("grid") },
   };
   let annotations = [];
   if (reference) {
     data.push(bar(reference, REFERENCE, "2"));
     axes.xaxis.domain = [0, 0.47];
-    axes.xaxis2 = { type: "category", domain: [0.53, 1], anchor: "y2", title: { text: t("ch10.labels.x-axis") } };
+    axes.xaxis2 = { type: "category", domain: [0.53, 1], anchor: "y2", title: { text: t("prediction.labels.x-axis") } };
     axes.yaxis2 = { anchor: "x2", matches: "y", rangemode: "tozero", gridcolor: themed("grid") };
     const heading = (text, x) => ({ text: plotText(text), xref: "paper", yref: "paper", x, y: 1, yanchor: "bottom", showarrow: false, font: { size: 12 } });
-    annotations = [heading(t("ch10.labels.own-title", { mean: fmt(own.mean_loss) }), 0.235),
-      heading(t("ch10.labels.reference-title", { mean: fmt(reference.mean_loss) }), 0.765)];
+    annotations = [heading(t("prediction.labels.own-title", { mean: fmt(own.mean_loss) }), 0.235),
+      heading(t("prediction.labels.reference-title", { mean: fmt(reference.mean_loss) }), 0.765)];
   }
   div.dataset.labels = String(own.labels.length);
   div.dataset.reference = reference ? String(reference.labels.length) : "";
@@ -113,7 +113,7 @@ export function draw(answer) {
 
 export function describe(answer) {
   const said = facts(answer.own);
-  const own = t("ch10.labels.describe", { model: said.model, translation: said.translation, count: String(answer.own.labels.length),
+  const own = t("prediction.labels.describe", { model: said.model, translation: said.translation, count: String(answer.own.labels.length),
     mean: said.mean, worst: said.worst, loss: said["worst-loss"] });
   return answer.reference ? t("sentences.two", { first: own, second: status(answer) }) : own;
 }
@@ -122,8 +122,8 @@ export function rows(answer) {
   const { own, reference } = answer;
   const lines = (scored, which) => scored.labels.map((piece, i) => [String(i + 1), which, showToken(piece), fmt(scored.losses[i])]);
   return {
-    caption: t("ch10.labels.caption", { model: own.model, translation: own.translation }),
-    headers: [t("ch10.labels.position"), t("ch10.labels.scored"), t("ch10.labels.label-word"), t("ch10.labels.y-axis")],
+    caption: t("prediction.labels.caption", { model: own.model, translation: own.translation }),
+    headers: [t("prediction.labels.position"), t("prediction.labels.scored"), t("prediction.labels.label-word"), t("prediction.labels.y-axis")],
     rows: [...lines(own, own.translation), ...(reference ? lines(reference, reference.translation) : [])],
   };
 }

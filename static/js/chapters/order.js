@@ -1,4 +1,4 @@
-// Chapter 8, putting order back: self-attention alone cannot tell word order. The typed words are
+// The order chapter, putting order back: self-attention alone cannot tell word order. The typed words are
 // shuffled with a seed (the URL's `shuffle`); with positional encoding off, the shuffled sentence's
 // encoder map is the original's with rows and columns permuted (the max abs difference is float
 // rounding), with it on it is not, and the translation changes (POST /api/order). Below, the
@@ -12,7 +12,7 @@ import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 import { count } from "../url-state.js";
 
-export const chapter = "8";
+export const chapter = "order";
 export const title = "order experiment";
 export const figures = ["order-maps", "order-pe", "order-shuffle", "order-seed", "order-head", "order-story"];
 export const asks = "text";
@@ -36,15 +36,15 @@ function orderFacts(answer) {
   return {
     model: answer.model, shuffled: answer.shuffled_text, permutation: listOf(answer.permutation, { style: "narrow" }),
     "off-difference": fmt(off), "on-difference": fmt(on),
-    "off-verdict": t(off < ROUNDING ? "ch8.order.rounding" : "ch8.order.more-than-rounding"),
-    "on-verdict": t(on < ROUNDING ? "ch8.order.as-small" : "ch8.order.far-above"),
+    "off-verdict": t(off < ROUNDING ? "order.order.rounding" : "order.order.more-than-rounding"),
+    "on-verdict": t(on < ROUNDING ? "order.order.as-small" : "order.order.far-above"),
     "on-original": said.pe_on.original, "on-shuffled": said.pe_on.shuffled,
     "off-original": said.pe_off.original, "off-shuffled": said.pe_off.shuffled,
-    "on-change": t(said.pe_on.original === said.pe_on.shuffled ? "ch8.order.same-translation" : "ch8.order.different-translation"),
-    "off-change": t(said.pe_off.original === said.pe_off.shuffled ? "ch8.order.same" : "ch8.order.not-same"),
+    "on-change": t(said.pe_on.original === said.pe_on.shuffled ? "order.order.same-translation" : "order.order.different-translation"),
+    "off-change": t(said.pe_off.original === said.pe_off.shuffled ? "order.order.same" : "order.order.not-same"),
     "sim-self": fmt(sim[0]), "sim-next": sim.length > 1 ? fmt(sim[1]) : "–", "sim-far": fmt(sim[sim.length - 1]),
     far: String(sim.length - 1),
-    "sim-direction": t(sim.length > 2 && sim[1] > sim[sim.length - 1] ? "ch8.order.alike" : "ch8.order.not-alike"),
+    "sim-direction": t(sim.length > 2 && sim[1] > sim[sim.length - 1] ? "order.order.alike" : "order.order.not-alike"),
   };
 }
 
@@ -66,14 +66,14 @@ export const keys = () => [null];
 export const panels = () => [lab.part("order-maps"), lab.part("order-pe")];
 /** The sentence, its words shuffled with the URL's seed. */
 export const ask = (text, signal) => api.order(text, lab.page.shuffle, signal);
-export const failure = (error) => couldNot(t("ch8.order.what"), error);
+export const failure = (error) => couldNot(t("order.order.what"), error);
 
 export function draw(next) {
   answer = next;
   const facts = orderFacts(answer);
   fillStory(lab.part("order-story"), facts);
-  lab.part("order-seed").textContent = t("ch8.order.seed", { seed: String(lab.page.shuffle), permutation: listOf(answer.permutation, { style: "narrow" }) });
-  store.headline(chapter, t("ch8.order.headline", { off: facts["off-difference"], on: facts["on-difference"] }));
+  lab.part("order-seed").textContent = t("order.order.seed", { seed: String(lab.page.shuffle), permutation: listOf(answer.permutation, { style: "narrow" }) });
+  store.headline(chapter, t("order.order.headline", { off: facts["off-difference"], on: facts["on-difference"] }));
   show(answer);
 }
 
@@ -99,11 +99,11 @@ export function describe(shown, key, plot) {
   if (plot?.id === "order-pe") {
     const { table, similarity } = shown.positional_encoding;
     const last = similarity.length - 1;
-    return t("ch8.order.pe-describe", { positions: String(table.length), dimensions: String(table[0]?.length ?? 0), self: fmt(similarity[0][0]),
+    return t("order.order.pe-describe", { positions: String(table.length), dimensions: String(table[0]?.length ?? 0), self: fmt(similarity[0][0]),
       next: fmt(similarity[0][Math.min(1, last)]), last: String(last), far: fmt(similarity[0][last]) });
   }
   const f = orderFacts(shown);
-  return t("ch8.order.describe", { shuffled: f.shuffled, model: f.model, off: f["off-difference"], offVerdict: f["off-verdict"],
+  return t("order.order.describe", { shuffled: f.shuffled, model: f.model, off: f["off-difference"], offVerdict: f["off-verdict"],
     on: f["on-difference"], onVerdict: f["on-verdict"], original: f["on-original"], shuffledTranslation: f["on-shuffled"] });
 }
 
@@ -111,8 +111,8 @@ export function rows(shown, key, plot) {
   if (plot?.id === "order-pe") {
     const { table, similarity } = shown.positional_encoding;
     return {
-      caption: t("ch8.order.pe-caption"),
-      headers: [t("ch8.order.position"), ...table[0].map((_, d) => t("ch8.order.dimension-at", { index: String(d) })), ...similarity.map((_, j) => `· PE(${j})`)],
+      caption: t("order.order.pe-caption"),
+      headers: [t("order.order.position"), ...table[0].map((_, d) => t("order.order.dimension-at", { index: String(d) })), ...similarity.map((_, j) => `· PE(${j})`)],
       rows: table.map((row, i) => [String(i), ...row.map(fmt), ...similarity[i].map(fmt)]),
     };
   }
@@ -120,10 +120,10 @@ export function rows(shown, key, plot) {
   const maps = [["off", "original", shown.source_tokens], ["off", "shuffled", shown.shuffled_tokens],
     ["on", "original", shown.source_tokens], ["on", "shuffled", shown.shuffled_tokens]];
   return {
-    caption: t("ch8.order.caption", { layer: String(shown.layer + 1), head: String(head + 1) }),
-    headers: [t("ch8.order.pe"), t("ch8.order.sentence"), t("ch8.order.query"), t("ch8.order.key"), t("ch5.scores.weight-axis")],
+    caption: t("order.order.caption", { layer: String(shown.layer + 1), head: String(head + 1) }),
+    headers: [t("order.order.pe"), t("order.order.sentence"), t("order.order.query"), t("order.order.key"), t("attention.scores.weight-axis")],
     rows: maps.flatMap(([pe, which, tokens]) => shown.checks[`pe_${pe}`][which][head].flatMap((row, i) =>
-      row.map((w, j) => [t(pe === "on" ? "ch8.order.on" : "ch8.order.off"), t(which === "original" ? "ch8.order.original" : "ch8.order.shuffled"), showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
+      row.map((w, j) => [t(pe === "on" ? "order.order.on" : "order.order.off"), t(which === "original" ? "order.order.original" : "order.order.shuffled"), showToken(tokens[i]), showToken(tokens[j]), fmt(w)]))),
   };
 }
 
@@ -138,16 +138,16 @@ function drawMaps(div, answer, head) {
   cells.forEach(([check, which, tokens], i) => {
     const n = i ? String(i + 1) : "";
     const map = { weights: answer.checks[check][which][head], rows: tokens, cols: tokens };
-    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: t("ch8.order.trace", { pe: t(check === "pe_on" ? "ch8.order.on" : "ch8.order.off"),
-      which: t(which === "original" ? "ch8.order.original" : "ch8.order.shuffled") }) }));
+    data.push(attentionTrace(map, { xaxis: `x${n}`, yaxis: `y${n}`, name: t("order.order.trace", { pe: t(check === "pe_on" ? "order.order.on" : "order.order.off"),
+      which: t(which === "original" ? "order.order.original" : "order.order.shuffled") }) }));
     const [col, row] = [i % 2, Math.floor(i / 2)];
     axes[`xaxis${n}`] = tokenAxis(tokens, { domain: [col * 0.52, col * 0.52 + 0.46], anchor: `y${n}`, tickangle: -45 });
     axes[`yaxis${n}`] = tokenAxis(tokens, { domain: [row ? 0 : 0.56, row ? 0.4 : 0.96], anchor: `x${n}`, autorange: "reversed" });
   });
   const title = (text, x, y) => ({ text: plotText(text), xref: "paper", yref: "paper", x, y, showarrow: false, yanchor: "bottom", font: { size: 12 } });
   const layout = baseLayout({ margin: { l: 60, r: 10, t: 24, b: 60 }, ...axes, annotations: [
-    title(t("ch8.order.title-off-original"), 0.23, 0.97), title(t("ch8.order.title-off-shuffled"), 0.75, 0.97),
-    title(t("ch8.order.title-on-original"), 0.23, 0.41), title(t("ch8.order.title-on-shuffled"), 0.75, 0.41),
+    title(t("order.order.title-off-original"), 0.23, 0.97), title(t("order.order.title-off-shuffled"), 0.75, 0.97),
+    title(t("order.order.title-on-original"), 0.23, 0.41), title(t("order.order.title-on-shuffled"), 0.75, 0.41),
   ] });
   div.dataset.head = String(head);
   div.dataset.permutation = answer.permutation.join(",");
@@ -159,10 +159,10 @@ function drawTable(div, answer) {
   const pe = answer.positional_encoding;
   const positions = pe.table.map((_, i) => i);
   const layout = baseLayout({ margin: { l: 48, r: 10, t: 24, b: 44 },
-    xaxis: { domain: [0, 0.62], title: { text: t("ch8.order.dimension") }, showgrid: false, zeroline: false },
-    yaxis: { title: { text: t("ch8.order.position") }, autorange: "reversed", showgrid: false, zeroline: false },
-    xaxis2: { domain: [0.7, 1], anchor: "y2", title: { text: t("ch8.order.position-j") }, showgrid: false, zeroline: false },
-    yaxis2: { anchor: "x2", autorange: "reversed", title: { text: t("ch8.order.position-i") }, showgrid: false, zeroline: false },
+    xaxis: { domain: [0, 0.62], title: { text: t("order.order.dimension") }, showgrid: false, zeroline: false },
+    yaxis: { title: { text: t("order.order.position") }, autorange: "reversed", showgrid: false, zeroline: false },
+    xaxis2: { domain: [0.7, 1], anchor: "y2", title: { text: t("order.order.position-j") }, showgrid: false, zeroline: false },
+    yaxis2: { anchor: "x2", autorange: "reversed", title: { text: t("order.order.position-i") }, showgrid: false, zeroline: false },
     annotations: [
       { text: "PE(position, dimension)", xref: "paper", yref: "paper", x: 0.31, y: 1, yanchor: "bottom", showarrow: false },
       { text: "PE(i) · PE(j)", xref: "paper", yref: "paper", x: 0.85, y: 1, yanchor: "bottom", showarrow: false },
@@ -170,7 +170,7 @@ function drawTable(div, answer) {
   const data = [
     { type: "heatmap", z: pe.table, y: positions, colorscale: GATE_SCALE, zmin: -1, zmax: 1, showscale: false,
       name: "PE(position, dimension)",
-      hovertemplate: t("ch8.order.pe-hover"), meta: { colorbarTitle: "PE" } },
+      hovertemplate: t("order.order.pe-hover"), meta: { colorbarTitle: "PE" } },
     { type: "heatmap", z: pe.similarity, x: positions, y: positions, xaxis: "x2", yaxis: "y2", colorscale: WEIGHT_SCALE,
       showscale: false, name: "PE(i) · PE(j)", hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.4g}<extra></extra>", meta: { colorbarTitle: "dot" } },
   ];

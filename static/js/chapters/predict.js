@@ -1,4 +1,4 @@
-// Chapter 10, next-token prediction (POST /api/predict): per output step the model's k likeliest
+// The prediction chapter, next-token prediction (POST /api/predict): per output step the model's k likeliest
 // next pieces (a table; click one to force it, and the model continues from there), greedy against
 // a beam of the reader's size (the final candidates and the beam tree, drawn with Plotly).
 import * as api from "../api.js";
@@ -11,7 +11,7 @@ import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 import { knownModel } from "../url-state.js";
 
-export const chapter = "10";
+export const chapter = "prediction";
 export const title = "prediction";
 export const figures = ["predict-tree", "predict-table", "predict-candidates", "predict-model", "predict-beam",
   "predict-beam-value", "predict-clear", "predict-story"];
@@ -76,7 +76,7 @@ export function ask(text, signal) {
   return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, topK, b, signal)));
 }
 
-export const failure = (error) => couldNot(t("ch10.predict.what"), error);
+export const failure = (error) => couldNot(t("prediction.predict.what"), error);
 
 /** The story's facts of both searches. */
 function facts([greedy, wide]) {
@@ -86,8 +86,8 @@ function facts([greedy, wide]) {
     model: greedy.model, greedy: greedy.translation, "first-piece": first ? showToken(first.token) : "–",
     "first-probability": first ? fmt(first.probability) : "–", beam: String(wide.beam_size ?? lab.page.beam),
     best: best ? best.translation : greedy.translation, "best-score": best ? fmt(best.score) : "–",
-    verdict: t(!best ? "ch10.predict.beam-one" : best.translation === greedy.translation ? "ch10.predict.same" : "ch10.predict.not-greedy"),
-    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : t("ch10.predict.none"),
+    verdict: t(!best ? "prediction.predict.beam-one" : best.translation === greedy.translation ? "prediction.predict.same" : "prediction.predict.not-greedy"),
+    prefix: greedy.steps.some((s) => s.forced) ? greedy.steps.filter((s) => s.forced).map((s) => showToken(s.token)).join(" ") : t("prediction.predict.none"),
   };
 }
 
@@ -96,17 +96,17 @@ export function draw([greedy, wide]) {
   table(greedy);
   const said = facts([greedy, wide]);
   fillStory(lab.part("predict-story"), said);
-  store.headline(chapter, t("ch10.predict.headline", { model: greedy.model, piece: greedy.steps[0] ? said["first-piece"] : "",
+  store.headline(chapter, t("prediction.predict.headline", { model: greedy.model, piece: greedy.steps[0] ? said["first-piece"] : "",
     probability: said["first-probability"], greedy: greedy.translation }));
   lab.part("predict-candidates").replaceChildren(...(wide.candidates || []).map((c) =>
-    el("li", "", t("ch10.predict.candidate", { translation: c.translation, logProb: fmt(c.log_prob), score: fmt(c.score) }))));
+    el("li", "", t("prediction.predict.candidate", { translation: c.translation, logProb: fmt(c.log_prob), score: fmt(c.score) }))));
   const tree = lab.part("predict-tree");
   if (wide.tree) whenNear(tree, () => drawTree(tree, wide));
-  else showEmpty(tree, t("ch10.predict.greedy-tree"));
+  else showEmpty(tree, t("prediction.predict.greedy-tree"));
 }
 
 /** A candidate piece and its probability, as the buttons and the table write it. */
-const said = (choice) => t("ch10.predict.token-probability", { token: showToken(choice.token), probability: fmt(choice.probability) });
+const said = (choice) => t("prediction.predict.token-probability", { token: showToken(choice.token), probability: fmt(choice.probability) });
 
 function table(answer) {
   const made = answer.steps.map((step, s) => {
@@ -127,19 +127,19 @@ function table(answer) {
   lab.part("predict-table").dataset.steps = String(made.length);
 }
 
-const stepName = (s, step) => (step.forced ? t("ch10.predict.forced-step", { step: String(s + 1) }) : String(s + 1));
+const stepName = (s, step) => (step.forced ? t("prediction.predict.forced-step", { step: String(s + 1) }) : String(s + 1));
 
 export function describe(answer) {
   const said = facts(answer);
-  return t("ch10.predict.describe", { model: said.model, piece: said["first-piece"], probability: said["first-probability"], greedy: said.greedy,
+  return t("prediction.predict.describe", { model: said.model, piece: said["first-piece"], probability: said["first-probability"], greedy: said.greedy,
     prefix: said.prefix, beam: said.beam, best: said.best, score: said["best-score"], verdict: said.verdict });
 }
 
 export function rows([greedy]) {
   const k = Math.max(0, ...greedy.steps.map((s) => s.top.length));
   return {
-    caption: t("ch10.predict.caption", { model: greedy.model }),
-    headers: [t("header.step"), t("ch10.predict.chosen"), t("ch10.predict.probability"), ...Array.from({ length: k }, (_, i) => t("ch10.predict.choice", { n: String(i + 1) }))],
+    caption: t("prediction.predict.caption", { model: greedy.model }),
+    headers: [t("header.step"), t("prediction.predict.chosen"), t("prediction.predict.probability"), ...Array.from({ length: k }, (_, i) => t("prediction.predict.choice", { n: String(i + 1) }))],
     rows: greedy.steps.map((step, s) => [stepName(s, step), showToken(step.token), fmt(step.probability),
       ...Array.from({ length: k }, (_, i) => (step.top[i] ? said(step.top[i]) : "–"))]),
   };
@@ -155,7 +155,7 @@ function drawTree(div, answer) {
     x.push(s);
     y.push(i);
     colors.push(STATUS[n.status] || themed("muted"));
-    labels.push(t("ch10.predict.node", { token: plotText(showToken(n.token)), status: t(`ch10.beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
+    labels.push(t("prediction.predict.node", { token: plotText(showToken(n.token)), status: t(`prediction.beam-status.${n.status}`), logProb: fmt(n.log_prob), score: fmt(n.score) }));
     if (n.parent !== null && n.parent !== undefined) edges.x.push(s - 1, s, null), edges.y.push(n.parent, i, null);
   }));
   const data = [
@@ -166,5 +166,5 @@ function drawTree(div, answer) {
   ];
   div.dataset.nodes = String(x.length);
   drawPlot(div, data, baseLayout({ margin: { l: 40, r: 40, t: 8, b: 40 }, xaxis: { title: { text: t("header.step") }, dtick: 1, gridcolor: themed("grid") },
-    yaxis: { autorange: "reversed", title: { text: t("ch10.predict.rank") }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
+    yaxis: { autorange: "reversed", title: { text: t("prediction.predict.rank") }, showgrid: false } }), `${answer.model}-beam${answer.beam_size}-tree`, answer);
 }

@@ -1,15 +1,15 @@
-// Chapter 11's recap: one number per chapter (two for chapter 5: its alignment and its one line, the
-// second's place named by the row's `part`). Each chapter says its own headline (store
-// `headline:N`) as it measures; the numbers measured on the sentence that no chapter has said yet
+// The recap: one number per chapter (two for the attention chapter: its alignment and its one line,
+// the second's place named by the row's `part`), in the rows the template writes from the list of
+// chapters (app/chapters.py). Each chapter says its own headline (store `headline:<slug>`) as it measures; the numbers measured on the sentence that no chapter has said yet
 // come in one request (POST /api/recap) when the recap comes near the screen. A chapter's own
 // headline for the current text wins over the recap's row. While the questions are asked, the row of
 // a chapter whose question is not answered yet says so instead of its answer (store `revealed`).
 import * as api from "../api.js";
-import { el } from "../dom.js";
+import { chapterNumber, el } from "../dom.js";
 import { label, language, t } from "../i18n.js";
 import * as store from "../store.js";
 
-export const chapter = "11";
+export const chapter = "point";
 export const title = "recap";
 export const figures = ["recap"];
 export const asks = "text";
@@ -45,7 +45,7 @@ function seal({ hidden }) {
     for (const part of item.querySelectorAll(".recap__answer, .recap__fact")) part.hidden = sealed;
     let note = item.querySelector(".recap__sealed");
     if (sealed && !note) {
-      note = label(el("span", "recap__sealed"), "ch11.recap.sealed", { chapter: n });
+      note = label(el("span", "recap__sealed"), "point.recap.sealed", { chapter: chapterNumber(n) });
       item.append(note);
     }
     if (note) note.hidden = !sealed;
@@ -58,8 +58,8 @@ export const ask = (text, signal) => api.recap(text, signal);
 /** No figure: a failed request leaves each row as it was (the status line names it). */
 export const failure = () => null;
 
-/** Where a row goes (`data-recap`): its chapter's number, and the part's name for a chapter's second measurement. */
-const place = (row) => (row.part ? `${row.chapter}-${row.part}` : String(row.chapter));
+/** Where a row goes (`data-recap`): its chapter's slug, and the part's name for a chapter's second measurement. */
+const place = (row) => (row.part ? `${row.chapter}-${row.part}` : row.chapter);
 
 export function draw(answer) {
   for (const row of answer.rows) {
@@ -73,14 +73,14 @@ export function draw(answer) {
 const said = (row) => row.said?.[language()] ?? row.text;
 
 export function describe(answer) {
-  return t("ch11.recap.describe", { rows: answer.rows.map((row) => t("ch11.recap.row", { chapter: String(row.chapter), text: said(row) })).join(t("list.separator")) });
+  return t("point.recap.describe", { rows: answer.rows.map((row) => t("point.recap.row", { chapter: chapterNumber(row.chapter), text: said(row) })).join(t("list.separator")) });
 }
 
 export function rows(answer) {
   return {
-    caption: t("ch11.recap.caption"),
-    headers: [t("ch11.recap.chapter"), t("ch11.recap.measured")],
-    rows: answer.rows.map((row) => [String(row.chapter), said(row)]),
+    caption: t("point.recap.caption"),
+    headers: [t("point.recap.chapter"), t("point.recap.measured")],
+    rows: answer.rows.map((row) => [String(chapterNumber(row.chapter)), said(row)]),
   };
 }
 

@@ -1,4 +1,4 @@
-// Chapter 2, recurrence: the plain RNN's encoder reading the typed sentence (POST /api/recurrence),
+// The recurrence chapter, recurrence: the plain RNN's encoder reading the typed sentence (POST /api/recurrence),
 // its state after each piece as a piece x unit heatmap, a step slider that follows the reading
 // with the recurrence written out for that step, and how much each piece moves the state.
 import * as api from "../api.js";
@@ -10,7 +10,7 @@ import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 import { count } from "../url-state.js";
 
-export const chapter = "2";
+export const chapter = "recurrence";
 export const title = "recurrence";
 export const figures = ["recurrence-plot", "recurrence-change", "recurrence-step", "recurrence-step-value",
   "recurrence-equation", "recurrence-rule", "recurrence-story"];
@@ -39,14 +39,14 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("recurrence-plot"), lab.part("recurrence-change")];
 export const ask = (text, signal) => api.recurrence(text, signal);
-export const failure = (error) => couldNot(t("ch2.recurrence.what"), error, t("ch2.recurrence.missing"));
+export const failure = (error) => couldNot(t("recurrence.recurrence.what"), error, t("recurrence.recurrence.missing"));
 
 export function draw(next) {
   answer = next;
   const slider = lab.part("recurrence-step");
   slider.max = String(Math.max(answer.tokens.length - 1, 0));
   slider.value = String(Math.min(lab.page.step, answer.tokens.length - 1));
-  lab.part("recurrence-rule").textContent = t("ch2.recurrence.rule", { rule: unitsRule(answer, "ch2.recurrence.units-rule"), hidden: String(answer.hidden_size) });
+  lab.part("recurrence-rule").textContent = t("recurrence.recurrence.rule", { rule: unitsRule(answer, "recurrence.recurrence.units-rule"), hidden: String(answer.hidden_size) });
   showStep();
   redraw();
   tell();
@@ -66,12 +66,12 @@ function showStep() {
   const { tokens, change, norm, equation } = answer;
   const at = step();
   const token = showToken(tokens[at]);
-  const label = t("ch2.recurrence.piece", { n: String(at + 1), count: tokens.length, token });
+  const label = t("recurrence.recurrence.piece", { n: String(at + 1), count: tokens.length, token });
   lab.part("recurrence-step-value").textContent = label;
   lab.part("recurrence-step").setAttribute("aria-valuetext", label);
   const rule = equation.split(",")[0].replace(/\(t-1\)/g, at === 0 ? "(-1)" : String(at - 1)).replace(/_t\b/g, `_${at}`);
   const before = at === 0 ? "h_(-1)" : `h_${at - 1}`;
-  lab.part("recurrence-equation").textContent = t("ch2.recurrence.equation", { token, rule }) +
+  lab.part("recurrence-equation").textContent = t("recurrence.recurrence.equation", { token, rule }) +
     `   ‖h_${at} − ${before}‖ = ${fmt(change[at])}   ‖h_${at}‖ = ${fmt(norm[at])}`;
 }
 
@@ -90,14 +90,14 @@ function facts({ tokens, change, norm, hidden_size: hidden, model }) {
 function tell() {
   const said = facts(answer);
   fillStory(lab.part("recurrence-story"), said);
-  store.headline(chapter, t("ch2.recurrence.headline", { model: said.model, token: said["biggest-token"], change: said["biggest-change"] }));
+  store.headline(chapter, t("recurrence.recurrence.headline", { model: said.model, token: said["biggest-token"], change: said["biggest-change"] }));
 }
 
 /** The state heatmap: its extremes; the change plot: where the state moves most and least. */
 export function describe(shown, key, plot) {
   if (plot?.id === "recurrence-plot") return describeStates(shown);
   const said = facts(shown);
-  return t("ch2.recurrence.describe", {
+  return t("recurrence.recurrence.describe", {
     model: said.model, count: shown.tokens.length, most: said["biggest-token"], biggest: said["biggest-change"],
     least: said["smallest-token"], smallest: said["smallest-change"], norm: said["final-norm"], max: said["max-norm"],
   });
@@ -105,31 +105,31 @@ export function describe(shown, key, plot) {
 
 function describeStates({ tokens, states, units, model }) {
   const cells = states.flatMap((row, i) => row.map((v, u) => [v, i, u]));
-  if (!cells.length) return t("ch2.recurrence.nothing");
+  if (!cells.length) return t("recurrence.recurrence.nothing");
   const [high, low] = [cells.reduce((a, c) => (c[0] > a[0] ? c : a)), cells.reduce((a, c) => (c[0] < a[0] ? c : a))];
-  const at = ([v, i, u]) => t("ch2.recurrence.at", { value: fmt(v), unit: String(units[u]), token: showToken(tokens[i]) });
-  return t("ch2.recurrence.states-describe", { model, count: tokens.length, units: String(units.length), high: at(high), low: at(low) });
+  const at = ([v, i, u]) => t("recurrence.recurrence.at", { value: fmt(v), unit: String(units[u]), token: showToken(tokens[i]) });
+  return t("recurrence.recurrence.states-describe", { model, count: tokens.length, units: String(units.length), high: at(high), low: at(low) });
 }
 
 export function rows(shown, key, plot) {
   const { tokens, change, norm, states, units } = shown;
   if (plot?.id === "recurrence-change") {
     return {
-      caption: t("ch2.recurrence.change-caption", { model: shown.model }),
+      caption: t("recurrence.recurrence.change-caption", { model: shown.model }),
       headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖"],
       rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), fmt(change[i]), fmt(norm[i])]),
     };
   }
   if (plot?.id === "recurrence-plot") {
     return {
-      caption: t("ch2.recurrence.states-caption", { model: shown.model, count: units.length }),
-      headers: [t("header.piece"), t("header.token"), ...units.map((u) => t("ch2.recurrence.unit-n", { unit: String(u) }))],
+      caption: t("recurrence.recurrence.states-caption", { model: shown.model, count: units.length }),
+      headers: [t("header.piece"), t("header.token"), ...units.map((u) => t("recurrence.recurrence.unit-n", { unit: String(u) }))],
       rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), ...states[i].map(fmt)]),
     };
   }
   return {
-    caption: t("ch2.recurrence.caption", { model: shown.model, count: units.length }),
-    headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖", ...units.map((u) => t("ch2.recurrence.unit-n", { unit: String(u) }))],
+    caption: t("recurrence.recurrence.caption", { model: shown.model, count: units.length }),
+    headers: [t("header.piece"), t("header.token"), "‖h_t − h_(t−1)‖", "‖h_t‖", ...units.map((u) => t("recurrence.recurrence.unit-n", { unit: String(u) }))],
     rows: tokens.map((tok, i) => [String(i + 1), showToken(tok), fmt(change[i]), fmt(norm[i]), ...states[i].map(fmt)]),
   };
 }
@@ -137,20 +137,20 @@ export function rows(shown, key, plot) {
 function drawStates(div, shown, at) {
   const { tokens, states, units } = shown;
   if (!tokens.length) {
-    showEmpty(div, t("ch2.recurrence.nothing"));
+    showEmpty(div, t("recurrence.recurrence.nothing"));
     return;
   }
   const labels = tokens.map((tok) => plotText(showToken(tok)));
   const trace = {
     type: "heatmap", z: states, x: units.map((_, i) => i), y: tokens.map((_, i) => i),
     customdata: labels.map((tok) => units.map((u) => [tok, u])),
-    hovertemplate: t("ch2.recurrence.hover"),
+    hovertemplate: t("recurrence.recurrence.hover"),
     colorscale: GATE_SCALE, zmin: -1, zmax: 1, showscale: false, xgap: 1, ygap: 1, meta: { colorbarTitle: "h" },
   };
   const shown16 = units.map((_, i) => i).filter((i) => i % Math.ceil(units.length / 16) === 0);
   const layout = baseLayout({
     margin: { l: 70, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("ch2.recurrence.unit") }, tickmode: "array", tickvals: shown16, ticktext: shown16.map((i) => String(units[i])), showgrid: false, zeroline: false },
+    xaxis: { title: { text: t("recurrence.recurrence.unit") }, tickmode: "array", tickvals: shown16, ticktext: shown16.map((i) => String(units[i])), showgrid: false, zeroline: false },
     yaxis: tokenAxis(tokens, { autorange: "reversed" }),
     shapes: [{ type: "rect", xref: "paper", x0: 0, x1: 1, y0: at - 0.5, y1: at + 0.5, line: { color: READING, width: 3 } }],
   });
@@ -177,7 +177,7 @@ function drawChange(div, shown, at) {
   const layout = baseLayout({
     margin: { l: 48, r: 12, t: 10, b: 60 },
     xaxis: tokenAxis(tokens, { tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: { title: { text: t("ch2.recurrence.length") }, rangemode: "tozero", gridcolor: themed("grid"), zeroline: false },
+    yaxis: { title: { text: t("recurrence.recurrence.length") }, rangemode: "tozero", gridcolor: themed("grid"), zeroline: false },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   });
   div.dataset.step = String(at);

@@ -1,4 +1,4 @@
-// Chapter 7, scaling by sqrt(d_k): the softmax of q . k saturates as d_k grows (sampled N(0, 1)
+// The scaling chapter, scaling by sqrt(d_k): the softmax of q . k saturates as d_k grows (sampled N(0, 1)
 // vectors, POST /api/scaling), and dividing by sqrt(d_k) keeps it soft; the Transformer's own
 // heads on the typed sentence, their scores' spread with and without the scale. The prose is
 // filled from the answer: every number and every "larger" or "smaller" is computed here.
@@ -10,17 +10,17 @@ import { baseLayout, draw as drawPlot, OKABE_ITO, themed } from "../plots.js";
 import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
-export const chapter = "7";
+export const chapter = "scaling";
 export const title = "scaling experiment";
 export const figures = ["scaling-curves", "scaling-heads", "scaling-story"];
 export const asks = "text";
 
 const RAW = OKABE_ITO.vermillion;
 const SCALED = OKABE_ITO.blue;
-const QUANTITIES = [["max_weight", "ch7.scaling.max-weight"], ["entropy", "ch7.scaling.entropy"], ["gradient", "ch7.scaling.gradient"]];
+const QUANTITIES = [["max_weight", "scaling.scaling.max-weight"], ["entropy", "scaling.scaling.entropy"], ["gradient", "scaling.scaling.gradient"]];
 const QUANTITY = Object.fromEntries(QUANTITIES);
 
-const than = (a, b) => t(a > b ? "ch7.scaling.larger" : a < b ? "ch7.scaling.smaller" : "ch7.scaling.same");
+const than = (a, b) => t(a > b ? "scaling.scaling.larger" : a < b ? "scaling.scaling.smaller" : "scaling.scaling.same");
 
 let lab = null;
 
@@ -32,7 +32,7 @@ function scalingFacts(answer) {
   const cross = summary.cross || summary.encoder;
   return {
     model: answer.model, "d-k": String(dk), keys: String(sampled.keys), draws: String(sampled.draws),
-    distribution: t("ch7.scaling.distribution"), // the server draws them so (API `sampled.distribution`)
+    distribution: t("scaling.scaling.distribution"), // the server draws them so (API `sampled.distribution`)
     "std-small-dk": String(first.d_k), "std-small": fmt(first.score_std),
     "std-large-dk": String(last.d_k), "std-large": fmt(last.score_std),
     "raw-max": fmt(raw.max_weight), "scaled-max": fmt(scaled.max_weight),
@@ -41,7 +41,7 @@ function scalingFacts(answer) {
     "gradient-direction": than(scaled.gradient, raw.gradient),
     "heads-raw-std": fmt(cross.raw_std), "heads-scaled-std": fmt(cross.scaled_std),
     "heads-raw-max": fmt(cross.unscaled_max_weight), "heads-scaled-max": fmt(cross.max_weight),
-    "heads-kind": t(summary.cross ? "ch7.scaling.cross" : "ch7.scaling.encoder"),
+    "heads-kind": t(summary.cross ? "scaling.scaling.cross" : "scaling.scaling.encoder"),
   };
 }
 
@@ -52,12 +52,12 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("scaling-curves"), lab.part("scaling-heads")];
 export const ask = (text, signal) => api.scaling(text, signal);
-export const failure = (error) => couldNot(t("ch7.scaling.what"), error);
+export const failure = (error) => couldNot(t("scaling.scaling.what"), error);
 
 export function draw(answer) {
   const facts = scalingFacts(answer);
   fillStory(lab.part("scaling-story"), facts);
-  store.headline(chapter, t("ch7.scaling.headline", { model: answer.model, dk: String(answer.d_k), raw: facts["raw-max"], scaled: facts["scaled-max"] }));
+  store.headline(chapter, t("scaling.scaling.headline", { model: answer.model, dk: String(answer.d_k), raw: facts["raw-max"], scaled: facts["scaled-max"] }));
   const [curves, heads] = panels();
   whenNear(curves, () => drawCurves(curves, answer));
   whenNear(heads, () => drawHeads(heads, answer));
@@ -69,28 +69,28 @@ export function describe(answer, key, plot) {
     keys: f.keys, small: f["std-small"], smallDk: f["std-small-dk"], large: f["std-large"], largeDk: f["std-large-dk"], model: f.model,
     dk: f["d-k"], rawMax: f["raw-max"], scaledMax: f["scaled-max"], rawGradient: f["raw-gradient"], scaledGradient: f["scaled-gradient"],
   };
-  if (plot?.id === "scaling-curves") return t("ch7.scaling.curves-describe", said);
+  if (plot?.id === "scaling-curves") return t("scaling.scaling.curves-describe", said);
   if (plot?.id === "scaling-heads") {
-    const range = (k) => t("ch7.scaling.range", { low: fmt(Math.min(...answer.heads.map((h) => h[k]))), high: fmt(Math.max(...answer.heads.map((h) => h[k]))) });
-    return t("ch7.scaling.heads-describe", { model: f.model, count: answer.heads.length, raw: range("raw_std"), scaled: range("scaled_std") });
+    const range = (k) => t("scaling.scaling.range", { low: fmt(Math.min(...answer.heads.map((h) => h[k]))), high: fmt(Math.max(...answer.heads.map((h) => h[k]))) });
+    return t("scaling.scaling.heads-describe", { model: f.model, count: answer.heads.length, raw: range("raw_std"), scaled: range("scaled_std") });
   }
-  return t("ch7.scaling.describe", said);
+  return t("scaling.scaling.describe", said);
 }
 
 export function rows(answer, key, plot) {
   if (plot?.id === "scaling-heads") {
     return {
-      caption: t("ch7.scaling.heads-caption", { model: answer.model }),
-      headers: [t("ch9.heads-lab.head"), t("ch7.scaling.without"), t("ch7.scaling.with")],
-      rows: answer.heads.map((h) => [t("ch7.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }),
+      caption: t("scaling.scaling.heads-caption", { model: answer.model }),
+      headers: [t("heads.heads-lab.head"), t("scaling.scaling.without"), t("scaling.scaling.with")],
+      rows: answer.heads.map((h) => [t("scaling.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }),
         fmt(h.raw_std), fmt(h.scaled_std)]),
     };
   }
   const { unscaled, scaled } = answer.sampled;
-  const pair = (key) => ["q · k", "q · k / √d_k"].map((score) => t("ch7.scaling.column", { quantity: t(QUANTITY[key]), score }));
+  const pair = (key) => ["q · k", "q · k / √d_k"].map((score) => t("scaling.scaling.column", { quantity: t(QUANTITY[key]), score }));
   return {
-    caption: t("ch7.scaling.caption", { keys: String(answer.sampled.keys), draws: String(answer.sampled.draws), dk: String(answer.d_k) }),
-    headers: ["d_k", t("ch7.scaling.spread"), ...QUANTITIES.flatMap(([key]) => pair(key))],
+    caption: t("scaling.scaling.caption", { keys: String(answer.sampled.keys), draws: String(answer.sampled.draws), dk: String(answer.d_k) }),
+    headers: ["d_k", t("scaling.scaling.spread"), ...QUANTITIES.flatMap(([key]) => pair(key))],
     rows: unscaled.map((r, i) => [String(r.d_k), fmt(r.score_std), ...QUANTITIES.flatMap(([key]) => [fmt(r[key]), fmt(scaled[i][key])])]),
   };
 }
@@ -120,7 +120,7 @@ function drawCurves(div, answer) {
   });
   const layout = baseLayout({ margin: { l: 48, r: 10, t: 30, b: 44 }, ...axes, shapes,
     legend: { orientation: "h", x: 0, y: 1.12 },
-    annotations: [{ text: t("ch7.scaling.model-dk", { dk: String(dk) }), xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
+    annotations: [{ text: t("scaling.scaling.model-dk", { dk: String(dk) }), xref: "x", yref: "y domain", x: Math.log10(dk), y: 1, yanchor: "bottom", showarrow: false, font: { size: 11 } }] });
   div.dataset.dk = String(dk);
   drawPlot(div, data, layout, `${answer.model}-scaling-sampled`, answer);
 }
@@ -128,13 +128,13 @@ function drawCurves(div, answer) {
 function drawHeads(div, answer) {
   const heads = answer.heads;
   const x = heads.map((_, i) => i);
-  const labels = heads.map((h) => t("ch7.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }));
+  const labels = heads.map((h) => t("scaling.scaling.head", { kind: t(`kind.${h.kind}`), layer: String(h.layer + 1), head: String(h.head + 1) }));
   const bar = (name, key, color) => ({ type: "bar", name, x, y: heads.map((h) => h[key]), customdata: labels,
     marker: { color }, hovertemplate: `%{customdata}<br>${t("plot.hover-value", { label: name, value: "%{y:.4g}" })}<extra></extra>` });
   const layout = baseLayout({ margin: { l: 56, r: 10, t: 30, b: 90 }, barmode: "group",
     legend: { orientation: "h", x: 0, y: 1.12 },
     xaxis: { tickmode: "array", tickvals: x, ticktext: labels, tickangle: -60, tickfont: { size: 9 } },
-    yaxis: { type: "log", title: { text: t("ch7.scaling.std") }, gridcolor: themed("grid") } });
-  drawPlot(div, [bar(t("ch7.scaling.without"), "raw_std", RAW), bar(t("ch7.scaling.with"), "scaled_std", SCALED)], layout,
+    yaxis: { type: "log", title: { text: t("scaling.scaling.std") }, gridcolor: themed("grid") } });
+  drawPlot(div, [bar(t("scaling.scaling.without"), "raw_std", RAW), bar(t("scaling.scaling.with"), "scaled_std", SCALED)], layout,
     `${answer.model}-scaling-heads`, answer);
 }

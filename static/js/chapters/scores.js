@@ -1,4 +1,4 @@
-// Chapter 5, deriving attention, one output word at a time: for every recurrent model with
+// The attention chapter, deriving attention, one output word at a time: for every recurrent model with
 // attention, side by side (keyed by model), the raw scores e_j of the word the reader picked, the
 // softmax weights (the model's own, and re-normalised at the temperature slider's T), and the
 // blend of the encoder's states they give (POST /api/scores); the prose from the first model's
@@ -14,7 +14,7 @@ import { modelFailure } from "../requests.js";
 import * as store from "../store.js";
 import { count } from "../url-state.js";
 
-export const chapter = "5";
+export const chapter = "attention";
 export const title = "scores";
 export const figures = ["scores-panels", "scores-row", "scores-temperature", "scores-temperature-value", "scores-story"];
 export const asks = "text";
@@ -56,7 +56,7 @@ export function mount(context) {
   for (const name of models) panelsOf.set(name, panel(catalog.info(name)));
   const container = part("scores-panels");
   container.replaceChildren(...[...panelsOf.values()].map((p) => p.figure));
-  if (!models.length) container.append(label(el("p", "panel panel--note"), "ch5.scores.none"));
+  if (!models.length) container.append(label(el("p", "panel panel--note"), "attention.scores.none"));
   const select = part("scores-row");
   select.addEventListener("change", () => pick(Number(select.value)));
   const slider = part("scores-temperature");
@@ -87,13 +87,13 @@ export async function ask(text, signal, name) {
 }
 
 export function failure(error, name) {
-  return error.model ? modelFailure(error, name) : t("ch5.scores.failure", { why: api.explain(error) });
+  return error.model ? modelFailure(error, name) : t("attention.scores.failure", { why: api.explain(error) });
 }
 
 export function draw(answer, name) {
   const { plot, blend } = panelsOf.get(name);
   if (!answer) {
-    for (const div of [plot, blend]) showEmpty(div, t("ch5.scores.no-word", { name }));
+    for (const div of [plot, blend]) showEmpty(div, t("attention.scores.no-word", { name }));
     return;
   }
   drawScores(plot, answer);
@@ -114,7 +114,7 @@ function fillRows() {
   const select = lab.part("scores-row");
   const options = Array.from({ length: count }, (_, i) => {
     const words = [...new Set(lists.filter((l) => i < l.length).map((l) => showToken(l[i])))];
-    return new Option(t("ch5.scores.row-option", { row: String(i + 1), words: words.join(" / ") }), String(i));
+    return new Option(t("attention.scores.row-option", { row: String(i + 1), words: words.join(" / ") }), String(i));
   });
   select.replaceChildren(...options);
   select.value = String(Math.min(lab.page.row, Math.max(count - 1, 0)));
@@ -122,7 +122,7 @@ function fillRows() {
 
 function showTemperature() {
   lab.part("scores-temperature-value").textContent = `T = ${decimal(String(temperature))}`;
-  lab.part("scores-temperature").setAttribute("aria-valuetext", t("ch5.scores.temperature", { temperature: decimal(String(temperature)) }));
+  lab.part("scores-temperature").setAttribute("aria-valuetext", t("attention.scores.temperature", { temperature: decimal(String(temperature)) }));
 }
 
 /** The prose's facts of one model's answer. */
@@ -134,44 +134,44 @@ function facts(name, answer) {
     word: t("quote", { text: showToken(query) }), model: name, "max-weight": fmt(answer.max_weight),
     "top-source": t("quote", { text: showToken(source[top]) }), temperature: decimal(String(answer.temperature)), "max-reweighted": fmt(answer.reweighted_max_weight),
     "entropy-t": fmt(answer.reweighted_entropy), entropy: fmt(answer.entropy), "max-entropy": fmt(answer.max_entropy),
-    direction: t(change > 0 ? "ch5.scores.spread" : change < 0 ? "ch5.scores.sharper" : "ch5.scores.own"),
+    direction: t(change > 0 ? "attention.scores.spread" : change < 0 ? "attention.scores.sharper" : "attention.scores.own"),
   };
 }
 
 function tell(name, answer) {
   const said = facts(name, answer);
   panelsOf.get(name).readout.textContent =
-    t("ch5.scores.readout", { word: said.word, top: said["top-source"], weight: said["max-weight"], entropy: said.entropy,
+    t("attention.scores.readout", { word: said.word, top: said["top-source"], weight: said["max-weight"], entropy: said.entropy,
       entropyT: said["entropy-t"], temperature: said.temperature, max: said["max-entropy"] });
   if (name !== models[0]) return;
   fillStory(lab.part("scores-story"), said);
-  store.headline(chapter, t("ch5.scores.headline", { name, word: said.word, weight: said["max-weight"], top: said["top-source"] }));
+  store.headline(chapter, t("attention.scores.headline", { name, word: said.word, weight: said["max-weight"], top: said["top-source"] }));
 }
 
 /** The scores plot: the scores' range and the weight they give; the blend: the weights at T. */
 export function describe(answer, name, plot) {
-  if (!answer) return t("ch5.scores.no-word", { name });
+  if (!answer) return t("attention.scores.no-word", { name });
   const said = facts(name, answer);
   if (plot && plot === panelsOf.get(name).plot) {
-    return t("ch5.scores.plot-describe", { word: said.word, name, low: fmt(Math.min(...answer.scores)), high: fmt(Math.max(...answer.scores)),
+    return t("attention.scores.plot-describe", { word: said.word, name, low: fmt(Math.min(...answer.scores)), high: fmt(Math.max(...answer.scores)),
       weight: said["max-weight"], top: said["top-source"] });
   }
-  return t("ch5.scores.describe", { word: said.word, name, weight: said["max-weight"], top: said["top-source"], temperature: said.temperature,
+  return t("attention.scores.describe", { word: said.word, name, weight: said["max-weight"], top: said["top-source"], temperature: said.temperature,
     reweighted: said["max-reweighted"], entropyT: said["entropy-t"], entropy: said.entropy, max: said["max-entropy"], direction: said.direction });
 }
 
 export function rows(answer, name, plot) {
-  if (!answer) return { caption: t("ch5.scores.no-word-caption", { name }), headers: [t("ch5.scores.source-piece")], rows: [] };
+  if (!answer) return { caption: t("attention.scores.no-word-caption", { name }), headers: [t("attention.scores.source-piece")], rows: [] };
   if (plot && plot === panelsOf.get(name).plot) {
     return {
-      caption: t("ch5.scores.plot-caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token) }),
-      headers: [t("ch5.scores.source-piece"), t("ch5.scores.score"), t("ch5.scores.weight-plain")],
+      caption: t("attention.scores.plot-caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token) }),
+      headers: [t("attention.scores.source-piece"), t("attention.scores.score"), t("attention.scores.weight-plain")],
       rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j])]),
     };
   }
   return {
-    caption: t("ch5.scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: decimal(String(answer.temperature)) }),
-    headers: [t("ch5.scores.source-piece"), t("ch5.scores.score"), t("ch5.scores.weight"), `softmax(e_j / ${decimal(String(answer.temperature))})`],
+    caption: t("attention.scores.caption", { name, row: String(answer.row + 1), word: showToken(answer.query_token), temperature: decimal(String(answer.temperature)) }),
+    headers: [t("attention.scores.source-piece"), t("attention.scores.score"), t("attention.scores.weight"), `softmax(e_j / ${decimal(String(answer.temperature))})`],
     rows: answer.source_tokens.map((tok, j) => [showToken(tok), fmt(answer.scores[j]), fmt(answer.weights[j]), fmt(answer.reweighted[j])]),
   };
 }
@@ -183,8 +183,8 @@ function panel(info) {
   const readout = el("span", "scores-panel__readout");
   caption.append(lab.catalog.summarize(el("span", "panel__title"), info), " ", el("code", "", info.name),
     el("code", "scores-panel__formula", ""), readout, el("span", "panel__note", ""));
-  const plot = plotDiv(`scores-${info.name}`, "plot--scores", "ch5.scores.plot-label", info.name);
-  const blend = plotDiv(`blend-${info.name}`, "plot--blend", "ch5.scores.blend-label", info.name);
+  const plot = plotDiv(`scores-${info.name}`, "plot--scores", "attention.scores.plot-label", info.name);
+  const blend = plotDiv(`blend-${info.name}`, "plot--blend", "attention.scores.blend-label", info.name);
   figure.append(caption, plot, blend);
   return { figure, plot, blend, readout };
 }
@@ -208,16 +208,16 @@ function drawScores(div, answer) {
     hovertemplate: `<b>%{customdata}</b><br>${t("plot.hover-value", { label: name, value: "%{y:.4g}" })}<extra></extra>`, ...extra,
   });
   const data = [
-    bar(t("ch5.scores.score"), answer.scores, SCORE, "y", { showlegend: false }),
-    bar(t("ch5.scores.weight"), answer.weights, OWN, "y2"),
+    bar(t("attention.scores.score"), answer.scores, SCORE, "y", { showlegend: false }),
+    bar(t("attention.scores.weight"), answer.weights, OWN, "y2"),
     bar(`softmax(e_j / ${decimal(String(answer.temperature))})`, answer.reweighted, AT_T, "y2"),
   ];
   const layout = baseLayout({
     margin: { l: 52, r: 12, t: 28, b: 60 },
     barmode: "group",
     xaxis: tokenAxis(tokens, { anchor: "y2", tickangle: tokens.length > 8 ? -45 : 0 }),
-    yaxis: { domain: [0.6, 1], title: { text: t("ch5.scores.score-axis") }, gridcolor: themed("grid"), zeroline: true },
-    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: t("ch5.scores.weight-axis") }, gridcolor: themed("grid") },
+    yaxis: { domain: [0.6, 1], title: { text: t("attention.scores.score-axis") }, gridcolor: themed("grid"), zeroline: true },
+    yaxis2: { domain: [0, 0.48], range: [0, 1], title: { text: t("attention.scores.weight-axis") }, gridcolor: themed("grid") },
     legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
   });
   div.dataset.row = String(answer.row);
@@ -229,19 +229,19 @@ function drawScores(div, answer) {
 function drawBlend(div, answer) {
   const { blend, source_tokens: tokens, weights } = answer;
   div.closest("figure").querySelector(".panel__note").textContent =
-    t("ch5.scores.blend-note", { rule: unitsRule(blend, "ch5.scores.units-rule") });
-  const labels = [...tokens.map((tok, j) => t("ch5.scores.token-weight", { token: showToken(tok), weight: fmt(weights[j]) })), t("ch5.scores.context")];
+    t("attention.scores.blend-note", { rule: unitsRule(blend, "attention.scores.units-rule") });
+  const labels = [...tokens.map((tok, j) => t("attention.scores.token-weight", { token: showToken(tok), weight: fmt(weights[j]) })), t("attention.scores.context")];
   const z = [...blend.states, blend.context];
   const reach = Math.max(...z.flat().map(Math.abs), 1e-9);
   const trace = {
     type: "heatmap", z, x: blend.units.map((_, i) => i), y: labels.map((_, i) => i),
     customdata: labels.map((r) => blend.units.map((u) => [plotText(r), u])),
-    hovertemplate: t("ch5.scores.blend-hover"),
+    hovertemplate: t("attention.scores.blend-hover"),
     colorscale: GATE_SCALE, zmin: -reach, zmax: reach, showscale: false, xgap: 1, ygap: 1, meta: { colorbarTitle: "value" },
   };
   const layout = baseLayout({
     margin: { l: 110, r: 12, t: 8, b: 40 },
-    xaxis: { title: { text: t("ch5.scores.units", { shown: String(blend.units.length), hidden: String(blend.hidden_size) }) }, showticklabels: false, showgrid: false, zeroline: false },
+    xaxis: { title: { text: t("attention.scores.units", { shown: String(blend.units.length), hidden: String(blend.hidden_size) }) }, showticklabels: false, showgrid: false, zeroline: false },
     yaxis: tokenAxis(labels, { autorange: "reversed" }),
     shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: labels.length - 1.5, y1: labels.length - 1.5, line: { color: themed("ink"), width: 2 } }],
   });

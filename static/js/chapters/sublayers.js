@@ -1,4 +1,4 @@
-// Chapter 9, room to think: the Transformer's feed-forward sub-layers and residual paths, each
+// The heads chapter, room to think: the Transformer's feed-forward sub-layers and residual paths, each
 // switched off in every layer (POST /api/translate's sublayers_off). The reader's sentence is
 // translated live with each; the test-split BLEU of each comes from the shipped evaluation
 // (GET /api/models' `sublayers`, models.evaluate --sublayers).
@@ -8,14 +8,14 @@ import { fillStory, fmt } from "../facts.js";
 import { t } from "../i18n.js";
 import { couldNot } from "../requests.js";
 
-export const chapter = "9";
+export const chapter = "heads";
 export const title = "room to think";
 export const figures = ["sublayers-table", "sublayers-story"];
 export const asks = "text";
 
 const SWITCHES = [null, "feed_forward", "residual_attention", "residual_feed_forward"];
-const NAMES = { none: "ch9.sublayers.none", feed_forward: "ch9.sublayers.feed_forward", residual_attention: "ch9.sublayers.residual_attention",
-  residual_feed_forward: "ch9.sublayers.residual_feed_forward" };
+const NAMES = { none: "heads.sublayers.none", feed_forward: "heads.sublayers.feed_forward", residual_attention: "heads.sublayers.residual_attention",
+  residual_feed_forward: "heads.sublayers.residual_feed_forward" };
 let lab = null;
 let model = null; // the Transformer's catalogue entry: its name and its shipped sub-layer scores
 
@@ -29,7 +29,7 @@ export const panels = () => [lab.part("sublayers-table")];
 export const wants = () => model !== null;
 export const ask = (text, signal) => Promise.all(SWITCHES.map((off) =>
   api.translateWith(text, model.name, off ? [off] : [], signal)));
-export const failure = (error) => couldNot(t("ch9.sublayers.what"), error);
+export const failure = (error) => couldNot(t("heads.sublayers.what"), error);
 
 /** Per switch: its name, the live translation, and its shipped test BLEU (null when not scored). */
 function lines(answers) {
@@ -39,7 +39,7 @@ function lines(answers) {
   });
 }
 
-const bleu = (score) => (score ? t("ch9.sublayers.bleu", { bleu: fmt(score.bleu), low: fmt(score.bleu_low), high: fmt(score.bleu_high) }) : "–");
+const bleu = (score) => (score ? t("heads.sublayers.bleu", { bleu: fmt(score.bleu), low: fmt(score.bleu_low), high: fmt(score.bleu_high) }) : "–");
 
 export function draw(answers) {
   const made = lines(answers);
@@ -58,13 +58,13 @@ export function draw(answers) {
 }
 
 export function describe(answers) {
-  return t("ch9.sublayers.describe", { model: model.name, rows: lines(answers).map((l) => t("ch9.sublayers.row", { name: l.name, translation: l.translation, bleu: bleu(l.score) })).join(t("list.separator")) });
+  return t("heads.sublayers.describe", { model: model.name, rows: lines(answers).map((l) => t("heads.sublayers.row", { name: l.name, translation: l.translation, bleu: bleu(l.score) })).join(t("list.separator")) });
 }
 
 export function rows(answers) {
   return {
-    caption: t("ch9.sublayers.caption", { model: model.name }),
-    headers: [t("ch9.sublayers.switch"), t("ch9.sublayers.translation"), t("ch9.sublayers.test-bleu")],
+    caption: t("heads.sublayers.caption", { model: model.name }),
+    headers: [t("heads.sublayers.switch"), t("heads.sublayers.translation"), t("heads.sublayers.test-bleu")],
     rows: lines(answers).map((l) => [l.name, l.translation, bleu(l.score)]),
   };
 }

@@ -1,4 +1,4 @@
-// Chapter 6, dropping the recurrence: the LSTM's encoder against the Transformer's, wall time
+// The parallel chapter, dropping the recurrence: the LSTM's encoder against the Transformer's, wall time
 // against input length on the server's own hardware (POST /api/timing). The measurement costs
 // seconds of the server's time, so it runs only when the reader presses the button (a result the
 // server kept answers at once); while it runs, GET /api/timing/status gives the progress. A server
@@ -10,7 +10,7 @@ import { whenNear } from "../lazy.js";
 import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../plots.js";
 import * as store from "../store.js";
 
-export const chapter = "6";
+export const chapter = "parallel";
 export const title = "timing";
 export const figures = ["timing-plot", "timing-measure", "timing-progress", "timing-status", "timing-story"];
 export const asks = "self";
@@ -35,7 +35,7 @@ let answer = null; // the answer drawn
 
 export function mount(context) {
   lab = context;
-  showEmpty(lab.part("timing-plot"), ["ch6.timing.press"]);
+  showEmpty(lab.part("timing-plot"), ["parallel.timing.press"]);
   lab.part("timing-measure").addEventListener("click", measure);
 }
 
@@ -53,14 +53,14 @@ export async function ask(text, signal) {
 }
 
 export function failure(error) {
-  if (error instanceof api.ApiError && error.status === 429) return t("ch6.timing.someone-else", { why: api.explain(error) });
-  return t("ch6.timing.failure", { why: api.explain(error) });
+  if (error instanceof api.ApiError && error.status === 429) return t("parallel.timing.someone-else", { why: api.explain(error) });
+  return t("parallel.timing.failure", { why: api.explain(error) });
 }
 
 export function draw(next) {
   answer = next;
-  say(t("ch6.timing.measured", { when: when(answer.measured_at), device: answer.device_name }));
-  label(lab.part("timing-measure"), "ch6.timing.again");
+  say(t("parallel.timing.measured", { when: when(answer.measured_at), device: answer.device_name }));
+  label(lab.part("timing-measure"), "parallel.timing.again");
   tell();
   const div = lab.part("timing-plot");
   whenNear(div, () => drawTiming(div, answer, lab.catalog));
@@ -74,7 +74,7 @@ async function measure() {
   const progress = lab.part("timing-progress");
   progress.hidden = false;
   progress.value = 0;
-  say(t("ch6.timing.measuring"));
+  say(t("parallel.timing.measuring"));
   await lab.ask();
   progress.hidden = true;
   button.disabled = false;
@@ -98,7 +98,7 @@ function poll() {
         if (status.running && polling.on) {
           progress.max = Math.max(status.total, 1);
           progress.value = status.done;
-          progress.setAttribute("aria-valuetext", t("ch6.timing.progress", { done: String(status.done), total: String(status.total) }));
+          progress.setAttribute("aria-valuetext", t("parallel.timing.progress", { done: String(status.done), total: String(status.total) }));
         }
       } catch {
         // progress is a nicety: the measurement's own answer says what happened
@@ -113,8 +113,8 @@ function poll() {
 export function encoderSaid(a, name) {
   const size = a.encoder_sizes[name];
   const numbers = Object.fromEntries(Object.entries(size).filter(([, v]) => Number.isInteger(v)).map(([k, v]) => [k, String(v)]));
-  if (Number.isInteger(size.heads)) return t("ch6.timing.encoder-size.transformer", numbers); // an encoder of heads, not of cells
-  return t("ch6.timing.encoder-size.recurrent", { ...numbers, cell: size.cell.toUpperCase(), count: size.layers });
+  if (Number.isInteger(size.heads)) return t("parallel.timing.encoder-size.transformer", numbers); // an encoder of heads, not of cells
+  return t("parallel.timing.encoder-size.recurrent", { ...numbers, cell: size.cell.toUpperCase(), count: size.layers });
 }
 
 /** The story's facts; the two encoders as the server chose them (by what they have inside, not by name). */
@@ -122,14 +122,14 @@ function facts(a) {
   const { recurrent, parallel } = a.roles;
   const [shortest, longest] = [Math.min(...a.lengths), Math.max(...a.lengths)];
   const faster = a.recurrent_over_parallel_longest; // like with like: both encoders at the longest length
-  const verdict = t(faster > 1 ? "ch6.timing.transformer-faster" : "ch6.timing.lstm-faster");
+  const verdict = t(faster > 1 ? "parallel.timing.transformer-faster" : "parallel.timing.lstm-faster");
   return {
     "device-name": a.device_name, device: a.device, threads: String(a.torch_threads),
-    "measured-at": t("ch6.timing.measured-at", { when: when(a.measured_at) }), shortest: String(shortest), longest: String(longest),
+    "measured-at": t("parallel.timing.measured-at", { when: when(a.measured_at) }), shortest: String(shortest), longest: String(longest),
     "growth-recurrent": fmt(a.growth[recurrent]), "growth-parallel": fmt(a.growth[parallel]),
     "lstm-over-transformer": fmt(faster), verdict,
     "encoder-recurrent": encoderSaid(a, recurrent), "encoder-parallel": encoderSaid(a, parallel),
-    complete: t(a.complete ? "ch6.timing.complete" : "ch6.timing.incomplete", { repeats: String(a.max_repeats), limit: number(a.limit_s) }),
+    complete: t(a.complete ? "parallel.timing.complete" : "parallel.timing.incomplete", { repeats: String(a.max_repeats), limit: number(a.limit_s) }),
   };
 }
 
@@ -137,19 +137,19 @@ function tell() {
   const said = facts(answer);
   fillStory(lab.part("timing-story"), said);
   for (const p of lab.part("timing-story").querySelectorAll(".timing-result")) p.hidden = false;
-  store.headline(chapter, t("ch6.timing.headline", { longest: said.longest, times: said["lstm-over-transformer"], device: answer.device }), true);
+  store.headline(chapter, t("parallel.timing.headline", { longest: said.longest, times: said["lstm-over-transformer"], device: answer.device }), true);
 }
 
 export function describe(shown) {
   const said = facts(shown);
-  return t("ch6.timing.describe", { name: said["device-name"], device: said.device, shortest: said.shortest, longest: said.longest,
+  return t("parallel.timing.describe", { name: said["device-name"], device: said.device, shortest: said.shortest, longest: said.longest,
     recurrent: said["growth-recurrent"], parallel: said["growth-parallel"], verdict: said.verdict });
 }
 
 export function rows(shown) {
   return {
-    caption: t("ch6.timing.caption", { name: shown.device_name, device: shown.device }),
-    headers: [t("ch6.timing.encoder"), t("ch6.timing.x-axis"), t("ch6.timing.y-axis"), t("ch6.timing.repeats")],
+    caption: t("parallel.timing.caption", { name: shown.device_name, device: shown.device }),
+    headers: [t("parallel.timing.encoder"), t("parallel.timing.x-axis"), t("parallel.timing.y-axis"), t("parallel.timing.repeats")],
     rows: Object.entries(shown.timings).flatMap(([model, timed]) =>
       timed.map((row) => [model, String(row.length), fmt(row.median_ms), String(row.repeats)])),
   };
@@ -158,7 +158,7 @@ export function rows(shown) {
 function drawTiming(div, shown, catalog) {
   const models = Object.keys(shown.timings);
   if (!models.length) {
-    showEmpty(div, t("ch6.timing.nothing"));
+    showEmpty(div, t("parallel.timing.nothing"));
     return;
   }
   const data = models.map((model) => ({
@@ -166,12 +166,12 @@ function drawTiming(div, shown, catalog) {
     x: shown.timings[model].map((row) => row.length), y: shown.timings[model].map((row) => row.median_ms),
     customdata: shown.timings[model].map((row) => row.repeats),
     line: { color: catalog.colour(model), width: 2.5 }, marker: { size: 7, symbol: catalog.marker(model) },
-    hovertemplate: t("ch6.timing.hover", { model: plotText(model) }),
+    hovertemplate: t("parallel.timing.hover", { model: plotText(model) }),
   }));
   const layout = baseLayout({
     margin: { l: 64, r: 12, t: 10, b: 48 },
-    xaxis: { title: { text: t("ch6.timing.x-axis") }, type: "log", gridcolor: themed("grid") },
-    yaxis: { title: { text: t("ch6.timing.y-axis") }, type: "log", gridcolor: themed("grid") },
+    xaxis: { title: { text: t("parallel.timing.x-axis") }, type: "log", gridcolor: themed("grid") },
+    yaxis: { title: { text: t("parallel.timing.y-axis") }, type: "log", gridcolor: themed("grid") },
     legend: { x: 0, y: 1, bgcolor: "rgba(255,255,255,0.85)" },
   });
   drawPlot(div, data, layout, `encoder-timing-${shown.device}`, shown);

@@ -1,4 +1,4 @@
-// Chapter 1, training by gradients: every model's training log (GET /api/curves) on one chart,
+// The training chapter, training by gradients: every model's training log (GET /api/curves) on one chart,
 // loss (train and validation) or validation BLEU against steps or minutes, the point each
 // checkpoint kept starred (GET /api/models `kept`); the prose's numbers from the same answers.
 import * as api from "../api.js";
@@ -9,7 +9,7 @@ import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../pl
 import * as store from "../store.js";
 import { knownModel } from "../url-state.js";
 
-export const chapter = "1";
+export const chapter = "training";
 export const title = "training logs";
 export const figures = ["curves-plot", "curve-metric", "curve-x", "curve-models", "training-story"];
 export const asks = "start";
@@ -21,7 +21,7 @@ export const state = {
   show: { read: (q, { catalog }) => ({ show: knownModel(q, "show", catalog, "") }), write: (p) => p.show },
 };
 
-const X = { step: { title: "ch1.curves.step", of: (p) => p.step }, minutes: { title: "ch1.curves.minutes", of: (p) => p.seconds / 60 } };
+const X = { step: { title: "training.curves.step", of: (p) => p.step }, minutes: { title: "training.curves.minutes", of: (p) => p.seconds / 60 } };
 let lab = null; // what mount was given
 let curves = null; // the answer drawn
 
@@ -53,7 +53,7 @@ export function draw(answer) {
   redraw();
 }
 
-export const failure = (error) => t("ch1.curves.failure", { why: api.explain(error) });
+export const failure = (error) => t("training.curves.failure", { why: api.explain(error) });
 
 function redraw() {
   if (curves) whenNear(lab.part("curves-plot"), plotCurves);
@@ -62,8 +62,8 @@ function redraw() {
 function plotCurves() {
   const div = lab.part("curves-plot");
   const { catalog, page: { curve, x, show } } = lab;
-  const series = curve === "bleu" ? [["valid_bleu", t("ch1.curves.valid-bleu"), "solid"]]
-    : [["train_loss", t("ch1.curves.train-loss"), "solid"], ["valid_loss", t("ch1.curves.valid-loss"), "dash"]];
+  const series = curve === "bleu" ? [["valid_bleu", t("training.curves.valid-bleu"), "solid"]]
+    : [["train_loss", t("training.curves.train-loss"), "solid"], ["valid_loss", t("training.curves.valid-loss"), "dash"]];
   const data = [];
   for (const { model, points } of curves) {
     if (!points.length) continue;
@@ -73,27 +73,27 @@ function plotCurves() {
       ...common, type: "scatter", mode: "lines+markers", name: plotText(model), showlegend: i === 0,
       x: points.map(X[x].of), y: points.map((p) => p[key]), line: { ...common.line, dash },
       marker: { size: 5, symbol: catalog.marker(model) },
-      hovertemplate: `${t("ch1.curves.hover", { model: plotText(model), series: label, axis: t(X[x].title), x: "%{x:.0f}", y: "%{y:.3f}" })}<extra></extra>`,
+      hovertemplate: `${t("training.curves.hover", { model: plotText(model), series: label, axis: t(X[x].title), x: "%{x:.0f}", y: "%{y:.3f}" })}<extra></extra>`,
     }));
     const kept = catalog.info(model)?.kept;
     if (kept) {
       data.push({
-        ...common, type: "scatter", mode: "markers", name: t("ch1.curves.kept-name", { model: plotText(model) }), showlegend: false,
+        ...common, type: "scatter", mode: "markers", name: t("training.curves.kept-name", { model: plotText(model) }), showlegend: false,
         x: [X[x].of(kept)], y: [curve === "bleu" ? kept.valid_bleu : kept.valid_loss],
         marker: { symbol: "star", size: 16, color: catalog.colour(model), line: { color: themed("ink"), width: 1 } },
-        hovertemplate: t("ch1.curves.kept-hover", { model: plotText(model), step: String(kept.step), epoch: String(kept.epoch),
+        hovertemplate: t("training.curves.kept-hover", { model: plotText(model), step: String(kept.step), epoch: String(kept.epoch),
           bleu: fmt(kept.valid_bleu), loss: fmt(kept.valid_loss) }),
       });
     }
   }
   if (!data.length) {
-    showEmpty(div, t("ch1.curves.none"));
+    showEmpty(div, t("training.curves.none"));
     return;
   }
   const layout = baseLayout({
     margin: { l: 56, r: 12, t: 10, b: 48 },
     xaxis: { title: { text: t(X[x].title) }, gridcolor: themed("grid"), zeroline: false },
-    yaxis: { title: { text: t(curve === "bleu" ? "ch1.curves.valid-bleu" : "ch1.curves.loss-axis") }, gridcolor: themed("grid"), zeroline: false, rangemode: "tozero" },
+    yaxis: { title: { text: t(curve === "bleu" ? "training.curves.valid-bleu" : "training.curves.loss-axis") }, gridcolor: themed("grid"), zeroline: false, rangemode: "tozero" },
     legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
   });
   Object.assign(div.dataset, { curve, x, show });
@@ -104,7 +104,7 @@ function plotCurves() {
 function kept(answer) {
   const runs = answer.map((c) => ({ ...c, kept: lab.catalog.info(c.model)?.kept }))
     .filter((c) => c.kept && Number.isFinite(c.kept.valid_bleu));
-  const facts = { count: t("ch1.curves.count", { count: runs.length }) };
+  const facts = { count: t("training.curves.count", { count: runs.length }) };
   if (!runs.length) return facts;
   const best = runs.reduce((a, b) => (b.kept.valid_bleu > a.kept.valid_bleu ? b : a));
   const worst = runs.reduce((a, b) => (b.kept.valid_bleu < a.kept.valid_bleu ? b : a));
@@ -113,7 +113,7 @@ function kept(answer) {
   return Object.assign(facts, {
     best: best.model, "best-bleu": fmt(best.kept.valid_bleu), "best-steps": String(best.kept.step),
     "best-minutes": fmt(best.kept.seconds / 60), "best-first-loss": fmt(first), "best-kept-loss": fmt(last),
-    "best-loss-direction": first === null ? "–" : t(last < first ? "ch1.curves.fell" : last > first ? "ch1.curves.rose" : "ch1.curves.level"),
+    "best-loss-direction": first === null ? "–" : t(last < first ? "training.curves.fell" : last > first ? "training.curves.rose" : "training.curves.level"),
     worst: worst.model, "worst-bleu": fmt(worst.kept.valid_bleu), "worst-minutes": fmt(worst.kept.seconds / 60),
   });
 }
@@ -122,15 +122,15 @@ function kept(answer) {
 function tell() {
   const facts = kept(curves);
   store.headline(chapter, facts.best
-    ? t("ch1.curves.headline", { best: facts.best, bleu: facts["best-bleu"], minutes: facts["best-minutes"], worst: facts.worst, worstBleu: facts["worst-bleu"] })
-    : t("ch1.curves.headline-none"));
+    ? t("training.curves.headline", { best: facts.best, bleu: facts["best-bleu"], minutes: facts["best-minutes"], worst: facts.worst, worstBleu: facts["worst-bleu"] })
+    : t("training.curves.headline-none"));
   fillStory(lab.part("training-story"), facts);
 }
 
 export function describe(answer) {
   const facts = kept(answer);
-  if (!facts.best) return t("ch1.curves.describe-none", { count: answer.length });
-  return t("ch1.curves.describe", {
+  if (!facts.best) return t("training.curves.describe-none", { count: answer.length });
+  return t("training.curves.describe", {
     count: answer.length, best: facts.best, bleu: facts["best-bleu"], steps: facts["best-steps"], minutes: facts["best-minutes"],
     direction: facts["best-loss-direction"], first: facts["best-first-loss"], kept: facts["best-kept-loss"],
     worst: facts.worst, worstBleu: facts["worst-bleu"],
@@ -139,8 +139,8 @@ export function describe(answer) {
 
 export function rows(answer) {
   return {
-    caption: t("ch1.curves.caption"),
-    headers: [t("header.model"), t("header.step"), t("header.minutes"), t("ch1.curves.train-loss"), t("ch1.curves.valid-loss"), t("ch1.curves.valid-bleu")],
+    caption: t("training.curves.caption"),
+    headers: [t("header.model"), t("header.step"), t("header.minutes"), t("training.curves.train-loss"), t("training.curves.valid-loss"), t("training.curves.valid-bleu")],
     rows: answer.flatMap(({ model, points }) => points.map((p) =>
       [model, String(p.step), fmt(p.seconds / 60), fmt(p.train_loss), fmt(p.valid_loss), fmt(p.valid_bleu)])),
   };

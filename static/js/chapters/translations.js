@@ -1,4 +1,4 @@
-// Chapter 4, the bottleneck: one card per model with its translation (from the one compare stream,
+// The bottleneck chapter, the bottleneck: one card per model with its translation (from the one compare stream,
 // keyed by model) and its test BLEU, overall and for sentences as long as the one typed. The cards
 // are grouped by whether the decoder may look back at the source (cross-attention); models that
 // did not load say why. The card picked is the page's model (store `model`, the URL's `model`).
@@ -8,14 +8,14 @@ import { tenths } from "../facts.js";
 import { label, t } from "../i18n.js";
 import * as store from "../store.js";
 
-export const chapter = "4";
+export const chapter = "bottleneck";
 export const title = "translations";
 export const figures = ["cards"];
 export const asks = "typed";
 
 const GROUPS = [
-  { title: "ch4.cards.one-vector", has: (m) => !m.cross_attention },
-  { title: "ch4.cards.look-back", has: (m) => m.cross_attention },
+  { title: "bottleneck.cards.one-vector", has: (m) => !m.cross_attention },
+  { title: "bottleneck.cards.look-back", has: (m) => m.cross_attention },
 ];
 
 const bleu = (value) => (typeof value === "number" && Number.isFinite(value) ? tenths(value) : "–");
@@ -33,7 +33,7 @@ export function mount(context) {
     if (made.length) container.append(groupOf(group.title, made));
   }
   const unavailable = Object.entries(lab.catalog.unavailable);
-  if (unavailable.length) container.append(groupOf("ch4.cards.unavailable", unavailable.map(([name, reason]) => unavailableCard(name, reason))));
+  if (unavailable.length) container.append(groupOf("bottleneck.cards.unavailable", unavailable.map(([name, reason]) => unavailableCard(name, reason))));
   store.watch("model", select);
   store.watch("text", (text) => setBucket(lab.catalog.bucketOf(text)));
   store.set("model", lab.page.model);
@@ -47,18 +47,18 @@ export const ask = (text, signal, name) => lab.compared(name, signal);
 export function draw(answer, name) {
   const { text } = cards.get(name);
   text.className = "card__text";
-  text.textContent = answer.translation || t("ch4.cards.empty");
+  text.textContent = answer.translation || t("bottleneck.cards.empty");
 }
 
 export function failure(error) {
-  return error.status === 404 ? t("failure.unavailable") : t("ch4.cards.no-answer", { why: explain(error) });
+  return error.status === 404 ? t("failure.unavailable") : t("bottleneck.cards.no-answer", { why: explain(error) });
 }
 
 const scoreOf = (name, group) => (lab.catalog.info(name)?.metrics?.bleu_by_length || []).find((r) => r.bucket === group);
 
 export function describe(answer, name) {
   const row = scoreOf(name, bucket);
-  return t("ch4.cards.describe", {
+  return t("bottleneck.cards.describe", {
     name, translation: answer.translation || "", overall: bleu(lab.catalog.info(name)?.metrics?.bleu),
     bucket: bleu(row && row.bleu), words: words(bucket || lab.catalog.buckets[0]),
   });
@@ -67,9 +67,9 @@ export function describe(answer, name) {
 export function rows(answer, name) {
   const row = scoreOf(name, bucket);
   return {
-    caption: t("ch4.cards.caption", { name }),
-    headers: [t("header.model"), t("header.translation"), t("ch4.cards.test-bleu"), t("ch4.cards.bucket", { words: words(bucket || lab.catalog.buckets[0]) })],
-    rows: [[name, answer.translation || t("ch4.cards.empty"), bleu(lab.catalog.info(name)?.metrics?.bleu), bleu(row && row.bleu)]],
+    caption: t("bottleneck.cards.caption", { name }),
+    headers: [t("header.model"), t("header.translation"), t("bottleneck.cards.test-bleu"), t("bottleneck.cards.bucket", { words: words(bucket || lab.catalog.buckets[0]) })],
+    rows: [[name, answer.translation || t("bottleneck.cards.empty"), bleu(lab.catalog.info(name)?.metrics?.bleu), bleu(row && row.bleu)]],
   };
 }
 
@@ -91,13 +91,13 @@ function card(name, model) {
   text.setAttribute("data-testid", `translation-${name}`);
   text.setAttribute("lang", "en");
   const scores = el("span", "card__scores");
-  const overall = score("ch4.cards.test-bleu");
-  const byLength = score("ch4.cards.bucket", { words: words(lab.catalog.buckets[0]) });
+  const overall = score("bottleneck.cards.test-bleu");
+  const byLength = score("bottleneck.cards.bucket", { words: words(lab.catalog.buckets[0]) });
   overall.value.textContent = bleu(lab.catalog.info(name)?.metrics?.bleu);
   scores.append(overall.box, byLength.box);
   const what = el("span", "card__what");
   if (model) lab.catalog.summarize(what, model);
-  else label(what, "ch4.cards.not-loaded");
+  else label(what, "bottleneck.cards.not-loaded");
   button.append(title, what, text, scores);
   button.addEventListener("click", () => {
     if (button.classList.contains("is-unavailable")) return;
@@ -115,12 +115,12 @@ function unavailableCard(name, reason) {
   const { text } = cards.get(name);
   text.className = "card__text is-missing";
   text.removeAttribute("lang");
-  label(text, "ch4.cards.not-available");
+  label(text, "bottleneck.cards.not-available");
   // the reason is the API's own text, which stays English: marked as such, for the eye and the reader
   const why = el("span", "card__reason", reason);
   why.lang = "en";
   why.dataset.testid = `reason-${name}`;
-  label(why, "ch4.cards.server-says", {}, "title");
+  label(why, "bottleneck.cards.server-says", {}, "title");
   text.after(why);
   return made;
 }
@@ -130,7 +130,7 @@ function setBucket(group) {
   if (group === bucket) return; // typing within a bucket: nothing to rewrite
   bucket = group;
   for (const [name, parts] of cards) {
-    label(parts.bucket.label, "ch4.cards.bucket", { words: words(group) });
+    label(parts.bucket.label, "bottleneck.cards.bucket", { words: words(group) });
     const row = scoreOf(name, group);
     parts.bucket.value.textContent = bleu(row && row.bleu);
   }

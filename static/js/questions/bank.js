@@ -63,7 +63,7 @@ export const power = (x) => figure(x, { digits: 3, small: 0.01, large: 1000, zer
 const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).filter((b) => typeof b === "number"));
 
 const training = {
-  chapter: 1,
+  chapter: "training",
   fixed: true, // the training logs do not change with the sentence: posed once
   measure: (text, ctx, signal) => api.curves(signal),
   pose(answer) {
@@ -74,9 +74,9 @@ const training = {
     const second = runnerUp(best, right);
     const choices = logs.map((c, i) => ({ id: String(i), label: c.model }));
     return {
-      prompt: t("ch1.question.prompt", { count: logs.length }),
+      prompt: t("training.question.prompt", { count: logs.length }),
       choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: best[right],
-      says: (id) => t("ch1.question.says", {
+      says: (id) => t("training.question.says", {
         guess: logs[Number(id)].model, guessValue: power(best[Number(id)]), answer: logs[right].model, value: power(best[right]),
       }),
     };
@@ -84,7 +84,7 @@ const training = {
 };
 
 const recurrence = {
-  chapter: 2,
+  chapter: "recurrence",
   measure: (text, ctx, signal) => api.recurrence(text, signal),
   pose(answer) {
     // the first piece's move is its whole state, set from zero: the recurrence shows from the second on
@@ -93,10 +93,10 @@ const recurrence = {
     const { choices, right, close } = amongPieces(answer.tokens.slice(1), later);
     const best = Number(right);
     return {
-      prompt: t("ch2.question.prompt", { model: answer.model, count: answer.tokens.length }),
+      prompt: t("recurrence.question.prompt", { model: answer.model, count: answer.tokens.length }),
       choices, right, close,
       measured: later[best],
-      says: (id) => t("ch2.question.says", {
+      says: (id) => t("recurrence.question.says", {
         guess: choices[Number(id)].label, guessValue: power(later[Number(id)]),
         answer: choices[best].label, value: power(later[best]),
       }),
@@ -108,7 +108,7 @@ const recurrence = {
 const SHARE_EDGES = [-10, -6, -3, -1];
 
 const gradients = {
-  chapter: 3,
+  chapter: "gradients",
   measure: (text, ctx, signal) => api.gradients(text, ctx.page.length, signal),
   pose(answer, { catalog }) {
     const plain = catalog.plainRecurrent;
@@ -118,11 +118,11 @@ const gradients = {
     const share = (c) => c.norm[c.norm.length - 1] / c.norm[0];
     const measured = share(start);
     const steps = start.distance[start.distance.length - 1];
-    const { choices, right, close } = amongRanges(Math.log10(Math.max(measured, 1e-300)), SHARE_EDGES, "ch3.question.choice");
+    const { choices, right, close } = amongRanges(Math.log10(Math.max(measured, 1e-300)), SHARE_EDGES, "gradients.question.choice");
     return {
-      prompt: t("ch3.question.prompt", { model: plain.name, count: steps, length: answer.tokens.length }),
+      prompt: t("gradients.question.prompt", { model: plain.name, count: steps, length: answer.tokens.length }),
       choices, right, close, measured,
-      says: (id) => t("ch3.question.says", {
+      says: (id) => t("gradients.question.says", {
         guess: choices[Number(id)].label, value: power(measured), trained: trained ? power(share(trained)) : "—",
         count: steps,
       }),
@@ -131,7 +131,7 @@ const gradients = {
 };
 
 const bottleneck = {
-  chapter: 4,
+  chapter: "bottleneck",
   // the shipped evaluation, read from the catalogue the page already has: no request
   measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text), words: text.trim().split(/\s+/).filter(Boolean).length }),
   pose({ bucket, words }, { catalog }) {
@@ -153,13 +153,13 @@ const bottleneck = {
     };
     const [mine, theirs] = [lead(bucket), lead(other)];
     if (!mine || !theirs) return null;
-    const choices = [bucket, other].map((b, i) => ({ id: String(i), label: t("ch4.question.choice", { bucket: b }) }));
+    const choices = [bucket, other].map((b, i) => ({ id: String(i), label: t("bottleneck.question.choice", { bucket: b }) }));
     const right = mine.gap >= theirs.gap ? "0" : "1";
     const measured = right === "0" ? mine.gap : theirs.gap;
     return {
-      prompt: t("ch4.question.prompt", { count: words }),
+      prompt: t("bottleneck.question.prompt", { count: words }),
       choices, right, close: new Set(), measured,
-      says: (id) => t("ch4.question.says", {
+      says: (id) => t("bottleneck.question.says", {
         guess: choices[Number(id)].label, bucket, other, mine: power(mine.gap), theirs: power(theirs.gap),
         without: mine.without.name, within: mine.within.name,
       }),
@@ -168,7 +168,7 @@ const bottleneck = {
 };
 
 const attention = {
-  chapter: 5,
+  chapter: "attention",
   // the first answer gives the translation; the question is about its middle word (punctuation
   // has nothing to look for)
   async measure(text, ctx, signal) {
@@ -183,10 +183,10 @@ const attention = {
     const { choices, right, close } = amongPieces(answer.source_tokens, answer.weights);
     const best = Number(right);
     return {
-      prompt: t("ch5.question.prompt", { model: answer.model, word: piece(answer.query_token), translation: answer.translation }),
+      prompt: t("attention.question.prompt", { model: answer.model, word: piece(answer.query_token), translation: answer.translation }),
       choices, right, close,
       measured: answer.weights[best],
-      says: (id) => t("ch5.question.says", {
+      says: (id) => t("attention.question.says", {
         guess: choices[Number(id)].label, guessValue: power(answer.weights[Number(id)]),
         answer: choices[best].label, value: power(answer.weights[best]), word: piece(answer.query_token),
       }),
@@ -198,19 +198,19 @@ const attention = {
 const GROWTH_EDGES = [0.5, 2];
 
 const timing = {
-  chapter: 6,
+  chapter: "parallel",
   later: true,
-  ask: () => ({ prompt: t("ch6.question.prompt"), choices: rangeChoices(GROWTH_EDGES, "ch6.question.choice") }),
+  ask: () => ({ prompt: t("parallel.question.prompt"), choices: rangeChoices(GROWTH_EDGES, "parallel.question.choice") }),
   // one measurement runs at a time on the server (the chapter's own button may have started it): a
   // 429 is asked again after its Retry-After by the request lifecycle, like any view's
   measure: (text, { page }, signal) => api.timing(page.tlen, false, signal),
   pose(answer) {
     const { recurrent, parallel } = answer.roles;
     const measured = answer.growth[recurrent] / answer.growth[parallel];
-    const { choices, right, close } = amongRanges(measured, GROWTH_EDGES, "ch6.question.choice");
+    const { choices, right, close } = amongRanges(measured, GROWTH_EDGES, "parallel.question.choice");
     return {
-      prompt: t("ch6.question.prompt"), choices, right, close, measured,
-      says: (id) => t("ch6.question.says", {
+      prompt: t("parallel.question.prompt"), choices, right, close, measured,
+      says: (id) => t("parallel.question.says", {
         guess: choices[Number(id)].label, value: power(measured), device: answer.device, recurrent, parallel,
         shortest: Math.min(...answer.lengths), longest: Math.max(...answer.lengths),
         recurrentGrowth: power(answer.growth[recurrent]), parallelGrowth: power(answer.growth[parallel]),
@@ -222,17 +222,17 @@ const timing = {
 const SATURATION_EDGES = [0.5, 0.8, 0.95];
 
 const scaling = {
-  chapter: 7,
+  chapter: "scaling",
   measure: (text, ctx, signal) => api.scaling(text, signal),
   pose(answer) {
     const encoder = answer.summary && answer.summary.encoder;
     if (!encoder) return null;
     const measured = encoder.unscaled_max_weight;
-    const { choices, right, close } = amongRanges(measured, SATURATION_EDGES, "ch7.question.choice");
+    const { choices, right, close } = amongRanges(measured, SATURATION_EDGES, "scaling.question.choice");
     return {
-      prompt: t("ch7.question.prompt", { model: answer.model, dk: answer.d_k }),
+      prompt: t("scaling.question.prompt", { model: answer.model, dk: answer.d_k }),
       choices, right, close, measured,
-      says: (id) => t("ch7.question.says", {
+      says: (id) => t("scaling.question.says", {
         guess: choices[Number(id)].label, value: power(measured), scaled: power(encoder.max_weight),
       }),
     };
@@ -243,16 +243,16 @@ const scaling = {
 const CHANGE_EDGES = [1e-3, 0.1];
 
 const order = {
-  chapter: 8,
+  chapter: "order",
   measure: (text, ctx, signal) => api.order(text, ctx.page.shuffle, signal),
   pose(answer) {
     // the claim's own case, the encoding off; the claim's verdict stays hidden until the answer (questions.js)
     const off = answer.checks.pe_off.max_abs_difference;
-    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "ch8.question.choice");
+    const { choices, right, close } = amongRanges(off, CHANGE_EDGES, "order.question.choice");
     return {
-      prompt: t("ch8.question.prompt", { shuffled: answer.shuffled_text }),
+      prompt: t("order.question.prompt", { shuffled: answer.shuffled_text }),
       choices, right, close, measured: off,
-      says: (id) => t("ch8.question.says", {
+      says: (id) => t("order.question.says", {
         guess: choices[Number(id)].label,
         value: power(off),
         on: power(answer.checks.pe_on.max_abs_difference),
@@ -262,21 +262,21 @@ const order = {
 };
 
 const heads = {
-  chapter: 9,
+  chapter: "heads",
   measure: (text, { catalog }, signal) => api.heads(text, catalog.withHeads[0]?.name ?? null, [], signal),
   pose(answer) {
     const cross = answer.contributions.filter((c) => c.kind === "cross");
     if (cross.length < 2) return null;
-    const name = (c) => t("ch9.question.head", { layer: c.layer + 1, head: c.head + 1 });
+    const name = (c) => t("heads.question.head", { layer: c.layer + 1, head: c.head + 1 });
     const sharpest = cross[argmax(cross.map((c) => c.max_weight))];
     const strongest = cross[argmax(cross.map((c) => c.mean))];
     // what the sharpest head adds as a share of the most: 1 when it is itself the one that adds most
     const measured = sharpest.mean / strongest.mean;
-    const { choices, right, close } = amongRanges(sharpest === strongest ? 1 : Math.min(measured, 0.999), [0.5, 1], "ch9.question.choice");
+    const { choices, right, close } = amongRanges(sharpest === strongest ? 1 : Math.min(measured, 0.999), [0.5, 1], "heads.question.choice");
     return {
-      prompt: t("ch9.question.prompt", { model: answer.model, count: cross.length, sharpest: name(sharpest), weight: power(sharpest.max_weight) }),
+      prompt: t("heads.question.prompt", { model: answer.model, count: cross.length, sharpest: name(sharpest), weight: power(sharpest.max_weight) }),
       choices, right, close, measured,
-      says: (id) => t("ch9.question.says", {
+      says: (id) => t("heads.question.says", {
         guess: choices[Number(id)].label, sharpest: name(sharpest), guessValue: power(sharpest.mean), share: power(measured),
         answer: name(strongest), value: power(strongest.mean),
       }),
@@ -288,7 +288,7 @@ const heads = {
 const CONFIDENCE_EDGES = [0.5, 0.8, 0.95];
 
 const predict = {
-  chapter: 10,
+  chapter: "prediction",
   measure: (text, { catalog, page }, signal) => api.predict(text, page.pmodel, [], catalog.defaults.top_k, 1, signal),
   pose(answer) {
     const steps = answer.steps.filter((s) => s.top.length >= 2);
@@ -298,11 +298,11 @@ const predict = {
     const written = answer.target_tokens.slice(0, at).join("").replace(/▁/g, " ").trim();
     const [first, second] = step.top;
     const measured = first.probability;
-    const { choices, right, close } = amongRanges(measured, CONFIDENCE_EDGES, "ch10.question.choice");
+    const { choices, right, close } = amongRanges(measured, CONFIDENCE_EDGES, "prediction.question.choice");
     return {
-      prompt: written ? t("ch10.question.prompt", { model: answer.model, written }) : t("ch10.question.first", { model: answer.model }),
+      prompt: written ? t("prediction.question.prompt", { model: answer.model, written }) : t("prediction.question.first", { model: answer.model }),
       choices, right, close, measured,
-      says: (id) => t("ch10.question.says", {
+      says: (id) => t("prediction.question.says", {
         guess: choices[Number(id)].label, answer: piece(first.token), value: power(measured),
         second: piece(second.token), secondValue: power(second.probability),
       }),
@@ -325,7 +325,7 @@ function chain(catalog) {
 }
 
 const point = {
-  chapter: 11,
+  chapter: "point",
   // the shipped evaluation, read from the catalogue the page already has: no request
   measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text) }),
   pose({ bucket }, { catalog }) {
@@ -336,11 +336,11 @@ const point = {
     if (gains.some((g) => !Number.isFinite(g))) return null;
     const right = argmax(gains);
     const second = runnerUp(gains, right);
-    const choices = links.map(([fix, before, after], i) => ({ id: String(i), label: t(`ch11.question.choice.${fix}`, { before: before.name, after: after.name }) }));
+    const choices = links.map(([fix, before, after], i) => ({ id: String(i), label: t(`point.question.choice.${fix}`, { before: before.name, after: after.name }) }));
     return {
-      prompt: t("ch11.question.prompt", { bucket }),
+      prompt: t("point.question.prompt", { bucket }),
       choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: gains[right],
-      says: (id) => t("ch11.question.says", {
+      says: (id) => t("point.question.says", {
         guess: choices[Number(id)].label, guessValue: power(gains[Number(id)]), answer: choices[right].label,
         value: power(gains[right]), bucket,
       }),
@@ -352,7 +352,7 @@ const point = {
 const KEPT_EDGES = [0.25, 0.75];
 
 const roomToThink = {
-  chapter: 9,
+  chapter: "heads",
   part: "sublayers",
   fixed: true, // the shipped evaluation does not change with the sentence: posed once
   // the Transformer scored with its sub-layers switched off (GET /api/models' `sublayers`): no request
@@ -364,11 +364,11 @@ const roomToThink = {
     const off = scores.find((s) => s.off === "feed_forward");
     if (!all || !off || !(all.bleu > 0)) return null;
     const kept = off.bleu / all.bleu;
-    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "ch9.question.sublayers.choice");
+    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "heads.question.sublayers.choice");
     return {
-      prompt: t("ch9.question.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
+      prompt: t("heads.question.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
       choices, right, close, measured: off.bleu,
-      says: (id) => t("ch9.question.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
+      says: (id) => t("heads.question.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
     };
   },
 };

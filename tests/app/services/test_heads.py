@@ -1,4 +1,4 @@
-"""The heads service (chapter 9): contributions, silenced heads, ranking, rollout, effect; bad input."""
+"""The heads service (the heads chapter): contributions, silenced heads, ranking, rollout, effect; bad input."""
 
 from __future__ import annotations
 

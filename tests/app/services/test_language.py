@@ -4,6 +4,7 @@ page's script, with Babel's plural and number rules."""
 
 from __future__ import annotations
 
+import json
 import re
 from html import unescape
 
@@ -32,9 +33,9 @@ def test_choose(asked, remembered, header, chosen):
 
 def test_words_fill_plurals_and_numbers_by_the_locale():
     fr, en = language.Words("fr"), language.Words("en")
-    assert fr.text("ch3.gradients.tokens", count=1) == "1 jeton"
-    assert fr.text("ch3.gradients.tokens", count=80) == "80 jetons"
-    assert en.text("ch3.gradients.tokens", count=1) == "1 piece"
+    assert fr.text("gradients.gradients.tokens", count=1) == "1 jeton"
+    assert fr.text("gradients.gradients.tokens", count=80) == "80 jetons"
+    assert en.text("gradients.gradients.tokens", count=1) == "1 piece"
     assert fr.number(0.83) == "0,83" and en.number(0.83) == "0.83"
     assert fr.text("footer.credit", credit="Tatoeba") == "Paires de phrases\u00a0: Tatoeba."
     assert language.Words("xx").lang == "en"
@@ -52,10 +53,10 @@ def test_a_plural_message_without_a_count_takes_the_other_form_as_the_page_s_scr
     """static/js/i18n.js: a missing count is no number, whose form is "other" in every language;
     0 would be French "one"."""
     fr, en = language.Words("fr"), language.Words("en")
-    assert fr.text("ch3.gradients.tokens") == "{count} jetons"
-    assert fr.text("ch3.gradients.tokens", count=None) == "{count} jetons"
-    assert en.text("ch3.gradients.tokens") == "{count} pieces"
-    assert fr.text("ch3.gradients.tokens", count=0) == "0 jeton"  # a count of 0 keeps French's own rule
+    assert fr.text("gradients.gradients.tokens") == "{count} jetons"
+    assert fr.text("gradients.gradients.tokens", count=None) == "{count} jetons"
+    assert en.text("gradients.gradients.tokens") == "{count} pieces"
+    assert fr.text("gradients.gradients.tokens", count=0) == "0 jeton"  # a count of 0 keeps French's own rule
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,7 @@ def test_every_marked_word_is_the_catalogues(page_client):
     """What the server wrote into each data-i18n element is the chosen catalogue's message."""
     written = page_client.get("/?lang=fr").text
     words = language.Words("fr")
-    for key, text in re.findall(r'data-i18n="([^"]+)"[^>]*>([^<]*)<', written):
+    for key, attributes, text in re.findall(r'data-i18n="([^"]+)"([^>]*)>([^<]*)<', written):
+        params = re.search(r"data-i18n-params='([^']*)'", attributes)
         if key != "footer.credit":
-            assert unescape(text) == words.text(key), key
+            assert unescape(text) == words.text(key, **json.loads(params.group(1) if params else "{}")), key

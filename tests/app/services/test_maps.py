@@ -15,7 +15,7 @@ from tests.app.conftest import TEXT
 
 
 def test_positional_switch_permutes_encoder_attention(registry):
-    """Chapter 8's claim on the tiny model: without positions, shuffling the words only permutes
+    """The order chapter's claim on the tiny model: without positions, shuffling the words only permutes
     the encoder self-attention."""
     words = ["▁Le", "▁chat", "▁dort"]
     no_positions = DecodeOptions(positional=False)

@@ -1,4 +1,4 @@
-"""The next-token service (chapter 10): one label per position, each loss the probe's, a reference
+"""The next-token service (the prediction chapter): one label per position, each loss the probe's, a reference
 scored instead of the model's own translation, bad input a 4xx."""
 
 from __future__ import annotations

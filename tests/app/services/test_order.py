@@ -1,4 +1,4 @@
-"""The order service (chapter 8): the identity with positional encoding off, not on; bad input."""
+"""The order service (the order chapter): the identity with positional encoding off, not on; bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The predict service (chapter 10): top-k per step, a forced prefix, beam candidates and tree; bad input."""
+"""The predict service (the prediction chapter): top-k per step, a forced prefix, beam candidates and
+tree; bad input."""
 
 from __future__ import annotations
 

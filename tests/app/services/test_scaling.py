@@ -1,4 +1,4 @@
-"""The scaling service (chapter 7): which models apply, the curves, the per-head spreads, the JSON."""
+"""The scaling service (the scaling chapter): which models apply, the curves, the per-head spreads, the JSON."""
 
 from __future__ import annotations
 

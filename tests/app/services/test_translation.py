@@ -13,7 +13,8 @@ from tests.app.conftest import TEXT
 
 
 def test_chapter_experiments_are_one_call_each(registry):
-    """Chapters 8-10 as the services will serve them: PE off, a head off, top-k, beam."""
+    """The order, heads and prediction chapters' requests as the services serve them: PE off, a head
+    off, top-k, beam."""
     text = "Le chat dort sur la table."
     no_pe = sent(attention_maps(registry, "transformer", text, DecodeOptions(positional=False),
                                 kinds=("encoder",)))

@@ -1,4 +1,4 @@
-"""Chapter 3's probe against its definition: the Frobenius norm of d h_T / d x_t, computed by
+"""The gradients chapter's probe against its definition: the Frobenius norm of d h_T / d x_t, computed by
 autograd's full Jacobian."""
 
 from __future__ import annotations

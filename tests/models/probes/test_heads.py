@@ -1,4 +1,4 @@
-"""Chapter 9's probe: head contributions add up to the attention sub-layer's output with W_o's
+"""The heads chapter's probe: head contributions add up to the attention sub-layer's output with W_o's
 bias, a silenced head adds exactly zero, rollout rows sum to 1, the overlap score, the log-prob."""
 
 from __future__ import annotations

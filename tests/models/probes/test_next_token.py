@@ -1,4 +1,4 @@
-"""Chapter 10's probe: the per-position loss of one teacher-forced pass is, at each position, the
+"""The prediction chapter's probe: the per-position loss of one teacher-forced pass is, at each position, the
 loss of decoding that position alone from the pieces before it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chapter 8's probe: without positional encoding the encoder is permutation-equivariant (to float
+"""The order chapter's probe: without positional encoding the encoder is permutation-equivariant (to float
 rounding); with it, it is not. The word shuffle and the sinusoidal table's similarity."""
 
 from __future__ import annotations

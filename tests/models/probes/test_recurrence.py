@@ -1,4 +1,4 @@
-"""Chapter 2's probe against the encoder itself and the definitions of change and norm."""
+"""The recurrence chapter's probe against the encoder itself and the definitions of change and norm."""
 
 from __future__ import annotations
 

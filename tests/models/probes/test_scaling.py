@@ -1,4 +1,4 @@
-"""Chapter 7's probe: the sampled curves behave as the algebra says, and the per-head queries and
+"""The scaling chapter's probe: the sampled curves behave as the algebra says, and the per-head queries and
 keys rebuilt through the layers' own projections give the weights the model returns."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chapter 5's probe against the model's own attention, the definitions of softmax, blend,
+"""The attention chapter's probe against the model's own attention, the definitions of softmax, blend,
 temperature and entropy."""
 
 from __future__ import annotations

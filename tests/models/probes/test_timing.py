@@ -1,4 +1,4 @@
-"""Chapter 6's timing loop on a fake clock, and one timed encoder call."""
+"""The parallel chapter's timing loop on a fake clock, and one timed encoder call."""
 
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def test_the_fp16_copies_serve_inference_and_never_a_gradient(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # torch.func.jvp
 def test_a_jvp_and_a_jacobian_through_a_copied_weight_are_the_fp32_ones():
-    """torch.func transforms (chapter 3's step factors) run the fp32 product, like autograd does,
+    """torch.func transforms (the gradients chapter's step factors) run the fp32 product, like autograd does,
     also under no_grad, where only the tensors say that a transform runs (a jvp's are dual)."""
     torch.manual_seed(0)
     layer = _fp16_numbers(nn.Linear(8, 8))
