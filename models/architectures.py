@@ -55,6 +55,8 @@ class Capabilities:
     # the encoder's positional encoding and single heads can be switched off (the order and heads chapters)
     switches: bool
     summary: str  # one line for a reader
+    width: int = 0  # the numbers each position carries between layers (d_model; a recurrent model's state)
+    feed_forward: int = 0  # the hidden width of the feed-forward layer at every position (d_ff; 0: none)
 
     @property
     def cross_attention(self) -> bool:
@@ -65,14 +67,15 @@ def describe(config: ModelConfig) -> Capabilities:
     if isinstance(config, TransformerConfig):
         return Capabilities("transformer", "scaled-dot", config.n_encoder_layers, config.n_heads,
                             recurrent=False, gates=False, attention_kinds=ATTENTION_KINDS, switches=True,
-                            summary="Transformer: heads, layers, no recurrence")
+                            summary="Transformer: heads, layers, no recurrence", width=config.d_model,
+                            feed_forward=config.d_ff)
     summary = {"rnn": "Plain recurrent net (Elman, 1990)", "lstm": "LSTM encoder-decoder (2014)"}[config.cell]
     if config.attention:
         scoring = {"additive": "additive", "dot": "dot-product"}[config.attention]
         summary = f"{config.cell.upper()} + {scoring} attention"
     return Capabilities(config.cell, config.attention, 1, 1 if config.attention else 0, recurrent=True,
                         gates=config.cell == "lstm", attention_kinds=("cross",) if config.attention else (),
-                        switches=False, summary=summary)
+                        switches=False, summary=summary, width=config.d_hidden)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -193,6 +193,10 @@ class ModelInfo(Response):
     attention_kinds: list[AttentionKind] = Field(
         description="the attention maps POST /api/attention returns for it")
     switches: bool = Field(description="the encoder's positional encoding and single heads can be switched off")
+    width: int = Field(description="the numbers each position carries from layer to layer: a Transformer's "
+                                   "d_model, a recurrent model's state")
+    feed_forward: int = Field(description="the hidden width of the feed-forward layer each position goes "
+                                          "through (a Transformer's d_ff); 0: none")
     summary: str = Field(description="one line for a reader")
     metrics: Metrics
     curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
@@ -208,7 +212,8 @@ class ModelInfo(Response):
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"name": "transformer", "architecture": "transformer", "attention": "scaled-dot",
-         "parameters": 7586624, "layers": 3, "heads": 4, "recurrent": False, "gates": False,
+         "parameters": 7586624, "layers": 3, "heads": 4, "width": 256, "feed_forward": 1024,
+         "recurrent": False, "gates": False,
          "cross_attention": True, "attention_kinds": ["cross", "encoder", "decoder"], "switches": True,
          "summary": "Transformer: heads, layers, no recurrence", "curve_points": 13,
          "kept": {"step": 1359, "seconds": 4390.1, "epoch": 3, "valid_bleu": 54.19, "valid_loss": 1.3874},

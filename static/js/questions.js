@@ -77,10 +77,8 @@ class Question {
     Object.assign(this, { spec, context, questions });
     const root = chapterRoot(spec.chapter);
     this.root = root;
-    // a question of one part of a chapter (`part`: the element's id) hides that part only, after the chapter's own
-    this.key = spec.part ? `${spec.chapter}-${spec.part}` : spec.chapter;
-    this.reveal = spec.part ? root.querySelector(`#${spec.part}`) : wrapReveal(root);
-    if (spec.part) this.reveal.dataset.reveal = this.key;
+    this.key = spec.chapter;
+    this.reveal = wrapReveal(root);
     this.card = el("section", "question");
     this.card.dataset.question = this.key;
     this.card.dataset.testid = `question-${this.key}`;
@@ -105,7 +103,7 @@ class Question {
     this.again.hidden = true;
     this.again.addEventListener("click", () => this.askAgain());
     this.card.append(this.kicker, this.prompt, this.choices, this.result, this.skip, this.again);
-    const written = spec.part ? null : root.querySelector("[data-question]"); // the template's, of the same build
+    const written = root.querySelector("[data-question]"); // the template's, of the same build
     if (written) written.replaceWith(this.card);
     else this.reveal.before(this.card);
     this.lab = null; // the request lifecycle's hands, once mounted
@@ -245,7 +243,7 @@ class Question {
     delete this.result.dataset.i18n;
     this.result.textContent = t("q.result", { verdict: t(`q.verdict.${verdict}`), says: posed.says(id) });
     this.result.hidden = false;
-    if (!this.spec.part) this.questions.progress(this.spec.chapter, verdict); // the navigation marks a chapter's own
+    this.questions.progress(this.spec.chapter, verdict); // the navigation marks the chapter
     this.open();
     this.seen = true;
     this.questions.told();
@@ -299,7 +297,7 @@ class Question {
    * language stays hidden too (questions.css).
    */
   hideVerdict(hidden) {
-    if (!this.spec.part) this.root.toggleAttribute("data-verdict-hidden", hidden);
+    this.root.toggleAttribute("data-verdict-hidden", hidden);
   }
 
   /** "Just show me": the card steps aside and the chapter shows. */
@@ -345,7 +343,7 @@ export class Questions {
 
   /** Which chapters the reader may see the measurements of (store `revealed`: the recap reads it). */
   told() {
-    const hidden = this.asking ? this.list.filter((q) => !q.seen && !q.spec.part).map((q) => q.spec.chapter) : [];
+    const hidden = this.asking ? this.list.filter((q) => !q.seen).map((q) => q.spec.chapter) : [];
     store.set("revealed", { hidden: new Set(hidden) });
   }
 
@@ -381,7 +379,7 @@ export class Questions {
   relabel() {
     for (const q of this.list) {
       q.relabel();
-      if (q.result.dataset.verdict && !q.spec.part) this.progress(q.spec.chapter, q.result.dataset.verdict);
+      if (q.result.dataset.verdict) this.progress(q.spec.chapter, q.result.dataset.verdict);
     }
   }
 

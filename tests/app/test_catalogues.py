@@ -80,7 +80,7 @@ DYNAMIC = {
     "gradients.question.choice.": "ranges", "parallel.question.choice.": "which encoder's time grows more",
     "heads.question.choice.": "shares", "prediction.question.choice.": "ranges",
     "scaling.question.choice.": "ranges", "order.question.choice.": "ranges",
-    "heads.question.sublayers.choice.": "shares of BLEU kept",
+    "room.question.choice.": "shares of BLEU kept",
     "point.question.choice.": "the fixes (gates, attention, self-attention)",
 }
 # What every chapter has, under its slug, that the templates write from the list of chapters

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.browser
 FIRST, SECOND = "Je mange du pain.", "Il pleut depuis ce matin, alors nous restons à la maison."
 # the questions posed at once (the parallel chapter's is measured after the guess: its own test below)
 CHAPTERS = [c.slug for c in ALL if c.question in ("sentence", "fixed")]
+FIXED = {c.slug for c in ALL if c.question == "fixed"}
 STORED = "attentionLab.questions"
 
 
@@ -117,6 +118,10 @@ def expected(server: str, chapter: str, text: str, catalog: list[dict], health: 
         strongest = cross[argmax([c["mean"] for c in cross])]
         share = sharpest["mean"] / strongest["mean"]
         return str(in_range(1 if sharpest is strongest else min(share, 0.999), [0.5, 1])), share
+    if chapter == "room":
+        model = next(m for m in catalog if "encoder" in m["attention_kinds"])
+        scores = {s["off"]: s["bleu"] for s in model["sublayers"]}
+        return str(in_range(scores["feed_forward"] / scores[None], [0.25, 0.75])), scores["feed_forward"]
     if chapter == "prediction":
         steps = post(server, "predict", {"text": text, "top_k": defaults["top_k"], "beam_size": 1})["steps"]
         asked = [s for s in steps if len(s["top"]) >= 2]
@@ -183,7 +188,7 @@ def check_answer(page, chapter: str, choice: str, right: str, measured: float, v
     assert guess in text
     right_label = card.locator(f"button[data-choice={css_string(right)}]").text_content()
     # a range, or a group, names the number instead
-    ranged = {"gradients", "bottleneck", "parallel", "scaling", "order", "heads", "prediction"}
+    ranged = {"gradients", "bottleneck", "parallel", "scaling", "order", "heads", "room", "prediction"}
     assert right_label in text or chapter in ranged
     written = page.evaluate("x => import('/static/js/questions/bank.js').then(m => m.power(x))", measured)
     assert written in text, (written, text)
@@ -205,8 +210,8 @@ def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, s
     answered = requests[before:]
 
     type_sentence(page, SECOND)
-    if chapter == "training":  # the training logs do not change with the sentence: answered once, for good
-        assert card.get_by_test_id("question-training-again").is_hidden()
+    if chapter in FIXED:  # what it asks does not change with the sentence: answered once, for good
+        assert card.get_by_test_id(f"question-{chapter}-again").is_hidden()
         assert not problems.errors
         return
     # answered, the chapter stays shown for the new sentence, and offers its question again
@@ -254,33 +259,19 @@ def test_the_order_chapter_s_claim_keeps_its_verdict_until_the_answer(first_visi
     assert not problems.errors
 
 
-def test_the_heads_chapter_s_sub_layer_part_has_its_own_question_from_the_shipped_scores(first_visit, server,
-                                                                                       catalog):
-    """A question of one part of a chapter: asked once the chapter's own is answered, it hides that
-    part only, and its answer is the shipped evaluation's (GET /api/models' `sublayers`)."""
+def test_the_room_chapter_says_what_it_asks_about_before_it_asks(first_visit, server, catalog):
+    """What a feed-forward layer and a residual connection are, with the model's own sizes, is in the
+    chapter's head, shown while its question waits; its answer is the shipped evaluation's."""
     model = next(m for m in catalog if "encoder" in m["attention_kinds"])
-    scores = {s["off"]: s["bleu"] for s in model["sublayers"]}
-    right = str(in_range(scores["feed_forward"] / scores[None], [0.25, 0.75]))
     page, problems, _ = first_visit
-    first_load(page, f"{server}/?ch=heads&text={FIRST}")
-    part = page.locator("[data-reveal='heads-sublayers']")
-    own = posed(page, "heads")
-    hidden = "el => el.hidden"
-    assert part.evaluate(hidden) and page.locator("[data-reveal='heads']").evaluate(hidden)
-    own.locator("button[data-choice]").first.click()
-    card = posed(page, "heads-sublayers")
-    assert part.evaluate(hidden) and not page.locator("[data-reveal='heads']").evaluate(hidden)
-    assert f"{scores[None]:.3g}" in card.locator(".question__prompt").text_content()
-    card.locator(f"button[data-choice='{right}']").click()
-    result = card.locator(".question__result[data-verdict]")
-    result.wait_for()
-    assert result.get_attribute("data-verdict") == "right" and not part.evaluate("el => el.hidden")
-    assert float(result.get_attribute("data-measured")) == pytest.approx(scores["feed_forward"])
-    # the navigation marks the chapter's own question, not its part's
-    mark = page.locator(".site-nav a[data-chapter='heads'] .site-nav__progress")
-    assert mark.get_attribute("data-progress") == own.locator(".question__result").get_attribute("data-verdict")
-    type_sentence(page, SECOND)  # the shipped scores do not change with the sentence: answered for good
-    assert not part.evaluate(hidden) and card.get_by_test_id("question-heads-sublayers-again").is_hidden()
+    first_load(page, f"{server}/?ch=room&text={FIRST}")
+    posed(page, "room")
+    head = page.locator("section[data-chapter='room'] .chapter__head")
+    assert page.locator("[data-reveal='room']").evaluate("el => el.hidden")
+    assert "relu" in head.inner_text() and "x + sublayer(x)" in head.inner_text()
+    sizes = page.get_by_test_id("room-sizes").inner_text()
+    assert model["name"] in sizes and str(model["width"]) in sizes and str(model["feed_forward"]) in sizes
+    assert model["feed_forward"] > 0
     assert not problems.errors
 
 
@@ -305,8 +296,7 @@ def test_just_show_me_shows_everything_and_is_remembered(first_visit, server):
     page, problems, _ = first_visit
     first_load(page, f"{server}/")
     reveals = page.locator("[data-reveal]")
-    # and the heads chapter's part on its sub-layers
-    assert reveals.count() == len([c for c in ALL if c.question]) + 1
+    assert reveals.count() == len([c for c in ALL if c.question])
     assert all(reveals.evaluate_all("els => els.map(e => e.hidden)"))
     page.get_by_test_id("question-mode-show").check()
     assert not any(reveals.evaluate_all("els => els.map(e => e.hidden)"))

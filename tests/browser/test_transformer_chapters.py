@@ -1,7 +1,6 @@
-"""The attention chapter's one line and the scaling, order, heads and prediction chapters in the browser,
-on the tiny models: each chapter opens
-from a shared URL and draws its figures for the typed sentence, its controls work and live in the
-URL, and every number its prose states is the API's own."""
+"""The attention chapter's one line and the scaling, order, heads, room and prediction chapters in the
+browser, on the tiny models: each chapter opens from a shared URL and draws its figures for the typed
+sentence, its controls work and live in the URL, and every number its prose states is the API's own."""
 
 from __future__ import annotations
 
@@ -341,9 +340,9 @@ def test_a_refused_reference_is_said_in_the_page_s_language(open_page, server):
     assert [e for e in problems.errors if e != refused_line] == []
 
 
-def test_the_heads_chapter_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):
+def test_the_room_chapter_translates_with_each_sublayer_off_as_the_api_does(open_page, server, catalog):
     info = with_heads(catalog)
-    page, problems = open_page("?ch=heads")
+    page, problems = open_page("?ch=room")
     table = page.get_by_test_id("sublayers-table")
     table.scroll_into_view_if_needed()
     page.wait_for_function("document.querySelectorAll('#sublayers-table tr').length === 4")
@@ -358,4 +357,7 @@ def test_the_heads_chapter_translates_with_each_sublayer_off_as_the_api_does(ope
             assert number(bleu.split(" ")[0]) == pytest.approx(scores[off]["bleu"], rel=0.01)
         else:
             assert bleu == "–"
+    # the shipped evaluation is the chapter's line in the recap, in every language
+    recap = page.locator("[data-recap='room']").inner_text()
+    assert info["name"] in recap and "BLEU" in recap
     assert problems.errors == []

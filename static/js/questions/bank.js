@@ -3,7 +3,7 @@
 // view where it can, so the server's cache answers the view after) about the reader's sentence, and
 // `pose` turns that answer into the choices, the right one, the near misses and the number to reveal.
 //
-//   chapter                      the data-chapter it precedes
+//   chapter                      the slug of the chapter it precedes (app/chapters.py)
 //   measure(text, ctx, signal)   -> Promise of the answer; ctx: {catalog, page}
 //   pose(answer, ctx)            -> {prompt, choices: [{id, label, lang?}], right, close: Set of ids,
 //                                   measured (the key number), says(id) (the guess against the measure)}
@@ -12,8 +12,6 @@
 //                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
 //                                `measure` runs once the reader has guessed
 //   fixed                        true: the question does not depend on the sentence: posed once
-//   part                         optional: the id of the part of the chapter it precedes and hides
-//                                (asked once the chapter's own question is answered), not the chapter
 import * as api from "../api.js";
 import { figure, t } from "../i18n.js";
 
@@ -351,9 +349,8 @@ const point = {
 /** Shares of the shipped BLEU kept with every feed-forward sub-layer off: under a quarter, to three quarters, above. */
 const KEPT_EDGES = [0.25, 0.75];
 
-const roomToThink = {
-  chapter: "heads",
-  part: "sublayers",
+const room = {
+  chapter: "room",
   fixed: true, // the shipped evaluation does not change with the sentence: posed once
   // the Transformer scored with its sub-layers switched off (GET /api/models' `sublayers`): no request
   measure: () => Promise.resolve(null),
@@ -364,13 +361,13 @@ const roomToThink = {
     const off = scores.find((s) => s.off === "feed_forward");
     if (!all || !off || !(all.bleu > 0)) return null;
     const kept = off.bleu / all.bleu;
-    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "heads.question.sublayers.choice");
+    const { choices, right, close } = amongRanges(kept, KEPT_EDGES, "room.question.choice");
     return {
-      prompt: t("heads.question.sublayers.prompt", { model: model.name, bleu: power(all.bleu) }),
+      prompt: t("room.question.prompt", { model: model.name, bleu: power(all.bleu) }),
       choices, right, close, measured: off.bleu,
-      says: (id) => t("heads.question.sublayers.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
+      says: (id) => t("room.question.says", { guess: choices[Number(id)].label, value: power(off.bleu), all: power(all.bleu) }),
     };
   },
 };
 
-export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, roomToThink, predict, point];
+export const QUESTIONS = [training, recurrence, gradients, bottleneck, attention, timing, scaling, order, heads, room, predict, point];
