@@ -10,7 +10,8 @@ from pydantic import ConfigDict, Field, field_validator
 from app.limits import MAX_BEAM_SIZE
 from app.schemas.base import AttentionKind, HeadSwitch, Response, TextRequest, once_each
 
-# The Transformer's switches (the order and heads chapters), in the same words on every request that decodes.
+# The Transformer's switches (the order, heads and room chapters), in the same words on every request
+# that decodes.
 # Only the encoder's positional encoding is switched: the order chapter shuffles the source.
 POSITIONAL = Field(None, description="Transformer only: the encoder's positional encoding on (true) or off "
                                      "(false); default: as the model was trained. The decoder always adds "

@@ -28,7 +28,7 @@ class DecodeOptions:
     top_k: int = 0  # next-token alternatives reported per step; 0: none
     positional: bool | None = None  # Transformer only: switch the encoder's positional encoding (order)
     heads_off: tuple[tuple[str, int, int], ...] = ()  # Transformer only: (kind, layer, head) (heads)
-    sublayers_off: tuple[str, ...] = ()  # Transformer only: SUBLAYER_SWITCHES off (the heads chapter)
+    sublayers_off: tuple[str, ...] = ()  # Transformer only: SUBLAYER_SWITCHES off (the room chapter)
 
 
 GREEDY = DecodeOptions()

@@ -198,7 +198,7 @@ export const heads = (text, model, headsOff, signal) =>
   request("POST", "/api/heads", { text, model, heads_off: headsOff }, signal);
 /** The recap chapter: the recap's rows measured on `text`, one request for them all. */
 export const recap = (text, signal) => request("POST", "/api/recap", { text }, signal);
-/** A greedy translation by the Transformer with some of its sub-layer switches off (the heads chapter). */
+/** A greedy translation by the Transformer with some of its sub-layer switches off (the room chapter). */
 export const translateWith = (text, model, sublayersOff, signal) =>
   request("POST", "/api/translate", { text, model, sublayers_off: sublayersOff }, signal);
 /** The prediction chapter's free labels: the loss at each position of the model's own translation, or of an English `reference`. */
