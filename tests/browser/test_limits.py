@@ -81,7 +81,7 @@ def typist(chromium, limited_server):
 
 
 def open_at(page, problems, records, url: str, chapter: str) -> None:
-    """The page at `?ch=N`, wheeled to the chapter as a reader scrolls, nothing recorded yet."""
+    """The page at `?ch=<slug>`, wheeled to the chapter as a reader scrolls, nothing recorded yet."""
     load(page, url, f"?ch={chapter}", SIZE, asking=False)
     wheel_to(page, chapter)
     problems.clear()
@@ -148,14 +148,14 @@ def test_typing_at_chapter_3_meets_no_limit(typist, limited_server):
     charged the model time it took: the reader's bucket keeps room, and nothing is refused."""
     url, log = limited_server
     page, problems, sent, answers, dropped = typist
-    open_at(page, problems, (sent, answers, dropped), url, "3")
+    open_at(page, problems, (sent, answers, dropped), url, "gradients")
     logged = len(log.read_text())
     began = type_over(page, SENTENCE)
     plot = show(page, "gradient-plot")
     show(page, "factor-plot")
     gradients = [r for _, r in answers if route(r.request) == "POST /api/gradients"]
     last = gradients[-1] if gradients else None
-    turned_away, failed = refused(answers, began, log, logged), failures(page, "3")
+    turned_away, failed = refused(answers, began, log, logged), failures(page, "gradients")
     print(f"\nchapter 3, {len(SENTENCE)} keys at {KEY_MS} ms: {counts(sent, answers, dropped)}; "
           f"{len(gradients)} POST /api/gradients answered, the last one's RateLimit: "
           f"{last and last.headers.get('ratelimit')!r} ({last and last.headers.get('ratelimit-policy')!r}); "
@@ -180,7 +180,7 @@ def test_typing_at_chapter_4_meets_no_limit(typist, limited_server):
     """One POST /api/compare of every model a key: nothing refused, every card the sentence's."""
     url, log = limited_server
     page, problems, sent, answers, dropped = typist
-    open_at(page, problems, (sent, answers, dropped), url, "4")
+    open_at(page, problems, (sent, answers, dropped), url, "bottleneck")
     names = [m["name"] for m in httpx.get(f"{url}/api/models").json()]
     logged = len(log.read_text())
     began = type_over(page, SENTENCE)
@@ -188,7 +188,7 @@ def test_typing_at_chapter_4_meets_no_limit(typist, limited_server):
         page.wait_for_function("sel => !document.querySelector(sel).classList.contains('is-pending')",
                                arg=f"[data-testid='translation-{name}']")
     bleu = show(page, "bleu-plot")
-    turned_away, failed = refused(answers, began, log, logged), failures(page, "4")
+    turned_away, failed = refused(answers, began, log, logged), failures(page, "bottleneck")
     print(f"\nchapter 4, {len(SENTENCE)} keys at {KEY_MS} ms: {counts(sent, answers, dropped)}; "
           f"refused: {turned_away}; failures shown: {failed}")
     assert not turned_away, turned_away
