@@ -15,13 +15,14 @@ What production reads of a record:
 - `recap`: the parts of its row in the recap ("" its main measurement, else the part's name), each a
   place the row's number is written (templates/chapters/point.html); app/services/recap.py
   measures on the server the parts it has a measurement for, the chapter's view the others.
+- `question`: how its question (static/js/questions/bank.js) is posed, written on its section for
+  static/js/questions.js: "sentence" (measured on the reader's sentence), "fixed" (the same for every
+  sentence), "later" (the same for every sentence, measured once the reader has guessed), or None
+  (no question).
 
 What only the tests read (their checks of the page, on the tiny models):
 - `opens`: the test ids of the figures it draws as soon as it is opened ("{aligning}": the first
   recurrent model with cross-attention, whose figures the attention chapter shows first).
-- `question`: how its question (static/js/questions/bank.js) is posed: "sentence" (measured on the
-  reader's sentence), "fixed" (the same for every sentence), "later" (the same for every sentence,
-  measured once the reader has guessed), or None.
 - a route's `failure` (where the page says it failed), `light` and `heavy` (how a test server asks it).
 
 `BEFORE_SLUGS` keeps the links made when chapters had numbers: `?ch=<n>` and `?tour=<n>,...` open

@@ -77,6 +77,9 @@ class Question {
     Object.assign(this, { spec, context, questions });
     const root = chapterRoot(spec.chapter);
     this.root = root;
+    // how it is posed is its chapter's (app/chapters.py's `question`, written on the section)
+    this.fixed = root.dataset.posed === "fixed"; // the same for every sentence: posed once
+    this.later = root.dataset.posed === "later"; // the same for every sentence, measured once guessed
     this.key = spec.chapter;
     this.reveal = wrapReveal(root);
     this.card = el("section", "question");
@@ -121,11 +124,11 @@ class Question {
       title: "question",
       figures: [],
       // a question of the sentence follows each new text; one asked before its measurement, on the guess
-      asks: q.spec.later ? "self" : "text",
+      asks: q.later ? "self" : "text",
       mount: (lab) => { q.lab = lab; },
       keys: () => [null],
       panels: () => [q.prompt],
-      wants: () => q.questions.asking && !q.seen && !(q.spec.fixed && q.posed),
+      wants: () => q.questions.asking && !q.seen && !(q.fixed && q.posed),
       ask: (text, signal) => q.measure(text, signal),
       draw: (answer) => q.measured(answer),
       failure: (error) => q.failed(error),
@@ -151,16 +154,16 @@ class Question {
   /** The sentence is now `text`: an unanswered question follows it; an answered one stays, and offers to ask again. */
   follow(text) {
     if (this.seen) {
-      this.again.hidden = this.spec.fixed || this.spec.later || text === this.text;
+      this.again.hidden = this.fixed || this.later || text === this.text;
       return;
     }
-    if (this.spec.fixed && this.posed) return;
+    if (this.fixed && this.posed) return;
     this.text = text;
     this.clear();
     this.reveal.hidden = true;
     this.hideVerdict(true);
     this.skip.hidden = false;
-    if (this.spec.later) {
+    if (this.later) {
       this.offer(this.spec.ask(this.context));
       return;
     }
@@ -169,7 +172,7 @@ class Question {
 
   /** The request: the chapter's own measurement of `text` (a question asked before it: of none). */
   measure(text, signal) {
-    if (!this.spec.later) this.text = text;
+    if (!this.later) this.text = text;
     return this.spec.measure(this.text, this.context, signal);
   }
 
@@ -217,7 +220,7 @@ class Question {
 
   /** The reader's guess. Nothing is sent anywhere; a question asked before its measurement measures now. */
   choose(id) {
-    if (!this.posed && this.spec.later) {
+    if (!this.posed && this.later) {
       this.pending = id;
       for (const button of this.choices.querySelectorAll("button")) button.disabled = true;
       label(this.result, "q.measuring.later");
@@ -272,7 +275,7 @@ class Question {
    */
   relabel() {
     if (this.answer !== undefined) this.posed = this.spec.pose(this.answer, this.context);
-    const shown = this.spec.later && !this.posed ? this.spec.ask(this.context) : this.posed;
+    const shown = this.later && !this.posed ? this.spec.ask(this.context) : this.posed;
     if (shown && this.choices.children.length) {
       this.prompt.textContent = shown.prompt;
       for (const choice of shown.choices) {
@@ -316,7 +319,7 @@ export class Questions {
     this.asking = page.ask || storedChoice();
     if (!page.ask) tellServer(this.asking); // a choice stored before the cookie existed
     this.latest = null;
-    this.list = QUESTIONS.filter((spec) => chapterRoot(spec.chapter)).map((spec) => new Question(spec, context, this));
+    this.list = QUESTIONS.filter((spec) => chapterRoot(spec.chapter)?.dataset.posed).map((spec) => new Question(spec, context, this));
     this.toggle = this.buildToggle();
     store.watch("text", (text) => this.follow(text));
     if (!this.asking) for (const q of this.list) q.showAll();
@@ -397,7 +400,7 @@ export class Questions {
       q.card.hidden = false;
       if (q.seen || !this.latest) continue;
       q.follow(this.latest);
-      if (!q.spec.later && !(q.spec.fixed && q.posed)) q.lab?.ask({ lazy: true });
+      if (!q.later && !(q.fixed && q.posed)) q.lab?.ask({ lazy: true });
     }
     this.told();
   }

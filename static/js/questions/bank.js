@@ -8,10 +8,13 @@
 //   pose(answer, ctx)            -> {prompt, choices: [{id, label, lang?}], right, close: Set of ids,
 //                                   measured (the key number), says(id) (the guess against the measure)}
 //                                   or null when this sentence gives nothing to ask
-//   later                        true: the question does not depend on the sentence, and costs a
-//                                measurement; `ask(ctx)` -> {prompt, choices} is shown first and
-//                                `measure` runs once the reader has guessed
-//   fixed                        true: the question does not depend on the sentence: posed once
+//   ask(ctx)                     a question measured once the reader has guessed: -> {prompt, choices},
+//                                shown first; `measure` runs after the guess
+//
+// How a question is posed is its chapter's record's `question` (app/chapters.py), which the page writes
+// on the chapter's section (`data-posed`): "sentence" (measured on the reader's sentence), "fixed" (the
+// same for every sentence: posed once) or "later" (the same for every sentence, and measured once the
+// reader has guessed, with `ask`).
 import * as api from "../api.js";
 import { figure, t } from "../i18n.js";
 
@@ -62,7 +65,7 @@ const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).fi
 
 const training = {
   chapter: "training",
-  fixed: true, // the training logs do not change with the sentence: posed once
+  // the training logs do not change with the sentence (the record's "fixed")
   measure: (text, ctx, signal) => api.curves(signal),
   pose(answer) {
     const logs = answer.filter((c) => c.points.some((p) => typeof p.valid_bleu === "number"));
@@ -197,7 +200,6 @@ const GROWTH_EDGES = [0.5, 2];
 
 const timing = {
   chapter: "parallel",
-  later: true,
   ask: () => ({ prompt: t("parallel.question.prompt"), choices: rangeChoices(GROWTH_EDGES, "parallel.question.choice") }),
   // one measurement runs at a time on the server (the chapter's own button may have started it): a
   // 429 is asked again after its Retry-After by the request lifecycle, like any view's
@@ -351,7 +353,7 @@ const KEPT_EDGES = [0.25, 0.75];
 
 const room = {
   chapter: "room",
-  fixed: true, // the shipped evaluation does not change with the sentence: posed once
+  // the shipped evaluation does not change with the sentence (the record's "fixed")
   // the Transformer scored with its sub-layers switched off (GET /api/models' `sublayers`): no request
   measure: () => Promise.resolve(null),
   pose(_, { catalog }) {
