@@ -8,6 +8,9 @@ modules in static/js/; this holds what crosses to the server.
 What production reads of a record:
 - `slug`: as above; the navigation, the sections and the recap's rows are written from the list
   (templates/index.html), and the catalogues' references `{chapter:<slug>}` are its number.
+- `views`: its view modules (static/js/chapters/<name>.js), in the order the page builds them and
+  asks them about a new text; the page loads its views from the list (templates/index.html writes
+  it on <body data-views>, static/js/contents.js imports them).
 - `figures`: the ids of its figures one may embed (`/embed/<id>`, app/routes/pages.py); the
   template writes them on the page for static/js/embed.js, which offers exactly these.
 - `routes`: the API routes its views ask, in order: the first visit's answers are computed ahead in
@@ -48,6 +51,7 @@ class Route:
 @dataclass(frozen=True)
 class Chapter:
     slug: str
+    views: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
     routes: tuple[Route, ...] = ()
     recap: tuple[str, ...] = ("",)
@@ -69,38 +73,50 @@ def _empty(testid: str) -> str:
 FIRST_SCREEN = (Route("/api/compare", failure="#cards .card__text.is-missing"),)
 
 CHAPTERS = (
-    Chapter("training", figures=("curves-plot",), opens=("curves-plot",),
+    Chapter("training", views=("training",),
+            figures=("curves-plot",), opens=("curves-plot",),
             routes=(Route("/api/curves", _empty("=curves-plot"), get=True),), question="fixed"),
-    Chapter("recurrence", figures=("recurrence-plot", "recurrence-change"),
+    Chapter("recurrence", views=("recurrence",),
+            figures=("recurrence-plot", "recurrence-change"),
             opens=("recurrence-plot", "recurrence-change"),
             routes=(Route("/api/recurrence", _empty("=recurrence-plot")),)),
-    Chapter("gradients", figures=("grad-plot", "factor-plot", "lag-accuracy", "lag-gradients", "gates-plot"),
+    Chapter("gradients", views=("gradients", "long-lag", "lag-gradients"),
+            figures=("grad-plot", "factor-plot", "lag-accuracy", "lag-gradients", "gates-plot"),
             opens=("gradient-plot",),
             routes=(Route("/api/gradients", _empty("=gradient-plot")),
                     Route("/api/long-lag", _empty("=lag-accuracy"), get=True),
                     Route("/api/long-lag/gradients", _empty("=lag-gradients"), light={"lag": 4}))),
-    Chapter("bottleneck", figures=("bleu-plot", "live-loss", "live-accuracy", "live-maps", "live-reference"),
+    Chapter("bottleneck", views=("translations", "bleu", "live", "live-run"),
+            figures=("bleu-plot", "live-loss", "live-accuracy", "live-maps", "live-reference"),
             opens=("bleu-plot",), routes=(Route("/api/train", heavy=True),)),
-    Chapter("attention", figures=("alignment-plots", "scores-panels", "lookup-plot"),
+    Chapter("attention", views=("alignment", "alignment-replay", "scores", "lookup"),
+            figures=("alignment-plots", "scores-panels", "lookup-plot"),
             opens=("attention-{aligning}", "scores-{aligning}", "blend-{aligning}"),
             routes=(Route("/api/scores", _empty("^=scores-")), Route("/api/snapshots", _empty("^=scrub-map-")),
                     Route("/api/lookup", _empty("=lookup-plot"))),
             recap=("", "lookup")),
-    Chapter("parallel", figures=("timing-plot",), opens=("timing-plot",),
+    Chapter("parallel", views=("timing",),
+            figures=("timing-plot",), opens=("timing-plot",),
             routes=(Route("/api/timing", "[data-testid=timing-status]"),), question="later"),
-    Chapter("scaling", figures=("scaling-curves", "scaling-heads"), opens=("scaling-curves", "scaling-heads"),
+    Chapter("scaling", views=("scaling",),
+            figures=("scaling-curves", "scaling-heads"), opens=("scaling-curves", "scaling-heads"),
             routes=(Route("/api/scaling", _empty("=scaling-curves"), light={"d_k": [4, 16], "keys": 4},
                           heavy=True),)),
-    Chapter("order", figures=("order-maps", "order-pe"), opens=("order-maps", "order-pe"),
+    Chapter("order", views=("order",),
+            figures=("order-maps", "order-pe"), opens=("order-maps", "order-pe"),
             routes=(Route("/api/order", _empty("=order-maps")),)),
-    Chapter("heads", figures=("heads-grid", "head-detail", "heads-contrib", "heads-ranking", "heads-summed",
-                              "heads-rollout"),
+    Chapter("heads", views=("heads", "heads-replay", "heads-lab"),
+            figures=("heads-grid", "head-detail", "heads-contrib", "heads-ranking", "heads-summed",
+                     "heads-rollout"),
             opens=("heads-grid", "head-detail"),
             routes=(Route("/api/heads", _empty("=heads-contrib")),)),
-    Chapter("room", routes=(Route("/api/translate"),), question="fixed"),
-    Chapter("prediction", figures=("predict-tree", "labels-plot"), opens=("predict-tree",),
+    Chapter("room", views=("sublayers",),
+            routes=(Route("/api/translate"),), question="fixed"),
+    Chapter("prediction", views=("predict", "next-token"),
+            figures=("predict-tree", "labels-plot"), opens=("predict-tree",),
             routes=(Route("/api/predict", _empty("=predict-tree")), Route("/api/next-token"))),
-    Chapter("point", routes=(Route("/api/recap"),), recap=()),
+    Chapter("point", views=("recap",),
+            routes=(Route("/api/recap"),), recap=()),
 )
 
 # The chapters as links numbered them before they had slugs: `?ch=<n>` meant BEFORE_SLUGS[n - 1].

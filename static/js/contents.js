@@ -1,5 +1,5 @@
-// The story's chapter views, in the order the page builds them and asks them about a new text.
-// Each is a module of static/js/chapters/ of one shape, which the request lifecycle (requests.js)
+// The story's chapter views, in the order the page builds them and asks them about a new text: each
+// chapter's record (app/chapters.py) names its views. Each is a module of static/js/chapters/ of one shape, which the request lifecycle (requests.js)
 // drives without knowing one from another:
 //
 //   chapter   the data-chapter of the section it lives in
@@ -34,33 +34,14 @@
 //                              plots among its figures)
 //
 // Chapters never import each other: what two share goes through store.js.
-import * as alignment from "./chapters/alignment.js";
-import * as alignmentReplay from "./chapters/alignment-replay.js";
-import * as bleu from "./chapters/bleu.js";
-import * as gradients from "./chapters/gradients.js";
-import * as heads from "./chapters/heads.js";
-import * as headsLab from "./chapters/heads-lab.js";
-import * as headsReplay from "./chapters/heads-replay.js";
-import * as lagGradients from "./chapters/lag-gradients.js";
-import * as live from "./chapters/live.js";
-import * as liveRun from "./chapters/live-run.js";
-import * as longLag from "./chapters/long-lag.js";
-import * as lookup from "./chapters/lookup.js";
-import * as nextToken from "./chapters/next-token.js";
-import * as order from "./chapters/order.js";
-import * as predict from "./chapters/predict.js";
-import * as recap from "./chapters/recap.js";
-import * as recurrence from "./chapters/recurrence.js";
-import * as scaling from "./chapters/scaling.js";
-import * as sublayers from "./chapters/sublayers.js";
-import * as scores from "./chapters/scores.js";
-import * as timing from "./chapters/timing.js";
-import * as training from "./chapters/training.js";
-import * as translations from "./chapters/translations.js";
 import * as glance from "./glance.js";
 
-// The first screen's translation (glance.js) comes first: it answers the first key.
-export const VIEWS = [
-  glance, training, recurrence, gradients, longLag, lagGradients, translations, bleu, live, liveRun,
-  alignment, alignmentReplay, scores, lookup, timing, scaling, order, heads, headsReplay, headsLab, sublayers, predict, nextToken, recap,
-];
+/**
+ * The views: the first screen's translation (glance.js) first, since it answers the first key, then
+ * each chapter's, in the story's order, as app/chapters.py lists them (written on <body data-views>,
+ * and preloaded by the page's head).
+ */
+export async function loadViews() {
+  const names = (document.body.dataset.views || "").split(" ").filter(Boolean);
+  return [glance, ...await Promise.all(names.map((name) => import(`./chapters/${name}.js`)))];
+}

@@ -9,7 +9,7 @@ import { loadCatalog } from "./catalog.js";
 import { language, pageLanguage, t, useLanguage } from "./i18n.js";
 import { Composer, say, sayAgain } from "./composer.js";
 import { startContrast } from "./contrast.js";
-import { VIEWS } from "./contents.js";
+import { loadViews } from "./contents.js";
 import { $ } from "./dom.js";
 import { Embed, offerEmbeds } from "./embed.js";
 import { Keeper } from "./keep.js";
@@ -53,16 +53,17 @@ async function start() {
   const lab = new Lab(api.compare);
   const state = { lab };
   languageSwitch(state);
-  const [catalog] = await Promise.all([
+  const [catalog, , views] = await Promise.all([
     loadCatalog((error) => say(() => t("status.no-models", { why: api.explain(error) }), "error")),
     useLanguage(pageLanguage()).catch(() => "en"), // a missing catalogue leaves the words as the server wrote them
+    loadViews(),
   ]);
   sayAgain(); // a failure said while the catalogue was still on its way, now in words
   if (!catalog) {
     lab.begin().announce($("source").value);
     return;
   }
-  const page = new UrlState(location.search, catalog, language(), VIEWS.map((view) => view.state));
+  const page = new UrlState(location.search, catalog, language(), views.map((view) => view.state));
   $("numerics").textContent = catalog.numericsLine;
   Object.assign(state, { page, catalog });
   const later = debounce(() => update(state), PAUSE_MS);
@@ -77,7 +78,7 @@ async function start() {
     state.questions = new Questions({ catalog, page });
     offerEmbeds();
   }
-  lab.mount(embed ? embed.views(VIEWS) : [...VIEWS, ...state.questions.views], { catalog, page });
+  lab.mount(embed ? embed.views(views) : [...views, ...state.questions.views], { catalog, page });
   if (!embed) {
     new Nav(page, new Keeper());
   }

@@ -34,6 +34,14 @@ def test_every_chapter_has_its_template_and_every_template_a_chapter():
     assert held == sorted(c.slug for c in chapters.CHAPTERS)
 
 
+def test_every_view_module_is_one_chapter_s():
+    """The page loads the views the records name (static/js/contents.js): a module no record names
+    would never run."""
+    named = [view for c in chapters.CHAPTERS for view in c.views]
+    held = [path.stem for path in (REPO_ROOT / "static" / "js" / "chapters").glob("*.js")]
+    assert sorted(named) == sorted(held) and len(named) == len(set(named))
+
+
 def test_an_old_numbered_link_names_the_chapter_it_meant():
     """Links made when chapters had numbers keep their meaning: each number names a chapter that still
     is, each chapter once."""
