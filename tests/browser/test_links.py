@@ -2,7 +2,7 @@
 chapter, opens the page with that chapter's heading at the top, just under the text box, in "Ask me
 first" (every new visitor's mode, where the questions hide what each chapter measures and the page
 gets shorter under the chapter asked for) and in "Just show me", on a wide and a narrow screen, in
-both languages. One page goes through every link."""
+both languages. One page goes through every link of a mode and a size."""
 
 from __future__ import annotations
 
@@ -68,20 +68,21 @@ def choose(context, page, server: str, mode: str) -> None:
     context.add_cookies([{"name": "questions", "value": mode, "url": server}])
 
 
-def test_every_chapter_link_lands_on_its_chapter(reader, server):
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_chapter_link_lands_on_its_chapter(reader, server, mode, size):
     context, page = reader
+    width, height, lang = SIZES[size]
+    choose(context, page, server, mode)
+    page.set_viewport_size({"width": width, "height": height})
     missed = []
-    for mode in MODES:
-        choose(context, page, server, mode)
-        for size, (width, height, lang) in SIZES.items():
-            page.set_viewport_size({"width": width, "height": height})
-            for link, chapter in links():
-                page.goto(f"{server}/?lang={lang}&ch={link}")
-                page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
-                page.wait_for_function(DRAWN)
-                seen = where(page, chapter)
-                asked = page.evaluate("new URLSearchParams(location.search).get('ch')")
-                if asked != chapter or not landed(seen):
-                    missed.append((mode, size, link, asked, seen))
-    said = "links that did not land (mode, size, link, ch after, where):"
+    for link, chapter in links():
+        page.goto(f"{server}/?lang={lang}&ch={link}")
+        page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+        page.wait_for_function(DRAWN)
+        seen = where(page, chapter)
+        asked = page.evaluate("new URLSearchParams(location.search).get('ch')")
+        if asked != chapter or not landed(seen):
+            missed.append((link, asked, seen))
+    said = f"links that did not land in {mode} mode at {size} (link, ch after, where):"
     assert not missed, "\n".join([said, *map(str, missed)])
