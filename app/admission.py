@@ -2,7 +2,7 @@
 
 Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py).
 What a new request would meet is the queue's age: how long the oldest work it would wait behind
-has waited already. Work is served in turns between clients (app/runtime/fairness.py), so that is
+has waited already. Work is served in turns between clients (app/runtime/scheduler.py), so that is
 the client's own oldest queued work, or, when two or more other clients have work waiting and even
 the freshest of theirs is that old, theirs (`wait_met`). Past `max_wait` seconds the client is
 behind, and one more request of its is answered 503 with Retry-After: a client that keeps more in
@@ -30,8 +30,8 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.clients import client_of
-from app.runtime.fairness import asking
 from app.runtime.metrics import Traffic
+from app.runtime.scheduler import asking
 
 RETRY_AFTER_S = 1
 
@@ -65,7 +65,7 @@ class Admission:
         if not admitted:
             await self._busy(send, behind)
             return
-        served = asking.set(client)  # the work it queues is this client's (app/runtime/fairness.py)
+        served = asking.set(client)  # the work it queues is this client's (app/runtime/scheduler.py)
         try:
             await self.app(scope, receive, send)
         finally:

@@ -38,10 +38,10 @@ from app.runtime.errors import (
     UnknownModelError,
     UnknownSnapshotError,
 )
-from app.runtime.fairness import wait_met
 from app.runtime.loading import freeze_start_up_heap, load_registry
 from app.runtime.metrics import Metrics
 from app.runtime.registry import ModelRegistry
+from app.runtime.scheduler import wait_met
 from app.runtime.shares import Shares, ShareSpentError
 from app.runtime.steppers import StepperConfig, Steppers
 from app.runtime.worker import Abandoned, ModelThread

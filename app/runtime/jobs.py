@@ -20,10 +20,10 @@ from functools import partial
 from typing import Any, Protocol
 
 from app.runtime.cache import MISSING, ResultCache
-from app.runtime.fairness import asking
+from app.runtime.scheduler import EXPERIMENT, INTERACTIVE, ORDINARY, asking
 from app.runtime.shares import Meter
 from app.runtime.stepping import Batchable
-from app.runtime.worker import EXPERIMENT, INTERACTIVE, ORDINARY, ModelThread
+from app.runtime.worker import ModelThread
 
 
 class Steppers(Protocol):

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from app.limits import Limits
+from app.runtime.scheduler import homes, route
 from app.runtime.stepping import Batchable, settle
 from app.runtime.workload import Abandoned, Dropped, Load
 from models.decoding import Stopped
@@ -106,7 +107,7 @@ class Steppers:
         the sentences of a process that ended when no other is ready."""
         self.load, self.dropped = load, dropped
         self.local = local
-        self.homes = _homes(sizes or {}, processes)
+        self.homes = homes(sizes or {}, processes)
         self._lock = threading.Lock()
         self._sids = itertools.count()
         self._sent: dict[int, _Sent] = {}
@@ -206,7 +207,7 @@ class Steppers:
         if not ready:
             return None
         home = self.homes.get(group[-1] if isinstance(group, tuple) else group, hash(group) % len(self._ready))
-        return _route(group, home, self._live, ready)
+        return route(group, home, self._live, ready)
 
     def _send(self, process: int, message: tuple) -> bool:
         try:
@@ -359,28 +360,6 @@ def _start(config: StepperConfig) -> tuple[subprocess.Popen, Connection]:
     conn = Connection(ours.detach())
     conn.send(config)
     return process, conn
-
-
-def _route(group: Hashable, home: int, live: dict[Hashable, list[int]], ready: list[int]) -> int:
-    """The process among `ready` for a new sentence of `group`, whose home is `home`, `live` giving per
-    group its sentences in each process: the home while at least as many groups have work as there
-    are processes, else the process with the fewest of the group's (the home first among equals)."""
-    if home not in ready:
-        home = ready[0]
-    if len({g for g, counts in live.items() if any(counts)} | {group}) >= len(ready):
-        return home
-    mine = live.get(group) or [0] * (max(ready) + 1)
-    return min(ready, key=lambda i: (mine[i], i != home))
-
-
-def _homes(sizes: dict[str, int], processes: int) -> dict[str, int]:
-    """model -> its home process: the largest first, each to the process with the least so far."""
-    totals = [0] * processes
-    homes = {}
-    for name, size in sorted(sizes.items(), key=lambda item: -item[1]):
-        homes[name] = min(range(processes), key=lambda i: (totals[i], i))
-        totals[homes[name]] += size
-    return homes
 
 
 class _Relayed(Load):

@@ -26,8 +26,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.runtime.fairness import fair_order
-from app.runtime.priorities import INTERACTIVE
+from app.runtime.scheduler import INTERACTIVE, admit, pool_room, shards
 from app.runtime.workload import Abandoned
 
 # How long one turn of stepped decoding runs (`_step_turn`) before queued work gets its turn: many
@@ -68,7 +67,7 @@ class Batchable:
     # the same answer computed by itself, for a sentence with nothing to step with (a reader alone):
     # the one-sentence search, without a pool's bookkeeping at every step
     alone: Callable[[], Any] | None = None
-    client: str = ""  # who asked: sentences join their pool in turns between clients (fairness.py)
+    client: str = ""  # who asked: sentences join their pool in turns between clients (scheduler.py)
 
 
 @dataclass(eq=False)
@@ -157,8 +156,8 @@ class SteppedDecoding:
 
             def take() -> tuple | None:
                 with lock, self._ready:
-                    shards = self._shards()
-                    for unit in [*self._pools, *((g, shard) for g in self._joining for shard in range(shards))]:
+                    pools = self._shards()
+                    for unit in [*self._pools, *((g, shard) for g in self._joining for shard in range(pools))]:
                         if (unit not in busy and unit not in order
                                 and (self._pools.get(unit) or unit[0] in self._joining)):
                             order.append(unit)  # every pool with work, once
@@ -167,7 +166,7 @@ class SteppedDecoding:
                     taken.append(True)
                     unit = order.popleft()
                     busy.add(unit)
-                    joining, gone = self._admitted(unit, shards)
+                    joining, gone = self._admitted(unit, pools)
                 return unit, joining, gone
 
             def lane() -> None:
@@ -198,27 +197,23 @@ class SteppedDecoding:
         fewer groups than lanes have work (one model typed into by many readers: every core steps
         it), else one (the groups themselves keep the lanes busy, each in bigger steps)."""
         groups = {unit[0] for unit, pool in self._pools.items() if pool} | set(self._joining)
-        return max(1, self.lanes // max(1, len(groups)))
+        return shards(len(groups), self.lanes)
 
-    def _admitted(self, unit: tuple[Hashable, int], shards: int) -> tuple[list[_Sentence], list[_Sentence]]:
+    def _admitted(self, unit: tuple[Hashable, int], pools: int) -> tuple[list[_Sentence], list[_Sentence]]:
         """Under the lock: the sentences of `unit`'s group that join its pool now, in turns between
         clients (each one's oldest first: `fair_order`), as many as it has room for (at most
-        `pool_rows`, and its share of the group's sentences over its `shards` pools), and those
+        `pool_rows`, and its share of the group's sentences over its `pools` pools), and those
         nobody wants any more, dropped unstarted; the rest wait, and a reader who types on in the
         meantime costs nothing."""
         group = unit[0]
         waiting = self._joining.get(group, {})
-        if unit[1] >= shards:  # a pool left from when fewer groups had work: it only drains
+        if unit[1] >= pools:  # a pool left from when fewer groups had work: it only drains
             return [], []
-        sizes = [len(self._pools.get((group, shard)) or ()) for shard in range(shards)]
-        share = -(-(sum(sizes) + len(waiting)) // shards)  # ceil
-        room = min(self.pool_rows, max(share, 1)) - len(self._pools.get(unit) or ())
-        joining, gone = [], []
-        for sentence in fair_order(list(waiting.values()), lambda s: s.spec.client):
-            if not sentence.wanted():
-                gone.append(waiting.pop(sentence.spec.key))
-            elif len(joining) < room:
-                joining.append(waiting.pop(sentence.spec.key))
+        sizes = [len(self._pools.get((group, shard)) or ()) for shard in range(pools)]
+        room = pool_room(sizes, len(waiting), len(self._pools.get(unit) or ()), self.pool_rows)
+        joining, gone = admit(list(waiting.values()), room, _Sentence.wanted, lambda s: s.spec.client)
+        for sentence in (*joining, *gone):
+            del waiting[sentence.spec.key]
         if not waiting:
             self._joining.pop(group, None)
         return joining, gone

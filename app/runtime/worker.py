@@ -21,8 +21,9 @@ has one thread, so when the browser preempts it only that lane's model waits, no
 a split operation: the page typing into the same cores (bench/bench_page.py) updates sooner with
 the lanes kept than with the batch sent to one lane.
 
-Interactive work first. Jobs queue by priority (INTERACTIVE: typing's compares; ORDINARY; then
-EXPERIMENT: chapter experiments that take seconds, such as the gradients chapter's experiment), first come first
+Interactive work first (the order is app/runtime/scheduler.py's `TurnQueue`). Jobs queue by
+priority (INTERACTIVE: typing's compares; ORDINARY; then EXPERIMENT: chapter experiments that take
+seconds, such as the gradients chapter's experiment), first come first
 served within one, but with patience: a less urgent job lets more urgent ones go first only if they
 were queued less than its priority's PATIENCE_S after it, so steady typing delays it, never starves
 it. A job that has started is not interrupted by the operating system (a second thread running
@@ -50,8 +51,6 @@ Stepped decoding across readers (`batching`, `step_together`) is its own idea: a
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import logging
 import os
 import sys
@@ -60,15 +59,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 import torch
 
 from app.runtime.cores import CoreShare
-from app.runtime.fairness import FairShare
-from app.runtime.priorities import EXPERIMENT, INTERACTIVE, ORDINARY, PATIENCE_S, URGENT_SHARE
+from app.runtime.scheduler import EXPERIMENT, INTERACTIVE, ORDINARY, Turn, TurnQueue, oldest, pause_until
 from app.runtime.stepping import SteppedDecoding, settle
 from app.runtime.workload import Abandoned, Dropped, Load
 from models.serving.threads import intra_op, set_intra_op
@@ -89,19 +87,6 @@ def yield_cpu(nice: int) -> None:
     with contextlib.suppress(OSError):  # above the main thread's value: a lane inherits its creator's
         base = os.getpriority(os.PRIO_PROCESS, os.getpid())
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, base + nice))
-
-
-@dataclass(order=True)
-class _Turn:
-    """One queued turn of the model thread, in the order turns run: the earliest `due` first."""
-
-    due: float  # when it was queued (or its client's earlier turns are through), plus its patience
-    order: int
-    priority: int = field(compare=False)
-    run: Callable[[], None] = field(compare=False)
-    futures: list[Future] = field(compare=False)  # cancelled if it never runs, failed if it raises
-    queued: float = field(compare=False)  # when it was queued
-    client: str = field(compare=False, default="")
 
 
 @dataclass
@@ -131,10 +116,8 @@ class ModelThread(SteppedDecoding):
         self.pool_rows = pool_rows
         self.dropped = Dropped()
         self.load = Load()
-        self._queue: list[_Turn] = []  # a heap: the earliest due runs first
-        self._fair = FairShare()  # when each client's queued turns are through, by what they cost
+        self._queue = TurnQueue()  # which turn runs next (app/runtime/scheduler.py)
         self._init_stepping()  # continuous batching (`step_together`)
-        self._order = itertools.count()
         self._ready = threading.Condition()
         self._closed = False
         self._running: list[int] = []  # priorities of the turns open on the model thread, innermost last
@@ -164,10 +147,10 @@ class ModelThread(SteppedDecoding):
                     self._ready.wait()
                 if not self._queue:
                     return
-                turn = heapq.heappop(self._queue)
+                turn = self._queue.pop()
             self._take(turn)
 
-    def _take(self, turn: _Turn) -> None:
+    def _take(self, turn: Turn) -> None:
         """Run a queued turn, timed into its client's account; a fault in it fails its own requests
         and the thread goes on."""
         began = time.perf_counter()
@@ -178,7 +161,7 @@ class ModelThread(SteppedDecoding):
             settle([f for f in turn.futures if not f.done()], error)
         finally:
             with self._ready:
-                self._fair.ran(turn.client, time.perf_counter() - began)
+                self._queue.ran(turn.client, time.perf_counter() - began)
 
     def _run_turn(self, priority: int, turn: Callable[[], None]) -> None:
         self._running.append(priority)
@@ -203,9 +186,7 @@ class ModelThread(SteppedDecoding):
             if self._closed:
                 raise RuntimeError("the model thread is closed")
             self.load.queued()
-            now = time.perf_counter()
-            due = self._fair.due(client, now) + PATIENCE_S.get(priority, 0.0)
-            heapq.heappush(self._queue, _Turn(due, next(self._order), priority, turn, futures, now, client))
+            self._queue.push(priority, turn, futures, client, time.perf_counter())
             self._ready.notify()
 
     def waited(self) -> float:
@@ -216,14 +197,10 @@ class ModelThread(SteppedDecoding):
     def ages(self) -> dict[str, float]:
         """Per client with work queued (a turn more urgent than an experiment, or a sentence not yet
         stepped), how long its oldest has waited: what admission (app/admission.py) refuses by."""
-        now = time.perf_counter()
-        oldest: dict[str, float] = {}
         with self._ready:
-            queued = [(t.client, t.queued) for t in self._queue if t.priority < EXPERIMENT]
-            queued += [(s.spec.client, s.arrived) for group in self._joining.values() for s in group.values()]
-        for client, when in queued:
-            oldest[client] = min(when, oldest.get(client, when))
-        return {client: now - when for client, when in oldest.items()}
+            queued = [*self._queue.waiting(EXPERIMENT),
+                      *((s.spec.client, s.arrived) for group in self._joining.values() for s in group.values())]
+        return oldest(queued, time.perf_counter())
 
     def pause(self) -> None:
         """Called by a long job between two of its steps, on the model thread: first run the queued
@@ -240,17 +217,14 @@ class ModelThread(SteppedDecoding):
         began = time.perf_counter()
         account[0] += began - self._resumed[-1]
         # no later than the account allows: at once when an earlier pause overran
-        until = began + URGENT_SHARE * account[0] - account[1]
+        until = pause_until(began, account[0], account[1])
         self._pause_until = until  # a slice of stepped decoding run here ends by then (`_step_turn`)
         try:
             while time.perf_counter() < until:
                 with self._ready:
-                    urgent = [turn for turn in self._queue if turn.priority < current]
-                    if not urgent:
+                    first = self._queue.urgent(current)
+                    if first is None:
                         return
-                    first = min(urgent)  # the earliest due of the more urgent ones
-                    self._queue.remove(first)
-                    heapq.heapify(self._queue)
                 with intra_op(torch.get_num_threads()), torch.inference_mode(self._inference), \
                         torch.set_grad_enabled(self._grad):
                     self._take(first)
@@ -280,12 +254,7 @@ class ModelThread(SteppedDecoding):
 
     def _take_step_turn(self) -> bool:
         """Under the lock: the queued turn of stepped decoding taken out of the queue (False: none)."""
-        for turn in self._queue:
-            if turn.run == self._step_turn:
-                self._queue.remove(turn)
-                heapq.heapify(self._queue)
-                return True
-        return False
+        return self._queue.take(self._step_turn)
 
     def _side_steps(self) -> None:
         """On a side lane, while the model thread runs a long job's step: turns of stepped decoding,
@@ -398,7 +367,7 @@ class ModelThread(SteppedDecoding):
         """Stop taking work, drop what is queued (its futures cancelled), wait for the running turn."""
         with self._ready:
             self._closed = True
-            dropped, self._queue = self._queue, []
+            dropped = self._queue.drain()
             self._ready.notify()
         for turn in dropped:
             self.load.unqueued()

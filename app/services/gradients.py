@@ -8,8 +8,8 @@ import threading
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
+from app.runtime.scheduler import EXPERIMENT
 from app.runtime.shares import Meter
-from app.runtime.worker import EXPERIMENT
 from app.schemas.gradients import GateMeans, Gates, GradientCurve, Gradients, GradientsRequest
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

@@ -16,7 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.runtime.steppers import _homes, _route, _worth_reporting
+from app.runtime.scheduler import homes, route
+from app.runtime.steppers import _worth_reporting
 from app.services.comparison import stepped as stepped_job
 from tests.app.conftest import TEXT, tiny_settings
 
@@ -55,19 +56,19 @@ def test_health_says_how_many_processes_step_and_how_many_are_ready(stepped, cli
 
 
 def test_the_models_are_shared_out_by_size_largest_first():
-    assert _homes({"a": 10, "b": 6, "c": 5, "d": 1}, 2) == {"a": 0, "b": 1, "c": 1, "d": 0}
-    assert _homes({"a": 10, "b": 6}, 1) == {"a": 0, "b": 0}
+    assert homes({"a": 10, "b": 6, "c": 5, "d": 1}, 2) == {"a": 0, "b": 1, "c": 1, "d": 0}
+    assert homes({"a": 10, "b": 6}, 1) == {"a": 0, "b": 0}
 
 
 def test_a_model_goes_home_while_enough_models_have_work_else_where_it_has_fewest():
     # one model typed into: shared out over both processes, the home first among equals
-    assert _route("a", 0, {}, [0, 1]) == 0
-    assert _route("a", 0, {"a": [3, 2]}, [0, 1]) == 1
-    assert _route("a", 1, {"a": [2, 2]}, [0, 1]) == 1
+    assert route("a", 0, {}, [0, 1]) == 0
+    assert route("a", 0, {"a": [3, 2]}, [0, 1]) == 1
+    assert route("a", 1, {"a": [2, 2]}, [0, 1]) == 1
     # two models with work for two processes: each at home, however full
-    assert _route("a", 0, {"a": [9, 0], "b": [0, 1]}, [0, 1]) == 0
+    assert route("a", 0, {"a": [9, 0], "b": [0, 1]}, [0, 1]) == 0
     # a home not ready: the first ready process
-    assert _route("a", 1, {"a": [0, 0]}, [0]) == 0
+    assert route("a", 1, {"a": [0, 0]}, [0]) == 0
 
 
 def test_a_lone_reader_gets_the_model_threads_answers(stepped, client):
