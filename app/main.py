@@ -96,7 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             gc.unfreeze()  # collectable again once the app is gone (tests start many in one process)
             if work is not None:
                 work.stop()
-            app.state.teach.close()
+            await app.state.teach.close()
             app.state.registry.close()
 
     app = FastAPI(

@@ -68,7 +68,11 @@ class TeachPairs:
 
     @classmethod
     def read(cls, path: Path) -> TeachPairs:
-        data = json.loads(path.read_text())
+        return cls.read_text(path.read_text())
+
+    @classmethod
+    def read_text(cls, text: str) -> TeachPairs:
+        data = json.loads(text)
         pairs = lambda key: [Pair(fr, en) for fr, en in data[key]]  # noqa: E731
         return cls(pairs("held_out"), pairs("examples"), pairs("rehearsal"), data["split_hash"])
 
@@ -286,7 +290,7 @@ def teach(model: nn.Module, tokenizer: BPETokenizer, config: TeachConfig, pairs:
         if learned and learned_at is None:
             learned_at = step
         losses = losses.detach()
-        rehearsal_loss = None if rehearsal is None else round(float(rehearsal), 4)
+        rehearsal_loss = None if rehearsal is None else round(float(rehearsal.detach()), 4)
         yield TeachStep(step, round(float(losses[0]), 4), rehearsal_loss,
                         [Layer(k, gradients[k], moved[k]) for k in gradients], now, learned)
     after = evaluation(copy_, tokenizer, pairs)

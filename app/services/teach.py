@@ -36,7 +36,7 @@ from app.config import REPO_ROOT
 from app.runtime.errors import InvalidOptionError
 from app.runtime.text import check_text
 from app.schemas import ProcessEnd, TeachDone, TeachInfo, TeachLine
-from app.services.live import LINE_LIMIT, NICE, LiveRuns
+from app.services.live import LINE_LIMIT, NICE, LiveRuns, end
 from models.data import normalize
 from models.teach_config import REHEARSAL_PAIRS, TEACHABLE, TeachConfig, TeachLimits
 
@@ -161,10 +161,12 @@ class TeachRuns(LiveRuns):
         with contextlib.suppress(RuntimeError):  # no running loop: the server is going
             self.warm()
 
-    def close(self) -> None:
-        """The spare ended (the server stops)."""
+    async def close(self) -> None:
+        """The spare ended and reaped (the server stops)."""
         self.keep_spare = False
-        if self.spare is not None and self.spare.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.spare.kill()
-        self.spare = None
+        if self.warming is not None:
+            with contextlib.suppress(Exception):
+                await self.warming
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            await end(spare)
