@@ -45,7 +45,7 @@ from app.runtime.registry import ModelRegistry
 from app.runtime.shares import Shares, ShareSpentError
 from app.runtime.steppers import StepperConfig, Steppers
 from app.runtime.worker import Abandoned, ModelThread
-from app.schemas import NON_FINITE, ErrorBody
+from app.schemas.base import NON_FINITE, ErrorBody
 from app.services import ahead
 from app.services.comparison import stepped
 from app.services.live import LiveRuns

@@ -13,7 +13,7 @@ import inspect
 from fastapi import Response
 from fastapi.routing import APIRoute
 
-from app.schemas import Response as Answer
+from app.schemas.base import Response as Answer
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"  # streamed answers: one JSON object per line

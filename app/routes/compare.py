@@ -5,7 +5,8 @@ from fastapi.responses import StreamingResponse
 
 from app.dependencies import ClientGone, Registry, SupersedeKey
 from app.routes import NDJSON
-from app.schemas import NON_FINITE, Attention, CompareRequest, ErrorBody, ModelFailure, NonFiniteAnswerError
+from app.schemas.base import NON_FINITE, ErrorBody, NonFiniteAnswerError
+from app.schemas.translation import Attention, CompareRequest, ModelFailure
 from app.services.comparison import as_ready, queue_comparison
 
 router = APIRouter(prefix="/api", tags=["attention"])

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, ModelTime, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Gradients, GradientsRequest
+from app.schemas.base import ErrorBody
+from app.schemas.gradients import Gradients, GradientsRequest
 from app.services import gradients as service
 
 router = APIRouter(prefix="/api", tags=["gradients"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Heads, HeadsRequest
+from app.schemas.base import ErrorBody
+from app.schemas.heads import Heads, HeadsRequest
 from app.services import heads as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)

@@ -2,7 +2,7 @@ from fastapi import APIRouter, Request, Response
 
 from app.dependencies import Registry
 from app.routes import Answered
-from app.schemas import Clients, Health
+from app.schemas.catalog import Clients, Health
 from app.services import catalog
 
 router = APIRouter(prefix="/api", tags=["health"], route_class=Answered)

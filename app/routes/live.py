@@ -8,7 +8,8 @@ from starlette.types import Message, Send
 
 from app.dependencies import share_of
 from app.routes import NDJSON, Answered
-from app.schemas import ErrorBody, TrainInfo, TrainRequest
+from app.schemas.base import ErrorBody
+from app.schemas.live import TrainInfo, TrainRequest
 from app.services.live import LiveRuns
 
 router = APIRouter(prefix="/api", tags=["train"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, ModelTime, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, LagGradients, LagGradientsRequest, LongLagResults
+from app.schemas.base import ErrorBody
+from app.schemas.long_lag import LagGradients, LagGradientsRequest, LongLagResults
 from app.services import long_lag
 
 router = APIRouter(prefix="/api", tags=["gradients"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Lookup, LookupRequest
+from app.schemas.base import ErrorBody
+from app.schemas.lookup import Lookup, LookupRequest
 from app.services import lookup as service
 
 router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import Attention, AttentionRequest, ErrorBody
+from app.schemas.base import ErrorBody
+from app.schemas.translation import Attention, AttentionRequest
 from app.services.maps import attention_maps_job
 from app.services.translation import decode_options
 from models.outputs import ATTENTION_KINDS

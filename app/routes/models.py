@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import Registry
 from app.routes import Answered
-from app.schemas import Curve, ErrorBody, ModelInfo
+from app.schemas.base import ErrorBody
+from app.schemas.catalog import Curve, ModelInfo
 from app.services import catalog
 
 router = APIRouter(prefix="/api", tags=["models"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, NextToken, NextTokenRequest
+from app.schemas.base import ErrorBody
+from app.schemas.next_token import NextToken, NextTokenRequest
 from app.services import next_token as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)

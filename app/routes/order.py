@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Order, OrderRequest
+from app.schemas.base import ErrorBody
+from app.schemas.order import Order, OrderRequest
 from app.services import order as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)

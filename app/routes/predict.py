@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Prediction, PredictRequest
+from app.schemas.base import ErrorBody
+from app.schemas.predict import Prediction, PredictRequest
 from app.services import predict as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)

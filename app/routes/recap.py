@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Recap, TextRequest
+from app.schemas.base import ErrorBody, TextRequest
+from app.schemas.recap import Recap
 from app.services import recap as service
 
 router = APIRouter(prefix="/api", tags=["recap"], route_class=Answered)

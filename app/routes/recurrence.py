@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Recurrence, RecurrenceRequest
+from app.schemas.base import ErrorBody
+from app.schemas.recurrence import Recurrence, RecurrenceRequest
 from app.services import recurrence as service
 
 router = APIRouter(prefix="/api", tags=["recurrence"], route_class=Answered)

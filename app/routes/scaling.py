@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Scaling, ScalingRequest
+from app.schemas.base import ErrorBody
+from app.schemas.scaling import Scaling, ScalingRequest
 from app.services import scaling as service
 
 router = APIRouter(prefix="/api", tags=["chapters"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Scores, ScoresRequest
+from app.schemas.base import ErrorBody
+from app.schemas.scores import Scores, ScoresRequest
 from app.services import scores as service
 
 router = APIRouter(prefix="/api", tags=["attention"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, Snapshot, SnapshotRequest
+from app.schemas.base import ErrorBody
+from app.schemas.snapshots import Snapshot, SnapshotRequest
 from app.services.snapshots import snapshot_maps
 from models.outputs import ATTENTION_KINDS
 

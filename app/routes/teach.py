@@ -6,7 +6,8 @@ from fastapi.responses import StreamingResponse
 from app.dependencies import Registry, share_of
 from app.routes import NDJSON, Answered
 from app.routes.live import DeadlinedStream
-from app.schemas import ErrorBody, TeachInfo, TeachRequest
+from app.schemas.base import ErrorBody
+from app.schemas.teach import TeachInfo, TeachRequest
 from app.services.teach import TeachRuns
 
 router = APIRouter(prefix="/api", tags=["teach"], route_class=Answered)

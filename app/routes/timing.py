@@ -4,7 +4,8 @@ from fastapi import APIRouter, Body
 
 from app.dependencies import Registry, share_of
 from app.routes import Answered
-from app.schemas import ErrorBody, TimingRequest, Timings, TimingStatus
+from app.schemas.base import ErrorBody
+from app.schemas.timing import TimingRequest, Timings, TimingStatus
 from app.services.timing import bench
 
 router = APIRouter(prefix="/api", tags=["timing"], route_class=Answered)

@@ -2,7 +2,8 @@ from fastapi import APIRouter
 
 from app.dependencies import ClientGone, Registry
 from app.routes import Answered
-from app.schemas import ErrorBody, TranslateRequest, Translation
+from app.schemas.base import ErrorBody
+from app.schemas.translation import TranslateRequest, Translation
 from app.services.translation import decode_options, translation_job
 
 router = APIRouter(prefix="/api", tags=["translate"], route_class=Answered)

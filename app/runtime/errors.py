@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from app.schemas import NonFiniteAnswerError  # 503, raised where an answer is written (a leaf, below)
+from app.schemas.base import NonFiniteAnswerError  # 503, raised where an answer is written (a leaf, below)
 
 __all__ = ["BusyError", "InvalidOptionError", "InvalidTextError", "NoResultsError", "NonFiniteAnswerError",
            "UnknownModelError", "UnknownSnapshotError"]

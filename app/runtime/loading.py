@@ -57,7 +57,7 @@ def snapshot_steps(folder: Path, meta: dict) -> list[dict[str, Any]]:
 
 
 def kept_point(progress) -> dict[str, Any] | None:
-    """Where training kept the checkpoint (chapter 1): the evaluation whose validation BLEU (then
+    """Where training kept the checkpoint (the training chapter): the evaluation whose validation BLEU (then
     loss) was the best so far, as config.json's "progress" records it; None without a record (a
     checkpoint saved outside models.train)."""
     if not isinstance(progress, dict) or not isinstance(progress.get("step"), int):

@@ -19,7 +19,7 @@ from app.runtime.errors import UnknownModelError
 from app.runtime.jobs import Jobs
 from app.runtime.text import Source, source_of
 from app.runtime.trained_states import TrainedStates
-from app.schemas import SnapshotPoint
+from app.schemas.catalog import SnapshotPoint
 from models import snapshots
 from models.architectures import Capabilities
 from models.serving.options import PLAIN

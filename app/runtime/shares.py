@@ -3,7 +3,7 @@
 it has run (docs/SERVER.md, "Open-network defences", says why these budgets).
 
 A unit is a share's own: an ask (a training run, a timing measurement) or a second of the model
-thread's time (chapter 3's gradient experiments, which cost from 0.01 s to 15 s an ask by text and
+thread's time (the gradients chapter's experiments, which cost from 0.01 s to 15 s an ask by text and
 length, so counting asks would either stop a reader or let a script take the thread). A client may
 start work while its bucket has room (`check`); the work's cost is added after it ran (`charge`),
 so what was refused, superseded or abandoned before it began costs nothing, and the bucket may go

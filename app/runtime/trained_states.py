@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from app.runtime.errors import UnknownSnapshotError
-from app.schemas import SnapshotPoint
+from app.schemas.catalog import SnapshotPoint
 from models import snapshots
 from models.architectures import initialized
 from models.serving import served

@@ -22,7 +22,7 @@ a split operation: the page typing into the same cores (bench/bench_page.py) upd
 the lanes kept than with the batch sent to one lane.
 
 Interactive work first. Jobs queue by priority (INTERACTIVE: typing's compares; ORDINARY; then
-EXPERIMENT: chapter experiments that take seconds, such as chapter 3's gradients), first come first
+EXPERIMENT: chapter experiments that take seconds, such as the gradients chapter's experiment), first come first
 served within one, but with patience: a less urgent job lets more urgent ones go first only if they
 were queued less than its priority's PATIENCE_S after it, so steady typing delays it, never starves
 it. A job that has started is not interrupted by the operating system (a second thread running
@@ -37,7 +37,7 @@ as the job's own steps have had, no more (an account kept per open turn): a paus
 while the account is in their favour, then the long job takes its next step. A pause after a short
 step (a power iteration of a few milliseconds) therefore does not always cost a whole step of
 every reader's decoding: one that overran is paid back by the pauses after it. Under steady typing
-the queue never empties, and a pause that waited for it to empty starved the reader of chapter 3 for
+the queue never empties, and a pause that waited for it to empty starved the gradients chapter's reader for
 the whole time others typed (bench/README.md, readers.py); shared this way, an experiment takes
 about twice its time while others type, and a compare waits at most about one step more. And while
 the long job takes a step, the readers' stepped decoding does not wait for its next pause: a side

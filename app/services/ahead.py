@@ -1,6 +1,6 @@
 """Work done ahead of the reader: at start-up, the answers every chapter asks for on the page's
 default sentence are computed once, in the order a reader meets the chapters, so a first visit (or
-a shared link such as `/?ch=3`) finds them in the result cache.
+a shared link such as `/?ch=gradients`) finds them in the result cache.
 
 Each ask is the page's request (its path and body, with the defaults of app/defaults.py) and the
 service call its route makes, both declared once by that service (its `PAGE`). The body is read by

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from app import defaults
 from app.runtime.registry import ModelRegistry
-from app.schemas import Clients, Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults, Stepping
+from app.schemas.catalog import Clients, Curve, Dropped, Health, ModelInfo, Numerics, PageDefaults, Stepping
 
 
 def health(registry: ModelRegistry, clients: Clients) -> Health:

@@ -30,7 +30,7 @@ from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.stepping import Batchable
 from app.runtime.text import Source
 from app.runtime.worker import Abandoned
-from app.schemas import Attention, CompareRequest, ModelFailure, Translation
+from app.schemas.translation import Attention, CompareRequest, ModelFailure, Translation
 from app.services.inference import join_pool, sentence_pool, step_pool
 from app.services.maps import attention_maps_job, attention_of
 from app.services.page import Cancel, PageRequest

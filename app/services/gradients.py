@@ -10,7 +10,7 @@ from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
 from app.runtime.shares import Meter
 from app.runtime.worker import EXPERIMENT
-from app.schemas import GateMeans, Gates, GradientCurve, Gradients, GradientsRequest
+from app.schemas.gradients import GateMeans, Gates, GradientCurve, Gradients, GradientsRequest
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.decoding import Stopped

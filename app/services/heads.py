@@ -11,14 +11,14 @@ import torch
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import (
+from app.schemas.base import HeadSwitch
+from app.schemas.heads import (
     AlignedHead,
     Alignment,
     HeadContribution,
     HeadEffect,
     Heads,
     HeadsRequest,
-    HeadSwitch,
     SublayerNorm,
 )
 from app.services.inference import (

@@ -39,7 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from app.config import REPO_ROOT
 from app.runtime.errors import BusyError, InvalidOptionError
-from app.schemas import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine, TrainQueued
+from app.schemas.live import ProcessEnd, Sweep, TrainContestant, TrainEnd, TrainInfo, TrainLine, TrainQueued
 from models import live
 from models.live_config import LiveLimits
 

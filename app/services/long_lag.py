@@ -10,7 +10,8 @@ from pathlib import Path
 from app.runtime.errors import InvalidOptionError, NoResultsError, UnknownModelError
 from app.runtime.registry import ModelRegistry
 from app.runtime.shares import Meter
-from app.schemas import GradientCurve, LagGradients, LagRun, LagTask, LongLagResults
+from app.schemas.gradients import GradientCurve
+from app.schemas.long_lag import LagGradients, LagRun, LagTask, LongLagResults
 from app.services.gradients import DEFINITION
 from app.services.rounding import round_sig
 from models import checkpoint, long_lag

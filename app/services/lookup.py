@@ -8,7 +8,7 @@ import threading
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
-from app.schemas import Lookup, LookupRequest
+from app.schemas.lookup import Lookup, LookupRequest
 from app.services.inference import SWITCHED, pick_model, with_switches
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from app.runtime.registry import ModelRegistry
 from app.runtime.text import Source
-from app.schemas import Attention, AttentionMap
+from app.schemas.translation import Attention, AttentionMap
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, stop_when
 from app.services.rounding import round_sig
 from app.services.translation import translation_fields

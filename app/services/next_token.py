@@ -8,7 +8,7 @@ import threading
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
-from app.schemas import NextToken, NextTokenRequest
+from app.schemas.next_token import NextToken, NextTokenRequest
 from app.services.inference import GREEDY, SWITCHED, decode_tokens, pick_model, stop_when, with_switches
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

@@ -11,7 +11,7 @@ from dataclasses import replace
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
 from app.runtime.text import Source
-from app.schemas import Order, OrderCheck, OrderRequest, PositionalTable
+from app.schemas.order import Order, OrderCheck, OrderRequest, PositionalTable
 from app.services.inference import SWITCHED, DecodeOptions, decode_tokens, pick_model, stop_when, with_switches
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.runtime.registry import ModelRegistry
-from app.schemas import Request
+from app.schemas.base import Request
 
 Cancel = threading.Event | None
 

@@ -11,7 +11,7 @@ import torch
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import BeamNodeOut, PredictedStep, Prediction, PredictRequest
+from app.schemas.predict import BeamNodeOut, PredictedStep, Prediction, PredictRequest
 from app.services.inference import stop_when, with_switches
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

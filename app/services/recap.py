@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from app import chapters, defaults
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import Recap, RecapRow, TextRequest
+from app.schemas.base import TextRequest
+from app.schemas.recap import Recap, RecapRow
 from app.services.gradients import gradient_curves
 from app.services.language import LANGUAGES, Words
 from app.services.lookup import lookup

@@ -7,7 +7,7 @@ import threading
 
 from app.runtime.errors import InvalidOptionError, UnknownModelError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import Recurrence, RecurrenceRequest
+from app.schemas.recurrence import Recurrence, RecurrenceRequest
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig
 from models.probes.recurrence import EQUATIONS, most_varying, read

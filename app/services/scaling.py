@@ -9,7 +9,7 @@ import threading
 from dataclasses import asdict
 
 from app.runtime.registry import ModelRegistry
-from app.schemas import HeadSpread, SampledCurves, SaturationPoint, Scaling, ScalingRequest
+from app.schemas.scaling import HeadSpread, SampledCurves, SaturationPoint, Scaling, ScalingRequest
 from app.services.inference import GREEDY, SWITCHED, decode_tokens, pick_model, stop_when, with_switches
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

@@ -9,7 +9,7 @@ import threading
 
 from app.runtime.errors import InvalidOptionError
 from app.runtime.registry import ModelRegistry
-from app.schemas import Blend, Scores, ScoresRequest
+from app.schemas.scores import Blend, Scores, ScoresRequest
 from app.services.inference import ATTENDING, GREEDY, attending, decode_tokens, pick_model, stop_when
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

@@ -9,7 +9,7 @@ import threading
 from dataclasses import replace
 
 from app.runtime.registry import ModelRegistry
-from app.schemas import Snapshot
+from app.schemas.snapshots import Snapshot
 from app.services.inference import GREEDY, decode, stop_when
 from app.services.maps import label_maps
 from app.services.translation import translation_fields

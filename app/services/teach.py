@@ -35,7 +35,8 @@ from pydantic import TypeAdapter
 from app.config import REPO_ROOT
 from app.runtime.errors import InvalidOptionError
 from app.runtime.text import check_text
-from app.schemas import ProcessEnd, TeachDone, TeachInfo, TeachLine
+from app.schemas.live import ProcessEnd
+from app.schemas.teach import TeachDone, TeachInfo, TeachLine
 from app.services.live import LINE_LIMIT, NICE, LiveRuns, end
 from models.data import normalize
 from models.teach_config import REHEARSAL_PAIRS, TEACHABLE, TeachConfig, TeachLimits

@@ -24,7 +24,7 @@ import torch
 from app.limits import MAX_TIMING_LENGTH, MAX_TIMING_LENGTHS
 from app.runtime.errors import BusyError, InvalidOptionError
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.schemas import EncoderSize, LengthTiming, TimingRoles, Timings, TimingStatus
+from app.schemas.timing import EncoderSize, LengthTiming, TimingRoles, Timings, TimingStatus
 from app.services.inference import pick_model
 from app.services.language import Words
 from app.services.rounding import round_sig

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.runtime.registry import ModelRegistry
 from app.runtime.text import Source
-from app.schemas import Alternative, Candidate, Step, TranslateRequest, Translation
+from app.schemas.translation import Alternative, Candidate, Step, TranslateRequest, Translation
 from app.services.inference import GREEDY, DecodeOptions, chosen_model, decode, decode_tokens, stop_when
 from app.services.page import Cancel, PageRequest
 from app.services.rounding import round_sig

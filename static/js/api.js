@@ -1,5 +1,8 @@
-// The JSON API (docs API.md), one function per endpoint. Every call takes an AbortSignal so the
-// caller can drop a request the moment a newer one makes it stale. The API speaks English (its
+// The JSON API (docs/API.md): how the page asks it (`get`, `post`, `lines` for a streamed answer) and
+// the requests the whole page shares (the first screen's compare, health, the models). A chapter's
+// own request is written in its view (static/js/chapters/, `fetch<Name>`), so a new chapter edits no
+// list here. Every call takes an AbortSignal so the caller can drop a request the moment a newer one
+// makes it stale. The API speaks English (its
 // `detail`s are a contract); `explain` words a failure in the page's language.
 import { t } from "./i18n.js";
 
@@ -148,11 +151,6 @@ async function readLines(path, body, signal, onLine, headers = {}) {
   }
 }
 
-/** GET /api/train: the "train it yourself" experiment's tasks, contestants, defaults, limits, sweep. */
-export const trainInfo = (signal) => request("GET", "/api/train", undefined, signal);
-/** POST /api/train: one live run; each streamed line (JSON text) goes to `onLine` as it arrives. */
-export const train = (settings, signal, onLine) => readLines("/api/train", settings, signal, onLine);
-
 export const isAbort = (error) => error && error.name === "AbortError";
 
 /** GET /api/health. A server with no model loaded answers 503 with the same body: it is returned too. */
@@ -166,44 +164,10 @@ export async function health(signal) {
 }
 
 export const listModels = (signal) => request("GET", "/api/models", undefined, signal);
-/** The gradients chapter: curves trained and at initialization, with their per-step factors. */
-export const gradients = (text, length, signal) =>
-  request("POST", "/api/gradients", { text, length, initialized: true, factors: true }, signal);
-export const longLag = (signal) => request("GET", "/api/long-lag", undefined, signal);
-export const lagGradients = (lag, filler, signal) =>
-  request("POST", "/api/long-lag/gradients", { lag, filler }, signal);
-/** The training chapter: every model's training log, and (GET /api/models) where each checkpoint was kept. */
-export const curves = (signal) => request("GET", "/api/curves", undefined, signal);
-/** The recurrence chapter: the plain RNN's encoder states on `text`. */
-export const recurrence = (text, signal) => request("POST", "/api/recurrence", { text }, signal);
-/** The attention chapter: output piece `row`'s scores, weights, softmax(e / T) and blend for `model`. */
-export const scores = (text, model, row, temperature, signal) =>
-  request("POST", "/api/scores", { text, model, row, temperature }, signal);
-/** The parallel chapter: encoder time against length (`lengths` null: the server's), and its progress. */
-export const timing = (lengths, refresh, signal) =>
-  request("POST", "/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
-export const timingStatus = (signal) => request("GET", "/api/timing/status", undefined, signal);
-/** The attention chapter's one line: softmax(QK^T / sqrt(d_k)) V on `head` of the first encoder layer. */
-export const lookup = (text, head, signal) => request("POST", "/api/lookup", { text, head }, signal);
 
-/** The scaling chapter: softmax saturation against d_k, sampled and on the model's own scores. */
-export const scaling = (text, signal) => request("POST", "/api/scaling", { text }, signal);
-/** The order chapter: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
-export const order = (text, seed, signal) => request("POST", "/api/order", { text, seed }, signal);
-/** The heads chapter: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
-export const snapshot = (text, model, step, signal) =>
-  request("POST", "/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
-
-export const heads = (text, model, headsOff, signal) =>
-  request("POST", "/api/heads", { text, model, heads_off: headsOff }, signal);
-/** The recap chapter: the recap's rows measured on `text`, one request for them all. */
-export const recap = (text, signal) => request("POST", "/api/recap", { text }, signal);
-/** A greedy translation by the Transformer with some of its sub-layer switches off (the room chapter). */
-export const translateWith = (text, model, sublayersOff, signal) =>
-  request("POST", "/api/translate", { text, model, sublayers_off: sublayersOff }, signal);
-/** The prediction chapter's free labels: the loss at each position of the model's own translation, or of an English `reference`. */
-export const nextToken = (text, model, signal, reference = null) =>
-  request("POST", "/api/next-token", { text, ...(model ? { model } : {}), ...(reference ? { reference } : {}) }, signal);
-/** The prediction chapter: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
-export const predict = (text, model, prefix, topK, beamSize, signal) =>
-  request("POST", "/api/predict", { text, model, prefix, top_k: topK, beam_size: beamSize }, signal);
+/** GET `path` -> Promise of its JSON answer (a chapter's own request, written in its view). */
+export const get = (path, signal) => request("GET", path, undefined, signal);
+/** POST `body` to `path` -> Promise of its JSON answer. */
+export const post = (path, body, signal) => request("POST", path, body, signal);
+/** POST `body` to `path`, handing each line of its streamed (NDJSON) answer to `onLine` as it arrives. */
+export const lines = (path, body, signal, onLine) => readLines(path, body, signal, onLine);

@@ -10,6 +10,9 @@ import { decimal, label, listOf, t } from "./i18n.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, OKABE_ITO, showEmpty, themed } from "./plots.js";
 import { couldNot } from "./requests.js";
 import { countOrNull } from "./url-state.js";
+/** The heads chapter: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
+export const fetchSnapshot = (text, model, step, signal) =>
+  api.post("/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
 
 const PLAY_MS = 1400; // a frame's time on screen while playing
 
@@ -81,7 +84,7 @@ export function replayView({ chapter, container, key, candidates }) {
 
   function ask(text, signal) {
     parts.mapPlot.dataset.step = "";
-    return api.snapshot(text, replay.model.name, replay.timeline[replay.index].step, signal);
+    return fetchSnapshot(text, replay.model.name, replay.timeline[replay.index].step, signal);
   }
 
   function draw(answer) {

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 
 from app.clients import UNKNOWN
 from app.config import REPO_ROOT
-from app.schemas import TrainEnd, TrainLine
+from app.schemas.live import TrainEnd, TrainLine
 from app.services import live as live_service
 from app.services.live import LiveLimits
 from bench.serving import live_processes, serve

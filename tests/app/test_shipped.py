@@ -93,3 +93,17 @@ def test_the_gradients_chapter_s_fixed_prose_holds_on_the_shipped_models(client)
 
 def test_the_recap_s_numbers_are_the_chapters_on_the_shipped_models(client):
     assert_recap_is_the_chapters(client, defaults.TEXT)
+
+
+def test_the_room_chapter_s_fixed_prose_holds_on_the_shipped_models(client):
+    """What the room chapter says in words not filled from the answer: switch any sub-layer kind off
+    in every layer and the shipped weights stop working (each switch's test BLEU under a twentieth of
+    the shipped model's, its interval too), the model having been trained with all of them; and its
+    question's choices ("almost none", under a quarter) are decided by the same figures."""
+    models = {m["name"]: m for m in client.get("/api/models").json()}
+    scores = {s["off"]: s for s in models["transformer"]["sublayers"]}
+    assert set(scores) == {None, "feed_forward", "residual_attention", "residual_feed_forward"}
+    shipped = scores.pop(None)
+    assert shipped["bleu"] == pytest.approx(models["transformer"]["metrics"]["bleu"], abs=0.01)
+    for off, score in scores.items():
+        assert score["bleu_high"] < shipped["bleu_low"] / 20, off

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
 from app.main import create_app
-from app.schemas import TeachDone, TeachLine
+from app.schemas.teach import TeachDone, TeachLine
 from models import checkpoint
 from models.teach_config import TEACHABLE, TeachLimits
 from tests.app.conftest import tiny_settings

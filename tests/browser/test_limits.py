@@ -1,9 +1,9 @@
 """The limits a reader meets, met by a reader (issue 66): typing a long sentence one key at a time at
-chapter 3 (one POST /api/gradients a key) and at chapter 4 (one POST /api/compare of every model a
-key), on a server of its own whose shares (a bucket of model time per client) and admission bound
-(ATTENTION_LAB_MAX_WAIT) are at their production defaults. A limit a reader meets is a bug: no
-answer is a 429 or a 503, no figure says it could not be shown, and the chapter's main figure shows
-the sentence typed."""
+the gradients chapter (one POST /api/gradients a key) and at the bottleneck chapter (one POST
+/api/compare of every model a key), on a server of its own whose shares (a bucket of model time per
+client) and admission bound (ATTENTION_LAB_MAX_WAIT) are at their production defaults. A limit a
+reader meets is a bug: no answer is a 429 or a 503, no figure says it could not be shown, and the
+chapter's main figure shows the sentence typed."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ SENTENCE = ("Le petit chat gris dort tranquillement sur le canapé du salon, pen
 KEY_MS = 110  # a fast typist's 100-120 ms a key
 SIZE = (1280, 900)
 # what a view says in place of its figure or text when its ask failed (static/i18n/en.json:
-# failure.*, ch3.*.failure, ch4.*.failure, status.views-failed), or while it waits to ask again
+# failure.*, gradients.*.failure, bottleneck.*.failure, status.views-failed), or while it waits to ask again
 FAILED = re.compile(r"could not|gave no answer|is not available|Asking again")
 RATELIMIT = re.compile(r'"model_time";r=(?P<r>-?\d+);t=(?P<t>\d+)')
 POLICY = re.compile(r'"model_time";q=(?P<q>\d+);w=(?P<w>\d+)')
@@ -156,7 +156,7 @@ def test_typing_at_chapter_3_meets_no_limit(typist, limited_server):
     gradients = [r for _, r in answers if route(r.request) == "POST /api/gradients"]
     last = gradients[-1] if gradients else None
     turned_away, failed = refused(answers, began, log, logged), failures(page, "gradients")
-    print(f"\nchapter 3, {len(SENTENCE)} keys at {KEY_MS} ms: {counts(sent, answers, dropped)}; "
+    print(f"\ngradients chapter, {len(SENTENCE)} keys at {KEY_MS} ms: {counts(sent, answers, dropped)}; "
           f"{len(gradients)} POST /api/gradients answered, the last one's RateLimit: "
           f"{last and last.headers.get('ratelimit')!r} ({last and last.headers.get('ratelimit-policy')!r}); "
           f"refused: {turned_away}; failures shown: {failed}")
@@ -189,7 +189,7 @@ def test_typing_at_chapter_4_meets_no_limit(typist, limited_server):
                                arg=f"[data-testid='translation-{name}']")
     bleu = show(page, "bleu-plot")
     turned_away, failed = refused(answers, began, log, logged), failures(page, "bottleneck")
-    print(f"\nchapter 4, {len(SENTENCE)} keys at {KEY_MS} ms: {counts(sent, answers, dropped)}; "
+    print(f"\nbottleneck chapter, {len(SENTENCE)} keys at {KEY_MS} ms: {counts(sent, answers, dropped)}; "
           f"refused: {turned_away}; failures shown: {failed}")
     assert not turned_away, turned_away
     assert not failed, failed

@@ -13,6 +13,9 @@ import * as store from "../store.js";
 import { storyFacts } from "../vanishing-story.js";
 
 export const chapter = "gradients";
+/** The gradients chapter: curves trained and at initialization, with their per-step factors. */
+export const fetchGradients = (text, length, signal) =>
+  api.post("/api/gradients", { text, length, initialized: true, factors: true }, signal);
 export const title = "gradient experiment";
 export const figures = ["grad-plot", "factor-plot", "gates-plot", "grad-length", "grad-length-value", "factor-view",
   "gate-view", "gates-model", "vanishing-story"];
@@ -70,7 +73,7 @@ function showLength(length) {
 export const keys = () => [null];
 export const panels = () => ["grad-plot", "factor-plot", "gates-plot"].map(lab.part);
 /** The sentence's tokens, repeated up to the URL's length. */
-export const ask = (text, signal) => api.gradients(text, lab.page.length, signal);
+export const ask = (text, signal) => fetchGradients(text, lab.page.length, signal);
 export const failure = (error) => couldNot(t("gradients.gradients.what"), error, null);
 
 export function draw(next) {

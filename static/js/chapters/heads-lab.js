@@ -20,6 +20,8 @@ import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
 export const chapter = "heads";
+export const fetchHeads = (text, model, headsOff, signal) =>
+  api.post("/api/heads", { text, model, heads_off: headsOff }, signal);
 export const title = "heads experiment";
 export const figures = ["heads-contrib", "heads-ranking", "heads-summed", "heads-rollout", "heads-rollout-title",
   "heads-rollout-toggle", "heads-toggle", "heads-effect", "heads-source", "heads-target", "heads-story"];
@@ -83,7 +85,7 @@ export function mount(context) {
 export const keys = () => (lab.catalog.withHeads.length ? [null] : []);
 export const panels = () => [lab.part("heads-contrib"), lab.part("heads-ranking")];
 /** The heads of the model the heads view shows, with the URL's heads off. */
-export const ask = (text, signal) => api.heads(text, heads.model, lab.page.off, signal);
+export const ask = (text, signal) => fetchHeads(text, heads.model, lab.page.off, signal);
 export const failure = (error) => couldNot(t("heads.heads-lab.what"), error);
 
 export function draw(next) {

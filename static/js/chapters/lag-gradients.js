@@ -8,6 +8,8 @@ import { t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "gradients";
+export const fetchLagGradients = (lag, filler, signal) =>
+  api.post("/api/long-lag/gradients", { lag, filler }, signal);
 export const title = "tiny models' gradients";
 export const figures = ["lag-gradients"];
 export const asks = "self";
@@ -26,7 +28,7 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("lag-gradients")];
-export const ask = (text, signal) => api.lagGradients(choice.lag, choice.filler, signal);
+export const ask = (text, signal) => fetchLagGradients(choice.lag, choice.filler, signal);
 export const failure = (error) => t("gradients.lag-gradients.failure", { why: api.explain(error) });
 export const draw = (answer) => drawLagGradients(lab.part("lag-gradients"), answer, choice.results);
 

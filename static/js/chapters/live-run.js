@@ -12,6 +12,8 @@ import { WEIGHT_SCALE, baseLayout, draw as drawPlot, plotText, seriesStyle, show
 import * as store from "../store.js";
 
 export const chapter = "bottleneck";
+/** POST /api/train: one live run; each streamed line (JSON text) goes to `onLine` as it arrives. */
+export const fetchTrain = (settings, signal, onLine) => api.lines("/api/train", settings, signal, onLine);
 export const title = "live run";
 export const figures = ["live-start", "live-stop", "live-x", "live-status", "live-loss", "live-accuracy", "live-maps"];
 export const asks = "self";
@@ -47,7 +49,7 @@ export const panels = () => [lab.part("live-status")];
 /** The run of the latest start, its lines drawn as they stream in; resolves to the run. */
 export async function ask(text, signal) {
   const run = runs[runs.length - 1];
-  await api.train(run.settings, signal, (line) => take(run, JSON.parse(line)));
+  await fetchTrain(run.settings, signal, (line) => take(run, JSON.parse(line)));
   return run;
 }
 

@@ -12,6 +12,8 @@ import * as store from "../store.js";
 import { countOrNull } from "../url-state.js";
 
 export const chapter = "bottleneck";
+/** GET /api/train: the "train it yourself" experiment's tasks, contestants, defaults, limits, sweep. */
+export const fetchTrainInfo = (signal) => api.get("/api/train", signal);
 export const title = "live experiment";
 export const figures = ["live-controls", "live-task", "live-length", "live-steps", "live-seed", "live-contestants", "live-reference"];
 export const asks = "start";
@@ -37,7 +39,7 @@ export function mount(context) {
 export const keys = () => [null];
 /** Without the set-up there is no run either: the failure is said on the run's figures too. */
 export const panels = () => ["live-loss", "live-accuracy", "live-reference"].map(lab.part);
-export const ask = (text, signal) => api.trainInfo(signal);
+export const ask = (text, signal) => fetchTrainInfo(signal);
 export const failure = (error) => t("bottleneck.live.failure", { why: api.explain(error) });
 
 export function draw(answer) {

@@ -10,6 +10,7 @@ import { baseLayout, draw as drawPlot, plotText, seriesStyle, showEmpty, themed 
 import * as store from "../store.js";
 
 export const chapter = "gradients";
+export const fetchLongLag = (signal) => api.get("/api/long-lag", signal);
 export const title = "long-lag experiment";
 export const figures = ["lag-accuracy", "lag-filler", "lag-pick", "lag-note"];
 export const asks = "start";
@@ -33,7 +34,7 @@ export function mount(context) {
 export const keys = () => [null];
 /** Without the results there are no tiny models to measure either: the failure is said on both figures. */
 export const panels = () => [lab.part("lag-accuracy"), lab.part("lag-gradients")];
-export const ask = (text, signal) => api.longLag(signal);
+export const ask = (text, signal) => fetchLongLag(signal);
 
 export function failure(error) {
   const why = error instanceof api.ApiError && error.status === 404 ? t("gradients.lag.no-results") : api.explain(error);

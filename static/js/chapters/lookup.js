@@ -12,6 +12,8 @@ import { couldNot } from "../requests.js";
 import { count } from "../url-state.js";
 
 export const chapter = "attention";
+/** The attention chapter's one line: softmax(QK^T / sqrt(d_k)) V on `head` of the first encoder layer. */
+export const fetchLookup = (text, head, signal) => api.post("/api/lookup", { text, head }, signal);
 export const title = "one line";
 export const figures = ["lookup-plot", "lookup-head", "lookup-story"];
 export const asks = "text";
@@ -33,7 +35,7 @@ export const keys = () => [null];
 export const panels = () => [lab.part("lookup-plot")];
 /** The URL's head, within the heads the catalogue says the model has (a link may name one it lacks). */
 const headAsked = () => Math.max(0, Math.min(lab.page.lhead, (lab.catalog.withHeads[0]?.heads ?? 1) - 1));
-export const ask = (text, signal) => api.lookup(text, headAsked(), signal);
+export const ask = (text, signal) => fetchLookup(text, headAsked(), signal);
 export const failure = (error) => couldNot(t("attention.lookup.what"), error);
 
 const weightMap = (answer) => ({ weights: answer.weights, rows: answer.source_tokens, cols: answer.source_tokens });

@@ -11,6 +11,9 @@ import { baseLayout, draw as drawPlot, OKABE_ITO, plotText, showToken, themed } 
 import { couldNot } from "../requests.js";
 
 export const chapter = "prediction";
+/** The prediction chapter's free labels: the loss at each position of the model's own translation, or of an English `reference`. */
+export const fetchNextToken = (text, model, signal, reference = null) =>
+  api.post("/api/next-token", { text, ...(model ? { model } : {}), ...(reference ? { reference } : {}) }, signal);
 export const title = "free labels";
 export const figures = ["labels-plot", "labels-story", "labels-reference", "labels-reference-status"];
 export const asks = "text";
@@ -41,10 +44,10 @@ export const failure = (error) => couldNot(t("prediction.labels.what"), error);
 /** The model's own translation scored; with a reference in the box, that too (a refusal kept as its words). */
 export async function ask(text, signal) {
   const typed = lab.part("labels-reference").value.trim();
-  const own = await api.nextToken(text, null, signal);
+  const own = await fetchNextToken(text, null, signal);
   if (!typed) return { own, typed };
   try {
-    return { own, typed, reference: await api.nextToken(text, null, signal, typed) };
+    return { own, typed, reference: await fetchNextToken(text, null, signal, typed) };
   } catch (error) {
     if (error.status !== 422) throw error; // an abort, a lost server: the lifecycle's to say
     return { own, typed, refused: error };

@@ -13,6 +13,8 @@ import * as store from "../store.js";
 import { count } from "../url-state.js";
 
 export const chapter = "order";
+/** The order chapter: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
+export const fetchOrder = (text, seed, signal) => api.post("/api/order", { text, seed }, signal);
 export const title = "order experiment";
 export const figures = ["order-maps", "order-pe", "order-shuffle", "order-seed", "order-head", "order-story"];
 export const asks = "text";
@@ -65,7 +67,7 @@ export function mount(context) {
 export const keys = () => [null];
 export const panels = () => [lab.part("order-maps"), lab.part("order-pe")];
 /** The sentence, its words shuffled with the URL's seed. */
-export const ask = (text, signal) => api.order(text, lab.page.shuffle, signal);
+export const ask = (text, signal) => fetchOrder(text, lab.page.shuffle, signal);
 export const failure = (error) => couldNot(t("order.order.what"), error);
 
 export function draw(next) {

@@ -12,6 +12,9 @@ import * as store from "../store.js";
 import { knownModel } from "../url-state.js";
 
 export const chapter = "prediction";
+/** The prediction chapter: per step the top-k next pieces, a forced `prefix` of pieces, greedy or a beam (candidates, tree). */
+export const fetchPredict = (text, model, prefix, topK, beamSize, signal) =>
+  api.post("/api/predict", { text, model, prefix, top_k: topK, beam_size: beamSize }, signal);
 export const title = "prediction";
 export const figures = ["predict-tree", "predict-table", "predict-candidates", "predict-model", "predict-beam",
   "predict-beam-value", "predict-clear", "predict-story"];
@@ -73,7 +76,7 @@ export const panels = () => [lab.part("predict-tree")];
 /** Both searches for `text` (greedy and the beam), asked together. */
 export function ask(text, signal) {
   const { pmodel, prefix, beam } = lab.page;
-  return Promise.all([1, beam].map((b) => api.predict(text, pmodel, prefix, topK, b, signal)));
+  return Promise.all([1, beam].map((b) => fetchPredict(text, pmodel, prefix, topK, b, signal)));
 }
 
 export const failure = (error) => couldNot(t("prediction.predict.what"), error);

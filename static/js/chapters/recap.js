@@ -10,6 +10,8 @@ import { label, language, t } from "../i18n.js";
 import * as store from "../store.js";
 
 export const chapter = "point";
+/** The recap chapter: the recap's rows measured on `text`, one request for them all. */
+export const fetchRecap = (text, signal) => api.post("/api/recap", { text }, signal);
 export const title = "recap";
 export const figures = ["recap"];
 export const asks = "text";
@@ -54,7 +56,7 @@ function seal({ hidden }) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("recap")];
-export const ask = (text, signal) => api.recap(text, signal);
+export const ask = (text, signal) => fetchRecap(text, signal);
 /** No figure: a failed request leaves each row as it was (the status line names it). */
 export const failure = () => null;
 

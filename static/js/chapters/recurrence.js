@@ -11,6 +11,8 @@ import * as store from "../store.js";
 import { count } from "../url-state.js";
 
 export const chapter = "recurrence";
+/** The recurrence chapter: the plain RNN's encoder states on `text`. */
+export const fetchRecurrence = (text, signal) => api.post("/api/recurrence", { text }, signal);
 export const title = "recurrence";
 export const figures = ["recurrence-plot", "recurrence-change", "recurrence-step", "recurrence-step-value",
   "recurrence-equation", "recurrence-rule", "recurrence-story"];
@@ -38,7 +40,7 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("recurrence-plot"), lab.part("recurrence-change")];
-export const ask = (text, signal) => api.recurrence(text, signal);
+export const ask = (text, signal) => fetchRecurrence(text, signal);
 export const failure = (error) => couldNot(t("recurrence.recurrence.what"), error, t("recurrence.recurrence.missing"));
 
 export function draw(next) {

@@ -11,6 +11,8 @@ import { couldNot } from "../requests.js";
 import * as store from "../store.js";
 
 export const chapter = "scaling";
+/** The scaling chapter: softmax saturation against d_k, sampled and on the model's own scores. */
+export const fetchScaling = (text, signal) => api.post("/api/scaling", { text }, signal);
 export const title = "scaling experiment";
 export const figures = ["scaling-curves", "scaling-heads", "scaling-story"];
 export const asks = "text";
@@ -51,7 +53,7 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("scaling-curves"), lab.part("scaling-heads")];
-export const ask = (text, signal) => api.scaling(text, signal);
+export const ask = (text, signal) => fetchScaling(text, signal);
 export const failure = (error) => couldNot(t("scaling.scaling.what"), error);
 
 export function draw(answer) {

@@ -15,6 +15,9 @@ import * as store from "../store.js";
 import { count } from "../url-state.js";
 
 export const chapter = "attention";
+/** The attention chapter: output piece `row`'s scores, weights, softmax(e / T) and blend for `model`. */
+export const fetchScores = (text, model, row, temperature, signal) =>
+  api.post("/api/scores", { text, model, row, temperature }, signal);
 export const title = "scores";
 export const figures = ["scores-panels", "scores-row", "scores-temperature", "scores-temperature-value", "scores-story"];
 export const asks = "text";
@@ -83,7 +86,7 @@ export async function ask(text, signal, name) {
   fillRows();
   const words = targets.get(name);
   if (!words.length) return null;
-  return api.scores(text, name, Math.min(lab.page.row, words.length - 1), temperature, signal);
+  return fetchScores(text, name, Math.min(lab.page.row, words.length - 1), temperature, signal);
 }
 
 export function failure(error, name) {

@@ -11,6 +11,9 @@ import * as store from "../store.js";
 import { couldNot } from "../requests.js";
 
 export const chapter = "room";
+/** A greedy translation by the Transformer with some of its sub-layer switches off (the room chapter). */
+export const fetchTranslateWith = (text, model, sublayersOff, signal) =>
+  api.post("/api/translate", { text, model, sublayers_off: sublayersOff }, signal);
 export const title = "room to think";
 export const figures = ["sublayers-table", "sublayers-story"];
 export const asks = "text";
@@ -43,7 +46,7 @@ export const keys = () => [null];
 export const panels = () => [lab.part("sublayers-table")];
 export const wants = () => model !== null;
 export const ask = (text, signal) => Promise.all(SWITCHES.map((off) =>
-  api.translateWith(text, model.name, off ? [off] : [], signal)));
+  fetchTranslateWith(text, model.name, off ? [off] : [], signal)));
 export const failure = (error) => couldNot(t("room.sublayers.what"), error);
 
 /** Per switch: its name, the live translation, and its shipped test BLEU (null when not scored). */

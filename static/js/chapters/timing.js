@@ -11,6 +11,10 @@ import { baseLayout, draw as drawPlot, plotText, showEmpty, themed } from "../pl
 import * as store from "../store.js";
 
 export const chapter = "parallel";
+export const fetchTimingStatus = (signal) => api.get("/api/timing/status", signal);
+/** The parallel chapter: encoder time against length (`lengths` null: the server's), and its progress. */
+export const fetchTiming = (lengths, refresh, signal) =>
+  api.post("/api/timing", { ...(lengths ? { lengths } : {}), refresh }, signal);
 export const title = "timing";
 export const figures = ["timing-plot", "timing-measure", "timing-progress", "timing-status", "timing-story"];
 export const asks = "self";
@@ -46,7 +50,7 @@ export const panels = () => [lab.part("timing-status")];
 export async function ask(text, signal) {
   const stop = poll();
   try {
-    return await api.timing(lab.page.tlen, Boolean(answer), signal);
+    return await fetchTiming(lab.page.tlen, Boolean(answer), signal);
   } finally {
     stop();
   }
@@ -94,7 +98,7 @@ function poll() {
   (async () => {
     while (polling.on) {
       try {
-        const status = await api.timingStatus();
+        const status = await fetchTimingStatus();
         if (status.running && polling.on) {
           progress.max = Math.max(status.total, 1);
           progress.value = status.done;

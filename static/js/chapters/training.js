@@ -10,6 +10,8 @@ import * as store from "../store.js";
 import { knownModel } from "../url-state.js";
 
 export const chapter = "training";
+/** The training chapter: every model's training log, and (GET /api/models) where each checkpoint was kept. */
+export const fetchCurves = (signal) => api.get("/api/curves", signal);
 export const title = "training logs";
 export const figures = ["curves-plot", "curve-metric", "curve-x", "curve-models", "training-story"];
 export const asks = "start";
@@ -45,7 +47,7 @@ export function mount(context) {
 
 export const keys = () => [null];
 export const panels = () => [lab.part("curves-plot")];
-export const ask = (text, signal) => api.curves(signal);
+export const ask = (text, signal) => fetchCurves(signal);
 
 export function draw(answer) {
   curves = answer;

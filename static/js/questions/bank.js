@@ -15,7 +15,15 @@
 // on the chapter's section (`data-posed`): "sentence" (measured on the reader's sentence), "fixed" (the
 // same for every sentence: posed once) or "later" (the same for every sentence, and measured once the
 // reader has guessed, with `ask`).
-import * as api from "../api.js";
+import { fetchCurves } from "../chapters/training.js";
+import { fetchGradients } from "../chapters/gradients.js";
+import { fetchHeads } from "../chapters/heads-lab.js";
+import { fetchOrder } from "../chapters/order.js";
+import { fetchPredict } from "../chapters/predict.js";
+import { fetchRecurrence } from "../chapters/recurrence.js";
+import { fetchScaling } from "../chapters/scaling.js";
+import { fetchScores } from "../chapters/scores.js";
+import { fetchTiming } from "../chapters/timing.js";
 import { figure, t } from "../i18n.js";
 
 /** A piece as a reader writes it: the tokenizer's word mark dropped. */
@@ -66,7 +74,7 @@ const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).fi
 const training = {
   chapter: "training",
   // the training logs do not change with the sentence (the record's "fixed")
-  measure: (text, ctx, signal) => api.curves(signal),
+  measure: (text, ctx, signal) => fetchCurves(signal),
   pose(answer) {
     const logs = answer.filter((c) => c.points.some((p) => typeof p.valid_bleu === "number"));
     if (logs.length < 2) return null;
@@ -86,7 +94,7 @@ const training = {
 
 const recurrence = {
   chapter: "recurrence",
-  measure: (text, ctx, signal) => api.recurrence(text, signal),
+  measure: (text, ctx, signal) => fetchRecurrence(text, signal),
   pose(answer) {
     // the first piece's move is its whole state, set from zero: the recurrence shows from the second on
     if (answer.tokens.length < 3) return null;
@@ -110,7 +118,7 @@ const SHARE_EDGES = [-10, -6, -3, -1];
 
 const gradients = {
   chapter: "gradients",
-  measure: (text, ctx, signal) => api.gradients(text, ctx.page.length, signal),
+  measure: (text, ctx, signal) => fetchGradients(text, ctx.page.length, signal),
   pose(answer, { catalog }) {
     const plain = catalog.plainRecurrent;
     const curve = (weights) => answer.curves.find((c) => c.model === plain?.name && c.weights === weights);
@@ -173,11 +181,11 @@ const attention = {
   // the first answer gives the translation; the question is about its middle word (punctuation
   // has nothing to look for)
   async measure(text, ctx, signal) {
-    const first = await api.scores(text, null, 0, 1, signal);
+    const first = await fetchScores(text, null, 0, 1, signal);
     const targets = first.target_tokens;
     const words = targets.map((token, i) => (/\p{L}/u.test(token) ? i : -1)).filter((i) => i >= 0);
     const row = words.length ? words[Math.floor(words.length / 2)] : Math.floor(targets.length / 2);
-    return row === 0 ? first : api.scores(text, first.model, row, 1, signal);
+    return row === 0 ? first : fetchScores(text, first.model, row, 1, signal);
   },
   pose(answer) {
     if (answer.source_tokens.length < 2) return null;
@@ -203,7 +211,7 @@ const timing = {
   ask: () => ({ prompt: t("parallel.question.prompt"), choices: rangeChoices(GROWTH_EDGES, "parallel.question.choice") }),
   // one measurement runs at a time on the server (the chapter's own button may have started it): a
   // 429 is asked again after its Retry-After by the request lifecycle, like any view's
-  measure: (text, { page }, signal) => api.timing(page.tlen, false, signal),
+  measure: (text, { page }, signal) => fetchTiming(page.tlen, false, signal),
   pose(answer) {
     const { recurrent, parallel } = answer.roles;
     const measured = answer.growth[recurrent] / answer.growth[parallel];
@@ -223,7 +231,7 @@ const SATURATION_EDGES = [0.5, 0.8, 0.95];
 
 const scaling = {
   chapter: "scaling",
-  measure: (text, ctx, signal) => api.scaling(text, signal),
+  measure: (text, ctx, signal) => fetchScaling(text, signal),
   pose(answer) {
     const encoder = answer.summary && answer.summary.encoder;
     if (!encoder) return null;
@@ -244,7 +252,7 @@ const CHANGE_EDGES = [1e-3, 0.1];
 
 const order = {
   chapter: "order",
-  measure: (text, ctx, signal) => api.order(text, ctx.page.shuffle, signal),
+  measure: (text, ctx, signal) => fetchOrder(text, ctx.page.shuffle, signal),
   pose(answer) {
     // the claim's own case, the encoding off; the claim's verdict stays hidden until the answer (questions.js)
     const off = answer.checks.pe_off.max_abs_difference;
@@ -263,7 +271,7 @@ const order = {
 
 const heads = {
   chapter: "heads",
-  measure: (text, { catalog }, signal) => api.heads(text, catalog.withHeads[0]?.name ?? null, [], signal),
+  measure: (text, { catalog }, signal) => fetchHeads(text, catalog.withHeads[0]?.name ?? null, [], signal),
   pose(answer) {
     const cross = answer.contributions.filter((c) => c.kind === "cross");
     if (cross.length < 2) return null;
@@ -289,7 +297,7 @@ const CONFIDENCE_EDGES = [0.5, 0.8, 0.95];
 
 const predict = {
   chapter: "prediction",
-  measure: (text, { catalog, page }, signal) => api.predict(text, page.pmodel, [], catalog.defaults.top_k, 1, signal),
+  measure: (text, { catalog, page }, signal) => fetchPredict(text, page.pmodel, [], catalog.defaults.top_k, 1, signal),
   pose(answer) {
     const steps = answer.steps.filter((s) => s.top.length >= 2);
     if (!steps.length) return null;

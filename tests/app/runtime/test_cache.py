@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel
 
 from app.runtime.cache import ResultCache, approx_bytes
-from app.schemas import Attention, AttentionMap
+from app.schemas.translation import Attention, AttentionMap
 
 
 def test_cache_keeps_the_most_recent_results():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.runtime.loading import load_registry
-from app.schemas import Clients
+from app.schemas.catalog import Clients
 from app.services.catalog import health, model_infos, training_curve
 from models import checkpoint
 from tests.app.answers import sent

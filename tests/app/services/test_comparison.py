@@ -11,7 +11,7 @@ import pytest
 from app.runtime.gone import Gone
 from app.runtime.loading import load_registry
 from app.runtime.worker import INTERACTIVE, Abandoned, ModelThread
-from app.schemas import Attention, AttentionMap, ModelFailure, Translation
+from app.schemas.translation import Attention, AttentionMap, ModelFailure, Translation
 from app.services.comparison import _settled, as_ready, comparison, queue_comparison
 from models.decoding import Stopped
 from tests.app.conftest import TEXT

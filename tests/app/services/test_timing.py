@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from app.runtime.errors import BusyError, InvalidOptionError
-from app.schemas import EncoderSize
+from app.schemas.timing import EncoderSize
 from app.services.language import Words
 from app.services.timing import KEPT, MAX_LENGTH, MAX_LENGTHS, TimingBench, bench, check_lengths, describe
 from models.probes.timing import LENGTHS
