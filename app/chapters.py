@@ -14,7 +14,9 @@ What production reads of a record:
 - `figures`: the ids of its figures one may embed (`/embed/<id>`, app/routes/pages.py); the
   template writes them on the page for static/js/embed.js, which offers exactly these.
 - `routes`: the API routes its views ask, in order: the first visit's answers are computed ahead in
-  this order (app/services/ahead.py), after the first screen's (`FIRST_SCREEN`).
+  this order (app/services/ahead.py), after the first screen's (`FIRST_SCREEN`), for the routes whose
+  service declares the page's request (`PAGE`); a run the reader starts (`/api/train`, `/api/teach`)
+  declares none and is never computed ahead.
 - `recap`: the parts of its row in the recap ("" its main measurement, else the part's name), each a
   place the row's number is written (templates/chapters/point.html); app/services/recap.py
   measures on the server the parts it has a measurement for, the chapter's view the others.
@@ -73,9 +75,10 @@ def _empty(testid: str) -> str:
 FIRST_SCREEN = (Route("/api/compare", failure="#cards .card__text.is-missing"),)
 
 CHAPTERS = (
-    Chapter("training", views=("training",),
-            figures=("curves-plot",), opens=("curves-plot",),
-            routes=(Route("/api/curves", _empty("=curves-plot"), get=True),), question="fixed"),
+    Chapter("training", views=("training", "teach", "teach-run"),
+            figures=("curves-plot", "teach-loss", "teach-layers", "teach-map"), opens=("curves-plot",),
+            routes=(Route("/api/curves", _empty("=curves-plot"), get=True), Route("/api/teach", heavy=True)),
+            question="fixed"),
     Chapter("recurrence", views=("recurrence",),
             figures=("recurrence-plot", "recurrence-change"),
             opens=("recurrence-plot", "recurrence-change"),

@@ -104,12 +104,21 @@ class Settings(BaseSettings):
     # browser's pauses, yet short against a run's own cap (150 s at the defaults), so a reader that
     # reads no more holds the slot, and the line behind it, a little longer at most.
     train_write_deadline_s: float = Field(20.0, gt=0)
+    # "Teach it a pair" (POST /api/teach, app/services/teach.py): runs at once per replica, each in a
+    # process of its own (its slots, not the training's: a run takes seconds, a training run minutes);
+    # more wait in a line. Its memory cap in MB, as train_memory_mb; the write deadline is the training's.
+    teach_slots: int = Field(1, ge=1)
+    teach_memory_mb: int = Field(768, ge=128)
+    # Start a run's process ahead, when a reader opens the experiment (importing torch takes seconds);
+    # it ends by itself when no run came within five minutes. False: each run starts its own.
+    teach_spare: bool = True
     # Each client's share of the expensive experiments (app/runtime/shares.py): a bucket of N units
     # that empties at N per period, in the `limits` package's notation ("N/period"); docs/SERVER.md
     # says why these budgets. A client is its address, an IPv6 client its /64 (app/clients.py).
     # False: no shares (one reader's tests from one address).
     shares: bool = True
     share_train: str = "3/10 minutes"  # POST /api/train: runs started (up to ~2 minutes of one core each)
+    share_teach: str = "20/10 minutes"  # POST /api/teach: runs started (3-10 s of one core each)
     share_timing: str = "3/10 minutes"  # POST /api/timing: measurements run (4-20 s of the model thread)
     # POST /api/gradients and /api/long-lag/gradients: seconds of the model thread their work took
     share_model_time: str = "300/10 minutes"
@@ -147,11 +156,12 @@ class Settings(BaseSettings):
         if not self.shares:
             return {}
         return {"train": Budget.parse("train", self.share_train, "runs"),
+                "teach": Budget.parse("teach", self.share_teach, "runs"),
                 "timing": Budget.parse("timing", self.share_timing, "measurements"),
                 "model_time": Budget.parse("model_time", self.share_model_time, "seconds of model time",
                                            need=0.0)}
 
-    @field_validator("share_train", "share_timing", "share_model_time")
+    @field_validator("share_train", "share_teach", "share_timing", "share_model_time")
     @classmethod
     def _a_budget(cls, value: str) -> str:
         try:

@@ -49,6 +49,7 @@ from app.schemas.base import NON_FINITE, ErrorBody
 from app.services import ahead
 from app.services.comparison import stepped
 from app.services.live import LiveRuns
+from app.services.teach import TeachRuns
 from models.decoding import Stopped
 from models.outputs import NonFiniteError
 
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             gc.unfreeze()  # collectable again once the app is gone (tests start many in one process)
             if work is not None:
                 work.stop()
+            await app.state.teach.close()
             app.state.registry.close()
 
     app = FastAPI(
@@ -108,6 +110,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.registry = app.state.ahead = None
     app.state.live = LiveRuns(settings.checkpoints, settings.train_slots, settings.train_memory_mb,
                               write_deadline_s=settings.train_write_deadline_s)
+    app.state.teach = TeachRuns(settings.checkpoints, settings.teach_slots, settings.teach_memory_mb,
+                                write_deadline_s=settings.train_write_deadline_s, max_chars=settings.max_chars,
+                                spare=settings.teach_spare)
     budgets = settings.share_budgets
     app.state.shares = Shares(budgets, settings.redis_url) if budgets else None
     forwarding = app.state.forwarding = Forwarding.from_environ()  # read as uvicorn reads it

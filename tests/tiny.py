@@ -15,6 +15,8 @@ from models.architectures import MODEL_NAMES, build, default_config, initialized
 from models.batches import collate, encode_pairs
 from models.config import ModelConfig, TransformerConfig
 from models.data import Pair
+from models.teach import PAIRS as TEACH_PAIRS
+from models.teach import TeachPairs, pairs_text
 from models.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +84,21 @@ def write_tiny_checkpoints(folder: Path, names=MODEL_NAMES, extra: dict[str, Mod
             checkpoint.write_json(folder / name / checkpoint.SUBLAYERS, tiny_sublayers(seed))
         if name in SNAPSHOT_MODELS:
             write_tiny_snapshots(folder, name, seed)
+    write_tiny_teach_pairs(folder)
     return folder
+
+
+TEACH_HELD_OUT = [Pair("Le chat dort.", "The cat sleeps."), Pair("Il pleut.", "It's raining."),
+                  Pair("Nous partons demain.", "We leave tomorrow.")]
+
+
+def write_tiny_teach_pairs(folder: Path) -> TeachPairs:
+    """checkpoints/teach/pairs.json in small: three held-out pairs, an example, five to rehearse."""
+    pairs = TeachPairs(TEACH_HELD_OUT, [Pair("Elle lit un livre.", "She is reading a book.")],
+                       [*SENTENCES, *TEACH_HELD_OUT], "0" * 16)
+    (folder / TEACH_PAIRS).parent.mkdir(parents=True, exist_ok=True)
+    (folder / TEACH_PAIRS).write_text(pairs_text(pairs))
+    return pairs
 
 
 def write_tiny_snapshots(folder: Path, name: str, seed: int) -> None:

@@ -68,7 +68,11 @@ class Ticket:
 
 
 class LiveRuns:
-    """The replica's training slots and how a run is started, watched and ended."""
+    """The replica's training slots and how a run is started, watched and ended. What is particular
+    to the training run (its command, cap, lines and last line) is in the methods a run of another
+    kind overrides (app/services/teach.py: teaching a copy of a model one pair)."""
+
+    what = "live training"  # the refusals begin with it
 
     def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 768,
                  limits: LiveLimits | None = None, line_limit: int = LINE_LIMIT,
@@ -125,6 +129,31 @@ class LiveRuns:
             raise InvalidOptionError("seed", f"must be 0 to {lim.max_seed}, got {config.seed}")
         return config
 
+    def command(self, config) -> list[str]:
+        return command(config)
+
+    def wall_cap(self, config) -> float:
+        return wall_cap(config)
+
+    def check_line(self, line: bytes) -> None:
+        """ValidationError when a line of the process is outside the contract."""
+        LINE.validate_json(line)
+
+    async def spawn(self, config):
+        """The run's process, started."""
+        return await asyncio.create_subprocess_exec(
+            *self.command(config), cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+
+    def end_line(self, peak_mb: float, exit: int | None, why: str | None) -> str:
+        """The stream's last line: the process's own account, and why it was stopped if it was."""
+        last = TrainEnd(process=ProcessEnd(peak_mb=round(peak_mb, 1), exit=exit), error=why)
+        return last.model_dump_json(exclude_none=True) + "\n"
+
+    def ended(self) -> None:
+        """A run's process is gone (called on the event loop)."""
+
     def start(self, config: live.LiveConfig, client: str = "",
               started: Started | None = None) -> AsyncIterator[str]:
         """The run's NDJSON lines: at once when a slot is free and nobody waits, else after lines
@@ -138,7 +167,7 @@ class LiveRuns:
 
     def _start(self, config: live.LiveConfig, client: str, started: Started | None) -> AsyncIterator[str]:
         if client in self.holders:
-            raise BusyError("live training: you already have a run going or waiting (one per reader)",
+            raise BusyError(f"{self.what}: you already have a run going or waiting (one per reader)",
                             self.retry_after())
         if self.running < self.slots and not self.waiting:
             self.holders.add(client)
@@ -148,7 +177,7 @@ class LiveRuns:
             weakref.finalize(lines, soon, asyncio.get_running_loop(), lease.release)
             return lines
         if len(self.waiting) >= self.line_limit:
-            raise BusyError(f"live training: every slot is taken ({self.slots} on this replica) and the line "
+            raise BusyError(f"{self.what}: every slot is taken ({self.slots} on this replica) and the line "
                             f"is full ({self.line_limit} waiting)", self.retry_after())
         self.holders.add(client)
         ticket = Ticket(client, config, asyncio.get_running_loop(), started=started)
@@ -171,7 +200,7 @@ class LiveRuns:
 
     def typical_s(self, config: live.LiveConfig) -> float:
         """A run's expected duration: the median of the latest measured runs, or its cap before any."""
-        return statistics.median(self.durations) if self.durations else wall_cap(config)
+        return statistics.median(self.durations) if self.durations else self.wall_cap(config)
 
     def retry_after(self) -> int:
         """Seconds until the running run ends at the latest (its caps), at least 1."""
@@ -180,7 +209,7 @@ class LiveRuns:
     def _take(self, config: live.LiveConfig, client: str) -> Lease:
         self.running += 1
         self.started_at = time.monotonic()
-        self.ends_by = self.started_at + wall_cap(config)
+        self.ends_by = self.started_at + self.wall_cap(config)
         return Lease(self, client)
 
     def _give_back(self, client: str) -> None:
@@ -232,37 +261,39 @@ class LiveRuns:
         except BaseException:
             lease.release()
             raise
-        process = await asyncio.create_subprocess_exec(
-            *command(config), cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        try:
+            process = await self.spawn(config)
+        except BaseException:
+            lease.release()
+            raise
         peak = [0.0]
         began = time.monotonic()
-        watch = asyncio.create_task(self._watch(process, wall_cap(config), peak))
+        watch = asyncio.create_task(self._watch(process, self.wall_cap(config), peak))
         try:
             why = None
             while line := await process.stdout.readline():
                 try:
-                    LINE.validate_json(line)
+                    self.check_line(line)
                 except ValidationError as error:  # the process broke the contract: stop it there
-                    log.error("train: a line outside the contract: %s", error)
+                    log.error("%s: a line outside the contract: %s", self.what, error)
                     process.kill()
-                    why = "the training process wrote a line outside the contract"
+                    why = "the process wrote a line outside the contract"
                     break
                 yield line.decode()
             await process.wait()
             why = why or (watch.result() if watch.done() else None)
             if why is None and process.returncode != 0:
-                why = f"the training process failed (exit {process.returncode})"
+                why = f"the process failed (exit {process.returncode})"
             if why is None:
                 self.durations.append(time.monotonic() - began)
-            last = TrainEnd(process=ProcessEnd(peak_mb=round(peak[0], 1), exit=process.returncode), error=why)
-            yield last.model_dump_json(exclude_none=True) + "\n"
+            yield self.end_line(peak[0], process.returncode, why)
         finally:  # also when the client leaves: the process goes with it
             watch.cancel()
             try:
                 await end(process)  # the kill is sent before its first await: a cancel here leaves no run
             finally:
                 lease.release()  # even when that wait is cancelled (a second cancel, a shutdown)
+                self.ended()
 
     async def _watch(self, process, deadline_s: float, peak: list[float]) -> str | None:
         """Kill the run past its memory or time cap; the reason, or None while it keeps within both.

@@ -32,7 +32,7 @@ export function waitBeforeRetry(error) {
 }
 
 // a spent share's name (a 429's `share`, docs/SERVER.md) -> the words for what it counts
-const SHARES = { model_time: "share.model_time", timing: "share.timing", train: "share.train" };
+const SHARES = { model_time: "share.model_time", timing: "share.timing", train: "share.train", teach: "share.teach" };
 
 /** What went wrong with a request, in words a reader can act on (for a panel's message). */
 export function explain(error) {

@@ -29,7 +29,7 @@ def tiny_settings(folder: Path, **overrides) -> Settings:
     takes depend on the time it comes (tests/app/runtime/test_steppers.py and the browser tests
     run them)."""
     return Settings(**{"checkpoints": folder, "device": "cpu", "cache_size": 0, "lanes": 2, "shares": False,
-                       "step_processes": 0,
+                       "step_processes": 0, "teach_spare": False,
                        **overrides})
 
 

@@ -23,9 +23,10 @@ from tests.app.conftest import tiny_settings
 SERVER_CHECKED = {"text", "length", "lengths", "lag", "layer", "head", "heads_off", "model", "models",
                   "permutation", "positional", "prefix", "reference", "row"}
 # The routes whose schema bounds allow seconds of work per request (POST /api/scaling: 12 widths up to
-# 1,024, 32 keys; POST /api/train: a default run trains a minute): 20 such cases would take minutes of
-# the suite. Their bounds and bad input are tested with their services (tests/app/services/test_scaling.py,
-# tests/app/test_live.py).
+# 1,024, 32 keys; POST /api/train: a default run trains a minute; POST /api/teach: a run is a process
+# of its own, seconds each): 20 such cases would take minutes of the suite. Their bounds and bad input
+# are tested with their services (tests/app/services/test_scaling.py, tests/app/test_live.py,
+# tests/app/test_teach_route.py).
 SLOW = {f"{'GET' if r.get else 'POST'} {r.path}" for r in chapters.routes() if r.heavy}
 EXAMPLES = 20  # per operation, all checks: about 20 operations in well under a minute on the tiny models
 

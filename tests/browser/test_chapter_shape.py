@@ -130,15 +130,20 @@ SAID = """async (urls) => {
 @pytest.mark.browser
 def test_every_view_describes_what_it_drew_in_a_sentence_and_a_table(open_page):
     """After every figure is drawn (the parallel chapter measured, the bottleneck chapter's live run
-    trained), each view's describe and rows speak of the answer it drew: a sentence with no hole, a
-    table whose every row has a cell per header."""
-    page, problems = open_page("?tlen=4,8&tl=4&tsteps=40&tc=lstm,lstm-additive")
+    trained, the training chapter's pair taught), each view's describe and rows speak of the answer it
+    drew: a sentence with no hole, a table whose every row has a cell per header."""
+    page, problems = open_page("?tlen=4,8&tl=4&tsteps=40&tc=lstm,lstm-additive&teachsteps=2")
     show_everything(page)
     page.get_by_test_id("timing-measure").click()
     page.wait_for_function("document.getElementById('timing-plot').dataset.state === 'drawn'", timeout=60_000)
     page.get_by_test_id("live-start").click()
     page.wait_for_function("() => document.documentElement.dataset.liveRunning === 'true'")
     page.wait_for_function("() => document.documentElement.dataset.liveRunning === ''", timeout=120_000)
+    page.get_by_test_id("teach-start").scroll_into_view_if_needed()
+    page.wait_for_function("() => !document.getElementById('teach-start').disabled")
+    page.get_by_test_id("teach-start").click()
+    page.wait_for_function("() => document.getElementById('teach-bleu').textContent.includes(' after ')",
+                           timeout=60_000)
     urls = [f"/static/js/chapters/{name}.js" for name in modules()]
     deadline = time.monotonic() + 60
     while True:  # a view without a figure of its own (the recap) may still be drawing its answer
