@@ -157,7 +157,8 @@ def test_the_heads_chapter_states_the_translation_heads_and_contributions(open_p
     answer = post(server, "/api/heads", {})
     scores = [r["score"] for r in answer["alignment"]["ranking"]]
     assert ranking.evaluate("gd => gd.data[0].x") == scores
-    page.wait_for_function("document.querySelector('#heads-more-story [data-fact=top]').textContent.includes('L')")
+    page.wait_for_function(
+        "document.querySelector('#heads-more-story [data-fact=top]').textContent.includes('L')")
     top = answer["alignment"]["ranking"][0]
     assert facts(page, "heads-more-story")["top"].startswith(f"L{top['layer'] + 1} H{top['head'] + 1}")
     contrib = show(page, "heads-contrib")
