@@ -190,7 +190,7 @@ export const lookup = (text, head, signal) => request("POST", "/api/lookup", { t
 export const scaling = (text, signal) => request("POST", "/api/scaling", { text }, signal);
 /** The order chapter: the source shuffled (`seed`), encoder maps with positional encoding off and on. */
 export const order = (text, seed, signal) => request("POST", "/api/order", { text, seed }, signal);
-/** The heads chapter: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
+/** The heads chapter: per-head contributions through W_O, alignment ranking, rollout, `heads_off`'s effect. */
 export const snapshot = (text, model, step, signal) =>
   request("POST", "/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
 
