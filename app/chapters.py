@@ -117,7 +117,8 @@ CHAPTERS = (
             routes=(Route("/api/translate"),), question="fixed"),
     Chapter("prediction", views=("predict", "next-token"),
             figures=("predict-tree", "labels-plot"), opens=("predict-tree",),
-            routes=(Route("/api/predict", _empty("=predict-tree")), Route("/api/next-token"))),
+            routes=(Route("/api/predict", _empty("=predict-tree")), Route("/api/next-token")),
+            recap=("", "labels")),
     Chapter("point", views=("recap",),
             routes=(Route("/api/recap"),), recap=()),
 )

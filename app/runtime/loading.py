@@ -43,7 +43,8 @@ def load_model(folder: Path, name: str, device: torch.device, layout: str = PLAI
     seed = meta.get("training", {}).get("seed", 0)
     sublayers = _read_or(checkpoint.read_sublayers, folder, [])
     return LoadedModel(name, model, describe(model.config), count_parameters(model), metrics, curve, seed,
-                       kept_point(meta.get("progress")), folder, snapshot_steps(folder, meta), sublayers)
+                       kept_point(meta.get("progress")), folder, snapshot_steps(folder, meta), sublayers,
+                       recipe(meta))
 
 
 def snapshot_steps(folder: Path, meta: dict) -> list[dict[str, Any]]:
@@ -65,6 +66,18 @@ def kept_point(progress) -> dict[str, Any] | None:
     return {"step": progress["step"], "seconds": progress.get("training_seconds"),
             "epoch": progress.get("epoch"), "valid_bleu": progress.get("valid_bleu"),
             "valid_loss": progress.get("valid_loss")}
+
+
+def recipe(meta: dict) -> dict[str, Any] | None:
+    """What differed in how the models were trained (chapter 1): the learning rate, the label
+    smoothing, and how many evaluations' weights the shipped ones average (1: none averaged), as
+    config.json records them; None without a record."""
+    training, progress = meta.get("training"), meta.get("progress")
+    if not isinstance(training, dict) or not isinstance(training.get("lr"), (int, float)):
+        return None
+    averaged = progress.get("averaged_steps") if isinstance(progress, dict) else None
+    return {"learning_rate": training["lr"], "label_smoothing": training.get("label_smoothing", 0.0),
+            "averaged": len(averaged) if isinstance(averaged, list) and averaged else 1}
 
 
 def _read_or(read, folder: Path, default):

@@ -42,6 +42,7 @@ class LoadedModel:
     folder: Path | None = None  # its checkpoint folder
     snapshots: list[dict[str, Any]] = field(default_factory=list)  # snapshots/index.json's steps (step 0 first)
     sublayers: list[dict[str, Any]] = field(default_factory=list)  # sublayers.json's variants ([]: not scored)
+    recipe: dict[str, Any] | None = None  # how it was trained (config.json's training and progress)
 
     def timeline(self) -> list[SnapshotPoint]:
         """Training as the scrubber walks it: the seeded initialization, the stored snapshots, then

@@ -156,6 +156,14 @@ class KeptPoint(Response):
     valid_loss: float | None = Field(None, description="validation loss there (breaks BLEU ties)")
 
 
+class Recipe(Response):
+    learning_rate: float = Field(description="the optimizer's peak learning rate")
+    label_smoothing: float = Field(description="the share of each label's probability the training target "
+                                               "spreads over the other pieces")
+    averaged: int = Field(description="how many evaluations' weights the shipped weights average (1: none "
+                                      "averaged)")
+
+
 class SublayerScore(Response):
     off: Literal["feed_forward", "residual_attention", "residual_feed_forward"] | None = Field(
         description="the sub-layer switch off in every layer (POST /api/translate's `sublayers_off`); "
@@ -202,6 +210,7 @@ class ModelInfo(Response):
     curve_points: int = Field(description="points in the training curve (GET /api/models/{name}/curve)")
     kept: KeptPoint | None = Field(None, description="the curve point whose weights were kept (the best "
                                                      "validation BLEU, then loss); null: not recorded")
+    recipe: Recipe | None = Field(None, description="how it was trained (config.json); null: not recorded")
     sublayers: list[SublayerScore] = Field(
         [], description="the test split scored with each sub-layer switch off (checkpoints/NAME/"
                         "sublayers.json, models.evaluate --sublayers), the shipped model first; [] if not "

@@ -46,7 +46,7 @@ def model_infos(registry: ModelRegistry) -> list[ModelInfo]:
         ModelInfo(name=entry.name, **asdict(entry.capabilities),
                   cross_attention=entry.capabilities.cross_attention, parameters=entry.parameters,
                   metrics=entry.metrics, curve_points=len(entry.curve), kept=entry.kept,
-                  sublayers=entry.sublayers, snapshots=entry.timeline())
+                  recipe=entry.recipe, sublayers=entry.sublayers, snapshots=entry.timeline())
         for entry in registry.models.values()
     ]
 

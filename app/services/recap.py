@@ -30,6 +30,7 @@ from app.schemas.recap import Recap, RecapRow
 from app.services.gradients import gradient_curves
 from app.services.language import LANGUAGES, Words
 from app.services.lookup import lookup
+from app.services.next_token import next_token
 from app.services.order import order as shuffled
 from app.services.page import Cancel, PageRequest
 from app.services.predict import prediction
@@ -180,10 +181,21 @@ def predict(registry: ModelRegistry, text: str, cancel) -> Said | None:
                                           "translation": answer.translation})
 
 
+def labels(registry: ModelRegistry, text: str, cancel) -> Said | None:
+    """The free labels: one per position of the model's own translation, all scored in one pass."""
+    model = first(registry, lambda c: "encoder" in c.attention_kinds)
+    if model is None:
+        return None
+    answer = next_token(registry, text, model.name, None, cancel)
+    return Said("prediction.recap.said.labels", {"model": model.name, "count": len(answer.labels),
+                                                 "mean": float(answer.mean_loss)})
+
+
 # (chapter's slug, part of its row) -> what measures it on the sentence
 MEASURES = {("recurrence", ""): recurrence, ("gradients", ""): gradients, ("attention", ""): scores,
             ("attention", "lookup"): one_line, ("parallel", ""): steps, ("scaling", ""): scaling,
-            ("order", ""): order, ("prediction", ""): predict}
+            ("order", ""): order, ("prediction", ""): predict,
+            ("prediction", "labels"): labels}
 
 
 def answer(registry: ModelRegistry, body: TextRequest, cancel: Cancel = None) -> Recap:

@@ -1,5 +1,5 @@
 // The heads chapter, what the heads answer says (POST /api/heads): each head's contribution through its
-// share of W_o, the cross heads ranked by how well they align with a recurrent model's attention,
+// rows of W_O, the cross heads ranked by how well they align with a recurrent model's attention,
 // the effect of the heads switched off on the translation, and the prose's facts, all from the
 // answer's own numbers. A helper of chapters/heads-lab.js.
 import { fmt } from "./facts.js";
@@ -34,7 +34,7 @@ export function headsFacts(answer) {
   };
 }
 
-/** Each head's mean contribution through W_o, one heatmap per kind; a click toggles a head (`onToggle`). */
+/** Each head's mean contribution through W_O, one heatmap per kind; a click toggles a head (`onToggle`). */
 export function drawContributions(div, answer, off, onToggle) {
   const data = [];
   const axes = {};
@@ -51,7 +51,7 @@ export function drawContributions(div, answer, off, onToggle) {
     }
     const n = i ? String(i + 1) : "";
     data.push({ type: "heatmap", z, text, texttemplate: "%{text}", name: kind, xaxis: `x${n}`, yaxis: `y${n}`, colorscale: WEIGHT_SCALE,
-      zmin: 0, showscale: false, xgap: 2, ygap: 2, meta: { colorbarTitle: "‖c_h W_o‖", kind },
+      zmin: 0, showscale: false, xgap: 2, ygap: 2, meta: { colorbarTitle: "‖c_h W_O^(h)‖", kind },
       hovertemplate: t("heads.heads.contrib-hover", { kind: t(`kind.${kind}`) }),
       x: Array.from({ length: heads }, (_, h) => h + 1), y: Array.from({ length: layers }, (_, l) => l + 1) });
     const gap = 0.06;

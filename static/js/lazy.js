@@ -43,10 +43,14 @@ addEventListener("scroll", function first() {
   for (const element of [...near]) run(element);
 }, { passive: true });
 
-/** Whether `element` is on or within NEAR_PX of the screen (until the first scroll: on the screen itself). */
+/**
+ * Whether `element` is on or within NEAR_PX of the screen (until the first scroll: on the screen itself).
+ * One in a closed fold (<details>) is not: it has no box until the reader opens the fold.
+ */
 export function isNear(element) {
   if (scrolled && reported.has(element)) return near.has(element);
   observer.observe(element);
+  if (element.closest("details:not([open])")) return false;
   const box = element.getBoundingClientRect(); // not reported yet, or not scrolled yet: measure
   if (!scrolled) return onScreen(box);
   return box.bottom > -NEAR_PX && box.top < window.innerHeight + NEAR_PX;

@@ -10,7 +10,7 @@ import { decimal, label, listOf, t } from "./i18n.js";
 import { alignmentLayout, attentionTrace, baseLayout, draw as drawPlot, OKABE_ITO, showEmpty, themed } from "./plots.js";
 import { couldNot } from "./requests.js";
 import { countOrNull } from "./url-state.js";
-/** The heads chapter: per-head contributions through W_o, alignment ranking, rollout, `heads_off`'s effect. */
+/** The heads chapter: per-head contributions through W_O, alignment ranking, rollout, `heads_off`'s effect. */
 export const fetchSnapshot = (text, model, step, signal) =>
   api.post("/api/snapshots", { text, model, step, kinds: ["cross"] }, signal);
 

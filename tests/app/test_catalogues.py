@@ -81,7 +81,8 @@ DYNAMIC = {
     "heads.question.choice.": "shares", "prediction.question.choice.": "ranges",
     "scaling.question.choice.": "ranges", "order.question.choice.": "ranges",
     "room.question.choice.": "shares of BLEU kept",
-    "point.question.choice.": "the fixes (gates, attention, self-attention)",
+    "training.question.choice.": "shares of the loss's fall",
+    "point.question.choice.": "fewer, as many or more steps",
 }
 # What every chapter has, under its slug, that the templates write from the list of chapters
 # (templates/index.html's navigation and head(), templates/chapters/point.html's recap rows).

@@ -24,8 +24,10 @@ def test_the_recap_has_a_measured_number_for_every_chapter_of_the_sentence(clien
     assert set(answer) == {"rows"}  # the text is not echoed
     main = [row["chapter"] for row in answer["rows"] if row["part"] is None]
     assert main == [slug for slug, part in recap.MEASURES if not part]
-    # the attention chapter's one line has a row of its own, after the chapter's alignment weight
-    assert [(row["chapter"], row["part"]) for row in answer["rows"] if row["part"]] == [("attention", "lookup")]
+    # the attention chapter's one line and the prediction chapter's free labels have rows of their own,
+    # after their chapter's main measurement
+    assert [(row["chapter"], row["part"]) for row in answer["rows"] if row["part"]] == [
+        ("attention", "lookup"), ("prediction", "labels")]
     order = [c.slug for c in chapters.CHAPTERS]
     assert [row["chapter"] for row in answer["rows"]] == sorted((row["chapter"] for row in answer["rows"]),
                                                                    key=order.index)

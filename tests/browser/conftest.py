@@ -182,8 +182,11 @@ def type_sentence(page, text: str) -> None:
 
 def show(page, testid: str):
     """Scroll a plot into view (plots far below the fold are drawn only when they come near the
-    screen) and wait until it is drawn for the current text; return its locator."""
+    screen; one in a closed disclosure is opened first) and wait until it is drawn for the current
+    text; return its locator."""
     plot = page.get_by_test_id(testid)
+    # a plot in a closed fold (<details>) is drawn once a reader opens it: open it, as a reader would
+    plot.evaluate("el => el.closest('details')?.setAttribute('open', '')")  # laid out before it scrolls
     plot.evaluate("el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
     try:
         page.wait_for_function(

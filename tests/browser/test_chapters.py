@@ -86,9 +86,10 @@ def test_a_chapter_asked_for_stays_at_the_top_while_the_plots_around_it_draw(fre
         page.keyboard.press("Enter")
         chapter_in_url(page, chapter)
     placed = top_of(page, "prediction")
-    page.wait_for_function(  # everything within reach of the screen is drawn
+    page.wait_for_function(  # everything within reach of the screen is drawn (a closed fold's is not in reach)
         "() => [...document.querySelectorAll('.plot')].every(el => { const b = el.getBoundingClientRect();"
-        " return el.dataset.stale || b.bottom < -400 || b.top > innerHeight + 400"
+        " return el.dataset.stale || el.closest('details:not([open])')"
+        " || b.bottom < -400 || b.top > innerHeight + 400"
         " || el.querySelector('.main-svg') || el.querySelector('.plot-empty'); })", timeout=UPDATE_TIMEOUT_MS)
     page.wait_for_timeout(500)
     assert abs(top_of(page, "prediction") - placed) <= 2

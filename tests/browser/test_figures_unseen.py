@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from tests.browser.conftest import show_everything
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, show_everything
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -256,6 +256,7 @@ AUDIT = """async (tags) => {
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_axe_finds_nothing_while_loading_and_loaded(browser_page, server, width):
+    """"Just show me": every figure drawn, a table twin open."""
     if not AXE.exists():
         pytest.skip(f"{AXE.relative_to(ROOT)} is missing: `make install` installs it (npm ci)")
     page, problems = browser_page
@@ -273,3 +274,36 @@ def test_axe_finds_nothing_while_loading_and_loaded(browser_page, server, width)
     assert loading["violations"] == [], loading
     assert loaded["violations"] == [], loaded
     assert problems.errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_axe_finds_nothing_while_the_questions_wait(chromium, server, width):
+    """"Ask me first", a first visit's mode: every question posed, its chapter hidden and the claims'
+    verdicts replaced by the line that says they wait for the answer."""
+    if not AXE.exists():
+        pytest.skip(f"{AXE.relative_to(ROOT)} is missing: `make install` installs it (npm ci)")
+    context = chromium.new_context(viewport={"width": width, "height": 900 if width > 800 else 844},
+                                   bypass_csp=True)
+    page = context.new_page()
+    page.set_default_timeout(UPDATE_TIMEOUT_MS)
+    problems = Problems(page)
+    try:
+        page.goto(f"{server}/", wait_until="domcontentloaded")
+        page.add_script_tag(path=str(AXE))
+        loading = page.evaluate(AUDIT, WCAG)
+        page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+        assert page.get_by_test_id("question-mode-ask").is_checked()
+        for chapter in page.locator("section[data-posed='sentence'], section[data-posed='fixed']").evaluate_all(
+                "els => els.map((e) => e.dataset.chapter)"):
+            card = page.locator(f"[data-question='{chapter}']")
+            card.scroll_into_view_if_needed()  # a question asks when near, like a figure
+            page.wait_for_selector(f"[data-question='{chapter}'] button[data-choice]:not([disabled]),"
+                                   f" [data-question='{chapter}'][hidden]", state="attached")
+        assert page.locator("[data-verdict-hidden] .chapter__verdict-wait").count() >= 1
+        asking = page.evaluate(AUDIT, WCAG)
+        assert loading["passed"] > 10 and asking["passed"] > 10
+        assert loading["violations"] == [], loading
+        assert asking["violations"] == [], asking
+        assert problems.errors == []
+    finally:
+        context.close()

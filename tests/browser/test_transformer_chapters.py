@@ -157,9 +157,10 @@ def test_the_heads_chapter_states_the_translation_heads_and_contributions(open_p
     answer = post(server, "/api/heads", {})
     scores = [r["score"] for r in answer["alignment"]["ranking"]]
     assert ranking.evaluate("gd => gd.data[0].x") == scores
-    page.wait_for_function("document.querySelector('#heads-story [data-fact=top]').textContent.includes('L')")
+    page.wait_for_function(
+        "document.querySelector('#heads-more-story [data-fact=top]').textContent.includes('L')")
     top = answer["alignment"]["ranking"][0]
-    assert facts(page, "heads-story")["top"].startswith(f"L{top['layer'] + 1} H{top['head'] + 1}")
+    assert facts(page, "heads-more-story")["top"].startswith(f"L{top['layer'] + 1} H{top['head'] + 1}")
     contrib = show(page, "heads-contrib")
     cross = [c for c in answer["contributions"] if c["kind"] == "cross"]
     z = contrib.evaluate("gd => gd.data[2].z")
@@ -171,6 +172,7 @@ def test_the_heads_chapter_states_the_translation_heads_and_contributions(open_p
 def test_the_heads_chapter_rollout_hover_and_summed_selection(open_page, server):
     page, problems = open_page("?ch=heads")
     show(page, "head-detail")
+    page.get_by_test_id("heads-more").locator("summary").click()  # the rollout is in the chapter's fold
     page.get_by_test_id("heads-rollout-toggle").check()
     page.wait_for_function("new URLSearchParams(location.search).get('rollout') === '1'")
     rollout = show(page, "heads-rollout")

@@ -24,7 +24,8 @@ export const fetchHeads = (text, model, headsOff, signal) =>
   api.post("/api/heads", { text, model, heads_off: headsOff }, signal);
 export const title = "heads experiment";
 export const figures = ["heads-contrib", "heads-ranking", "heads-summed", "heads-rollout", "heads-rollout-title",
-  "heads-rollout-toggle", "heads-toggle", "heads-effect", "heads-source", "heads-target", "heads-story"];
+  "heads-rollout-toggle", "heads-toggle", "heads-effect", "heads-source", "heads-target", "heads-story",
+  "heads-more-story"];
 export const asks = "text";
 
 /** The URL's `off` (heads switched off, "kind.L.H;..." counted from 1), `rollout` (1: shown) and
@@ -54,6 +55,7 @@ export function mount(context) {
   const { part, page } = lab;
   const toggle = part("heads-rollout-toggle");
   toggle.checked = page.rollout;
+  if (page.rollout) toggle.closest("details")?.setAttribute("open", ""); // a link that shows the rollout opens its fold
   toggle.addEventListener("change", () => {
     page.set({ rollout: toggle.checked });
     drawRollout();
@@ -92,6 +94,7 @@ export function draw(next) {
   answer = next;
   const facts = headsFacts(answer);
   fillStory(lab.part("heads-story"), facts);
+  fillStory(lab.part("heads-more-story"), facts);
   if (answer.alignment && answer.alignment.ranking.length) {
     store.headline(chapter, t("heads.heads-lab.headline", { reference: answer.alignment.reference, top: facts.top }));
   }

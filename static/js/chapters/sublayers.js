@@ -15,7 +15,7 @@ export const chapter = "room";
 export const fetchTranslateWith = (text, model, sublayersOff, signal) =>
   api.post("/api/translate", { text, model, sublayers_off: sublayersOff }, signal);
 export const title = "room to think";
-export const figures = ["sublayers-table", "sublayers-story"];
+export const figures = ["sublayers-table", "sublayers-story", "sublayers-note"];
 export const asks = "text";
 
 const SWITCHES = [null, "feed_forward", "residual_attention", "residual_feed_forward"];
@@ -29,6 +29,7 @@ export function mount(context) {
   model = lab.catalog.withHeads[0] || null;
   if (!model) return;
   label(lab.part("room-sizes"), "room.sizes", { model: model.name, width: model.width, inner: model.feed_forward });
+  label(lab.part("sublayers-note"), "room.sublayers-note", { pairs: model.metrics?.pairs ?? "–" });
   headline();
 }
 

@@ -117,7 +117,21 @@ function kept(answer) {
     "best-minutes": fmt(best.kept.seconds / 60), "best-first-loss": fmt(first), "best-kept-loss": fmt(last),
     "best-loss-direction": first === null ? "–" : t(last < first ? "training.curves.fell" : last > first ? "training.curves.rose" : "training.curves.level"),
     worst: worst.model, "worst-bleu": fmt(worst.kept.valid_bleu), "worst-minutes": fmt(worst.kept.seconds / 60),
-  });
+  }, recipes(runs));
+}
+
+/** What differed in how they were trained (GET /api/models' `recipe`): learning rates, minutes, averaging. */
+function recipes(runs) {
+  const recipes = runs.map((c) => lab.catalog.info(c.model)?.recipe).filter(Boolean);
+  if (!recipes.length) return {};
+  const rates = recipes.map((r) => r.learning_rate);
+  const minutes = runs.map((c) => c.kept.seconds / 60).filter(Number.isFinite);
+  return {
+    "rate-low": fmt(Math.min(...rates)), "rate-high": fmt(Math.max(...rates)),
+    "minutes-low": fmt(Math.min(...minutes)), "minutes-high": fmt(Math.max(...minutes)),
+    smoothing: fmt(Math.max(...recipes.map((r) => r.label_smoothing))),
+    averaged: String(recipes.filter((r) => r.averaged > 1).length),
+  };
 }
 
 /** The prose and the recap line, from the logs and where each checkpoint was kept. */

@@ -68,25 +68,42 @@ function amongRanges(value, edges, prefix) {
 /** A question's number: three significant digits between 0.01 and 1000, else a power of ten (the page's `figure`). */
 export const power = (x) => figure(x, { digits: 3, small: 0.01, large: 1000, zeros: false });
 
-/** The best validation BLEU a model reached in its training log. */
-const bestBleu = (curve) => Math.max(...curve.points.map((p) => p.valid_bleu).filter((b) => typeof b === "number"));
+/** Shares of the fall of the validation loss made by halfway through training: the range edges. */
+const HALFWAY_EDGES = [0.5, 0.75, 0.9];
+
+/**
+ * A training log's validation loss at its first and last evaluations and, read off the straight line
+ * between the two evaluations around it, at the minute halfway between them; null without two.
+ */
+function halfway(curve) {
+  const points = curve.points.filter((p) => Number.isFinite(p.seconds) && Number.isFinite(p.valid_loss));
+  if (points.length < 2) return null;
+  const [first, last] = [points[0], points.at(-1)];
+  const half = (first.seconds + last.seconds) / 2;
+  const after = points.findIndex((p) => p.seconds >= half);
+  const [a, b] = [points[Math.max(after - 1, 0)], points[after]];
+  const middle = b.seconds === a.seconds ? b.valid_loss : a.valid_loss + ((half - a.seconds) / (b.seconds - a.seconds)) * (b.valid_loss - a.valid_loss);
+  return { first, last, half, middle };
+}
 
 const training = {
   chapter: "training",
   // the training logs do not change with the sentence (the record's "fixed")
   measure: (text, ctx, signal) => fetchCurves(signal),
   pose(answer) {
-    const logs = answer.filter((c) => c.points.some((p) => typeof p.valid_bleu === "number"));
-    if (logs.length < 2) return null;
-    const best = logs.map(bestBleu);
-    const right = argmax(best);
-    const second = runnerUp(best, right);
-    const choices = logs.map((c, i) => ({ id: String(i), label: c.model }));
+    // the model trained longest: its log has the most to show of how the loss falls
+    const logs = answer.map((c) => ({ model: c.model, at: halfway(c) })).filter((c) => c.at && c.at.first.valid_loss > c.at.last.valid_loss);
+    if (!logs.length) return null;
+    const { model, at } = logs.reduce((a, b) => (b.at.last.seconds > a.at.last.seconds ? b : a));
+    const measured = (at.first.valid_loss - at.middle) / (at.first.valid_loss - at.last.valid_loss);
+    const { choices, right, close } = amongRanges(measured, HALFWAY_EDGES, "training.question.choice");
+    const minutes = (seconds) => power(seconds / 60);
     return {
-      prompt: t("training.question.prompt", { count: logs.length }),
-      choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: best[right],
+      prompt: t("training.question.prompt", { model, first: minutes(at.first.seconds), last: minutes(at.last.seconds), half: minutes(at.half) }),
+      choices, right, close, measured,
       says: (id) => t("training.question.says", {
-        guess: logs[Number(id)].model, guessValue: power(best[Number(id)]), answer: logs[right].model, value: power(best[right]),
+        guess: choices[Number(id)].label, model, start: power(at.first.valid_loss), end: power(at.last.valid_loss),
+        half: minutes(at.half), middle: power(at.middle), value: power(measured),
       }),
     };
   },
@@ -96,18 +113,22 @@ const recurrence = {
   chapter: "recurrence",
   measure: (text, ctx, signal) => fetchRecurrence(text, signal),
   pose(answer) {
-    // the first piece's move is its whole state, set from zero: the recurrence shows from the second on
-    if (answer.tokens.length < 3) return null;
-    const later = answer.change.slice(1);
-    const { choices, right, close } = amongPieces(answer.tokens.slice(1), later);
-    const best = Number(right);
+    // the first piece's move is its whole state, set from zero; against it, the largest later move
+    if (answer.tokens.length < 2) return null;
+    const [first, ...later] = answer.change;
+    const most = argmax(later);
+    const choices = [
+      { id: "first", label: t("recurrence.question.choice.first", { piece: piece(answer.tokens[0]) }) },
+      { id: "later", label: t("recurrence.question.choice.later") },
+    ];
+    const right = first >= later[most] ? "first" : "later";
     return {
       prompt: t("recurrence.question.prompt", { model: answer.model, count: answer.tokens.length }),
-      choices, right, close,
-      measured: later[best],
+      choices, right, close: new Set(),
+      measured: right === "first" ? first : later[most],
       says: (id) => t("recurrence.question.says", {
-        guess: choices[Number(id)].label, guessValue: power(later[Number(id)]),
-        answer: choices[best].label, value: power(later[best]),
+        guess: choices.find((c) => c.id === id).label, first: piece(answer.tokens[0]), firstValue: power(first),
+        later: piece(answer.tokens[most + 1]), laterValue: power(later[most]),
       }),
     };
   },
@@ -292,13 +313,16 @@ const heads = {
   },
 };
 
+/** The label smoothing model `name` was trained with (GET /api/models' `recipe`), 0 when not recorded. */
+const smoothing = (catalog, name) => catalog.models.find((m) => m.name === name)?.recipe?.label_smoothing ?? 0;
+
 /** The probability the decoder gives its likeliest next piece. */
-const CONFIDENCE_EDGES = [0.5, 0.8, 0.95];
+const CONFIDENCE_EDGES = [0.5, 0.8, 0.9];
 
 const predict = {
   chapter: "prediction",
   measure: (text, { catalog, page }, signal) => fetchPredict(text, page.pmodel, [], catalog.defaults.top_k, 1, signal),
-  pose(answer) {
+  pose(answer, { catalog }) {
     const steps = answer.steps.filter((s) => s.top.length >= 2);
     if (!steps.length) return null;
     const at = answer.steps.indexOf(steps[Math.floor((steps.length - 1) / 2)]);
@@ -308,7 +332,8 @@ const predict = {
     const measured = first.probability;
     const { choices, right, close } = amongRanges(measured, CONFIDENCE_EDGES, "prediction.question.choice");
     return {
-      prompt: written ? t("prediction.question.prompt", { model: answer.model, written }) : t("prediction.question.first", { model: answer.model }),
+      // label smoothing's target for the correct piece (chapter 1): 1 less the share spread over the others
+      prompt: t(written ? "prediction.question.prompt" : "prediction.question.first", { model: answer.model, written, target: power(1 - smoothing(catalog, answer.model)) }),
       choices, right, close, measured,
       says: (id) => t("prediction.question.says", {
         guess: choices[Number(id)].label, answer: piece(first.token), value: power(measured),
@@ -318,40 +343,22 @@ const predict = {
   },
 };
 
-/**
- * The chain of fixes, as the shipped models make it: gates (the plain recurrent net to the gated one
- * without attention), attention (to the first gated one with it), dropping the recurrence (to the
- * first with heads). Null when the catalogue lacks a link.
- */
-function chain(catalog) {
-  const plain = catalog.plainRecurrent;
-  const gated = catalog.models.find((m) => m.recurrent && m.gates && !m.cross_attention);
-  const attending = catalog.models.find((m) => m.recurrent && m.gates && m.cross_attention);
-  const heads = catalog.withHeads[0];
-  if (!plain || !gated || !attending || !heads) return null;
-  return [["gates", plain, gated], ["attention", gated, attending], ["self-attention", attending, heads]];
-}
-
 const point = {
   chapter: "point",
-  // the shipped evaluation, read from the catalogue the page already has: no request
-  measure: (text, { catalog }) => Promise.resolve({ bucket: catalog.bucketOf(text) }),
-  pose({ bucket }, { catalog }) {
-    const links = chain(catalog);
-    if (!links) return null;
-    const bleu = (m) => (m.metrics?.bleu_by_length || []).find((r) => r.bucket === bucket)?.bleu;
-    const gains = links.map(([, before, after]) => bleu(after) - bleu(before));
-    if (gains.some((g) => !Number.isFinite(g))) return null;
-    const right = argmax(gains);
-    const second = runnerUp(gains, right);
-    const choices = links.map(([fix, before, after], i) => ({ id: String(i), label: t(`point.question.choice.${fix}`, { before: before.name, after: after.name }) }));
+  // the sentence's pieces (the recurrence's answer, already asked by chapter 2) against the Transformer's layers
+  measure: (text, ctx, signal) => fetchRecurrence(text, signal),
+  pose(answer, { catalog }) {
+    const recurrent = catalog.plainRecurrent;
+    const transformer = catalog.withHeads[0];
+    if (!recurrent || !transformer || !answer.tokens.length) return null;
+    const [count, layers] = [answer.tokens.length, transformer.layers];
+    const names = { recurrent: recurrent.name, transformer: transformer.name };
+    const choices = ["fewer", "same", "more"].map((id) => ({ id, label: t(`point.question.choice.${id}`, names) }));
+    const right = layers < count ? "fewer" : layers === count ? "same" : "more";
     return {
-      prompt: t("point.question.prompt", { bucket }),
-      choices, right: String(right), close: new Set(second < 0 ? [] : [String(second)]), measured: gains[right],
-      says: (id) => t("point.question.says", {
-        guess: choices[Number(id)].label, guessValue: power(gains[Number(id)]), answer: choices[right].label,
-        value: power(gains[right]), bucket,
-      }),
+      prompt: t("point.question.prompt", names),
+      choices, right, close: new Set(right === "same" ? ["fewer", "more"] : ["same"]), measured: layers,
+      says: (id) => t("point.question.says", { ...names, guess: choices.find((c) => c.id === id).label, count, value: layers }),
     };
   },
 };

@@ -55,3 +55,19 @@ def test_the_kept_point_is_config_json_s_progress(tmp_path):
 def test_a_checkpoint_without_a_training_record_keeps_no_point(registry):
     infos = [m for m in sent(model_infos(registry)) if m["name"] not in SNAPSHOT_MODELS]
     assert infos and all(m.get("kept") is None for m in infos)  # tests/tiny.py writes no progress for them
+
+
+def test_the_recipe_is_config_json_s_training(tmp_path):
+    """Chapter 1 says what differed in how the models were trained: read from config.json."""
+    folder = write_tiny_checkpoints(tmp_path, names=("rnn", "lstm"))
+    meta = checkpoint.read_meta(folder / "lstm")
+    progress = {"step": 2, "epoch": 0, "training_seconds": 1.0, "averaged_steps": [1, 2]}
+    training = {**meta.get("training", {}), "lr": 0.002, "label_smoothing": 0.1}
+    checkpoint.write_json(folder / "lstm" / checkpoint.CONFIG,
+                          {**meta, "training": training, "progress": progress})
+    meta = checkpoint.read_meta(folder / "rnn")
+    checkpoint.write_json(folder / "rnn" / checkpoint.CONFIG, {**meta, "training": {"lr": "fast"}})
+    with load_registry(folder, ("lstm", "rnn"), device="cpu") as registry:
+        infos = {m["name"]: m for m in sent(model_infos(registry))}
+    assert infos["lstm"]["recipe"] == {"learning_rate": 0.002, "label_smoothing": 0.1, "averaged": 2}
+    assert infos["rnn"].get("recipe") is None
