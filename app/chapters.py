@@ -1,7 +1,7 @@
 """The story's chapters, each one record, in the story's order: a chapter's number is its place in
 `CHAPTERS` and is written nowhere else. Its `slug` names it everywhere: its section and its template
 (templates/chapters/<slug>.html), its link (`?ch=<slug>`), its words in the message catalogues (keys
-`<slug>.`), its question (static/js/questions/bank.js), its views (static/js/chapters/) and its recap
+`<slug>.`), its question (static/js/questions/<slug>.js), its views (static/js/chapters/) and its recap
 row. The page's own side of a chapter (its views, their URL keys, its question) is declared by its
 modules in static/js/; this holds what crosses to the server.
 
@@ -20,7 +20,7 @@ What production reads of a record:
 - `recap`: the parts of its row in the recap ("" its main measurement, else the part's name), each a
   place the row's number is written (templates/chapters/point.html); app/services/recap.py
   measures on the server the parts it has a measurement for, the chapter's view the others.
-- `question`: how its question (static/js/questions/bank.js) is posed, written on its section for
+- `question`: how its question (static/js/questions/<slug>.js) is posed, written on its section for
   static/js/questions.js: "sentence" (measured on the reader's sentence), "fixed" (the same for every
   sentence), "later" (the same for every sentence, measured once the reader has guessed), or None
   (no question).

@@ -16,7 +16,7 @@ import { Keeper } from "./keep.js";
 import { languageSwitch } from "./language-switch.js";
 import { Nav } from "./nav.js";
 import { loadPlotly } from "./plots.js";
-import { Questions } from "./questions.js";
+import { loadQuestions, Questions } from "./questions.js";
 import { Lab } from "./requests.js";
 import { UrlState } from "./url-state.js";
 
@@ -53,10 +53,11 @@ async function start() {
   const lab = new Lab(api.compare);
   const state = { lab };
   languageSwitch(state);
-  const [catalog, , views] = await Promise.all([
+  const [catalog, , views, questions] = await Promise.all([
     loadCatalog((error) => say(() => t("status.no-models", { why: api.explain(error) }), "error")),
     useLanguage(pageLanguage()).catch(() => "en"), // a missing catalogue leaves the words as the server wrote them
     loadViews(),
+    document.body.dataset.embed ? [] : loadQuestions(),
   ]);
   sayAgain(); // a failure said while the catalogue was still on its way, now in words
   if (!catalog) {
@@ -75,7 +76,7 @@ async function start() {
   const embed = document.body.dataset.embed ? new Embed(document.body.dataset.embed, page) : null;
   if (embed && !embed.ok) return;
   if (!embed) {
-    state.questions = new Questions({ catalog, page });
+    state.questions = new Questions({ catalog, page }, questions);
     offerEmbeds();
   }
   lab.mount(embed ? embed.views(views) : [...views, ...state.questions.views], { catalog, page });

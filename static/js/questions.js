@@ -1,5 +1,5 @@
 // Predict, then see. Before a chapter shows its measurement, the reader may answer a question about
-// it (questions/bank.js); the chapter's figures and prose wait behind it (`data-reveal`, hidden) until
+// it (questions/<slug>.js); the chapter's figures and prose wait behind it (`data-reveal`, hidden) until
 // the answer, which is then compared with what the server measured on the reader's own sentence.
 // "Ask me first" is the first visit's choice; "Just show me" shows every chapter at once. The choice
 // stays in this browser (localStorage) and answers never leave it: nothing here sends a guess.
@@ -8,7 +8,6 @@
 import { explain } from "./api.js";
 import { chapterNumber, chapterRoot, el } from "./dom.js";
 import { label, listOf, t } from "./i18n.js";
-import { QUESTIONS } from "./questions/bank.js";
 import * as store from "./store.js";
 
 const STORED = "attentionLab.questions"; // "ask" or "show"
@@ -311,15 +310,24 @@ class Question {
   }
 }
 
+/**
+ * The questions of the chapters whose section is posed (`data-posed`, from app/chapters.py's record),
+ * in the story's order: each chapter's is the default export of static/js/questions/<slug>.js.
+ */
+export async function loadQuestions() {
+  const slugs = [...document.querySelectorAll("main section[data-posed]")].map((section) => section.dataset.chapter);
+  return Promise.all(slugs.map((slug) => import(`./questions/${slug}.js`).then((module) => module.default)));
+}
+
 export class Questions {
-  /** `context`: {catalog, page}; the page's `tour` and `ask` come from its URL. */
-  constructor(context) {
+  /** `context`: {catalog, page}; the page's `tour` and `ask` come from its URL; `specs`: loadQuestions()'s. */
+  constructor(context, specs) {
     const { page } = context;
     followTour(page.tour);
     this.asking = page.ask || storedChoice();
     if (!page.ask) tellServer(this.asking); // a choice stored before the cookie existed
     this.latest = null;
-    this.list = QUESTIONS.filter((spec) => chapterRoot(spec.chapter)?.dataset.posed).map((spec) => new Question(spec, context, this));
+    this.list = specs.filter((spec) => chapterRoot(spec.chapter)?.dataset.posed).map((spec) => new Question(spec, context, this));
     this.toggle = this.buildToggle();
     store.watch("text", (text) => this.follow(text));
     if (!this.asking) for (const q of this.list) q.showAll();

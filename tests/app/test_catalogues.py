@@ -76,7 +76,7 @@ DYNAMIC = {
     "prediction.beam-status.": "a beam hypothesis's status (POST /api/predict's tree)",
     "q.verdict.": "a guess's verdict (right, close, wrong: questions.js)",
     "q.nav.": "the same verdict, marked on the chapter's link",
-    # a question's choices, numbered in order (questions/bank.js passes the prefix without its dot)
+    # a question's choices, numbered in order (questions/choices.js passes the prefix without its dot)
     "gradients.question.choice.": "ranges", "parallel.question.choice.": "which encoder's time grows more",
     "heads.question.choice.": "shares", "prediction.question.choice.": "ranges",
     "scaling.question.choice.": "ranges", "order.question.choice.": "ranges",

@@ -142,7 +142,7 @@ def test_switching_keeps_an_answered_question(open_page):
 
 FORMATS = """async () => {
   const i18n = await import('/static/js/i18n.js');
-  const { power } = await import('/static/js/questions/bank.js');
+  const { power } = await import('/static/js/questions/choices.js');
   const { encoderSaid } = await import('/static/js/chapters/timing.js');
   const sizes = { lstm: { cell: 'lstm', layers: 1, width: 512, embeddings: 256 },
                   transformer: { cell: 'transformer', layers: 3, width: 256, heads: 4, feed_forward: 1024,

@@ -41,7 +41,7 @@ def argmax(values: list[float]) -> int:
 
 
 def in_range(value: float, edges: list[float]) -> int:
-    """The index of the range `value` falls in, `edges` splitting the line (as questions/bank.js)."""
+    """The index of the range `value` falls in, `edges` splitting the line (as questions/choices.js)."""
     return next((i for i, edge in enumerate(edges) if value < edge), len(edges))
 
 
@@ -196,7 +196,7 @@ def check_answer(page, chapter: str, choice: str, right: str, measured: float, v
     ranged = {"training", "recurrence", "gradients", "bottleneck", "parallel", "scaling", "order", "heads",
               "room", "prediction", "point"}
     assert right_label in text or chapter in ranged
-    written = page.evaluate("x => import('/static/js/questions/bank.js').then(m => m.power(x))", measured)
+    written = page.evaluate("x => import('/static/js/questions/choices.js').then(m => m.power(x))", measured)
     assert written in text, (written, text)
     mark = page.locator(f".site-nav a[data-chapter='{chapter}'] .site-nav__progress")
     assert mark.get_attribute("data-progress") == result.get_attribute("data-verdict")
