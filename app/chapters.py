@@ -109,7 +109,7 @@ CHAPTERS = (
             figures=("order-maps", "order-pe"), opens=("order-maps", "order-pe"),
             routes=(Route("/api/order", _empty("=order-maps")),)),
     Chapter("heads", views=("heads", "heads-replay", "heads-lab"),
-            figures=("heads-grid", "head-detail", "heads-contrib", "heads-ranking", "heads-summed",
+            figures=("heads-grid", "head-detail", "heads-contrib", "heads-summed", "heads-ranking",
                      "heads-rollout"),
             opens=("heads-grid", "head-detail"),
             routes=(Route("/api/heads", _empty("=heads-contrib")),)),

@@ -28,10 +28,10 @@ FAILURES = {
     "500": (answer(500, "internal error (SystemError); please report it"),
             r"the server failed on this request \(error 500\)"),
     "503": (answer(503, "the server is busy (256 model requests in progress); try again in 1 s", "2"),
-            "the server is busy: it has more requests than it takes at once; try again in [12] s"),
+            r"the server is busy: it has more requests than it takes at once; try again in [12]\ss"),
     "429": (answer(429, "your share of timing (3 measurements per 600 s) is used; ask again in 3 s", "3",
                    share="timing"),
-            "this page has used its share of timing measurements on this server; it frees in [1-3] s"),
+            r"this page has used its share of timing measurements on this server; it frees in [1-3]\ss"),
     "abort": (lambda route: route.abort("aborted"), "the server could not be reached"),
     "offline": (lambda route: route.abort("internetdisconnected"), "the server could not be reached"),
 }
@@ -178,8 +178,9 @@ def test_a_busy_server_is_asked_again_after_its_retry_after(open_page):
     page.get_by_test_id("source").fill("Il pleut.")
     said = page.locator("[data-testid=order-maps] .plot-empty")
     said.wait_for()
-    assert "it has more requests than it takes at once; try again in 2 s" in said.inner_text()
-    assert "Asking again in 2 s." in said.inner_text()
+    # the page writes a number and its unit with a no-break space between them
+    assert "it has more requests than it takes at once; try again in 2\u00a0s" in said.inner_text()
+    assert "Asking again in 2\u00a0s." in said.inner_text()
     page.wait_for_function("t => document.getElementById('status').textContent.includes(t)",
                            arg="order experiment: the server is busy")
     page.wait_for_function("document.getElementById('order-maps').dataset.state === 'drawn'")

@@ -20,7 +20,7 @@ from bench.serving import serve
 from tests.browser.conftest import APP, UPDATE_TIMEOUT_MS, Problems, show
 from tests.browser.test_typing import load, wheel_to
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.alone]
 
 # 107 keys, typed over the box's whole content
 SENTENCE = ("Le petit chat gris dort tranquillement sur le canapé du salon, pendant que la pluie tombe"

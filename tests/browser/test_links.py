@@ -18,11 +18,12 @@ SIZES = {"wide": (1400, 1000, "en"), "narrow": (390, 844, "fr")}
 MODES = ("ask", "show")  # static/js/questions.js: "Ask me first", "Just show me"
 PLACED_PX = 2
 
-# every plot the reader sees drawn (on the screen, below the text box): the first update's figures
-# have changed the heights they change
+# every plot the reader sees drawn (on the screen, below the text box, not in a closed fold): the
+# first update's figures have changed the heights they change
 DRAWN = ("() => { const line = document.getElementById('composer').getBoundingClientRect().bottom;"
          " return [...document.querySelectorAll('.plot')].every(el => { const b = el.getBoundingClientRect();"
-         " return !el.getClientRects().length || b.bottom <= line || b.top > innerHeight"
+         " return !el.getClientRects().length || el.closest('details:not([open])')"
+         " || b.bottom <= line || b.top > innerHeight"
          " || el.querySelector('.main-svg') || el.querySelector('.plot-empty'); }); }")
 
 

@@ -92,7 +92,7 @@ def test_a_reader_waiting_in_line_is_told_their_place_then_trains(open_page, ser
         page.wait_for_function("() => document.getElementById('live-status').textContent.includes('in line')")
         said = page.get_by_test_id("live-status").inner_text()
         assert re.fullmatch(r"Another run has the training slot: yours is number 1 in line and should start "
-                            r"in about \d+ s\.", said), said
+                            r"in about \d+\ss\.", said), said
         assert httpx.get(f"{server}/api/train").json()["waiting"] == 1
     # the other client hung up: its slot is the reader's
     page.wait_for_function("() => document.getElementById('live-status').textContent.startsWith('Training ')")

@@ -37,8 +37,10 @@ def load(page, url: str) -> None:
 def draw_every_plot(page) -> int:
     testids = page.locator(".plot").evaluate_all("els => els.map(e => e.dataset.testid)")
     for testid in testids:
+        # a plot in a fold: the fold opened first, as a reader does
         page.locator(f"[data-testid='{testid}']").evaluate(
-            "el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
+            "el => { el.closest('details')?.setAttribute('open', '');"
+            " el.scrollIntoView({block: 'center', behavior: 'instant'}); }")
         wait_until(page, "id => { const el = document.querySelector(`[data-testid='${id}']`);"
                          " return !!(!el.dataset.stale && (el.querySelector('.main-svg')"
                          " || el.querySelector('.plot-empty'))); }", testid)
