@@ -167,12 +167,16 @@ def wait_met(ages: dict[str, float], client: str) -> float:
     return max(ages.get(client, 0.0), others[0] if len(others) >= 2 else 0.0)
 
 
-def fair_order(items: Iterable[T], client: Callable[[T], Hashable]) -> list[T]:
-    """`items` (oldest first) taken round by round: each client's oldest, in the order of their
-    oldest, then each one's second, and so on."""
+def fair_order(items: Iterable[T], client: Callable[[T], Hashable],
+               held: dict[Hashable, int] | None = None) -> list[T]:
+    """`items` (oldest first) taken round by round: each client's oldest, then each one's second,
+    and so on; within a round, the clients that hold least already (`held`: rows in the pool) first,
+    then in the order of their oldest."""
     queues: dict[Hashable, list[T]] = {}
     for item in items:
         queues.setdefault(client(item), []).append(item)
+    if held:
+        queues = dict(sorted(queues.items(), key=lambda kv: held.get(kv[0], 0)))  # stable: oldest next
     order: list[T] = []
     depth = 0
     while len(order) < sum(len(q) for q in queues.values()):
@@ -195,12 +199,14 @@ def pool_room(sizes: list[int], waiting: int, own: int, pool_rows: int) -> int:
     return min(pool_rows, max(share, 1)) - own
 
 
-def admit(waiting: list[T], room: int, wanted: Callable[[T], bool],
-          client: Callable[[T], Hashable]) -> tuple[list[T], list[T]]:
-    """Of `waiting` (oldest first): those that join a pool now, round by round between clients, at
-    most `room`; and those nobody wants any more, dropped unstarted. The rest wait."""
+def admit(waiting: list[T], room: int, wanted: Callable[[T], bool], client: Callable[[T], Hashable],
+          held: dict[Hashable, int] | None = None) -> tuple[list[T], list[T]]:
+    """Of `waiting` (oldest first): those that join a pool now, round by round between clients (the
+    clients holding fewest of the pool's rows, `held`, first), at most `room`; and those nobody wants
+    any more, dropped unstarted. The rest wait. So when a row frees in a pool one client has filled,
+    a reader with nothing in it takes it, not that client's next."""
     joining, gone = [], []
-    for item in fair_order(waiting, client):
+    for item in fair_order(waiting, client, held):
         if not wanted(item):
             gone.append(item)
         elif len(joining) < room:

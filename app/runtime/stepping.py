@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -211,7 +211,8 @@ class SteppedDecoding:
             return [], []
         sizes = [len(self._pools.get((group, shard)) or ()) for shard in range(pools)]
         room = pool_room(sizes, len(waiting), len(self._pools.get(unit) or ()), self.pool_rows)
-        joining, gone = admit(list(waiting.values()), room, _Sentence.wanted, lambda s: s.spec.client)
+        held = Counter(s.spec.client for s in self._live.get(unit, {}).values())
+        joining, gone = admit(list(waiting.values()), room, _Sentence.wanted, lambda s: s.spec.client, held)
         for sentence in (*joining, *gone):
             del waiting[sentence.spec.key]
         if not waiting:

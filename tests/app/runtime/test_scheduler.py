@@ -160,3 +160,10 @@ def test_each_model_has_a_home_process_and_one_model_alone_goes_where_it_has_few
     assert route("transformer", home=0, live={"transformer": [3, 1]}, ready=[0, 1]) == 1
     assert route("transformer", home=0, live={"transformer": [1, 1]}, ready=[0, 1]) == 0
     assert route("transformer", home=1, live={}, ready=[0]) == 0  # its home not ready
+
+
+def test_a_row_freed_in_a_pool_one_client_filled_goes_to_a_client_with_none():
+    waiting = [("flood", 1), ("flood", 2), ("reader", 3)]
+    joining, _ = admit(waiting, room=1, wanted=lambda s: True, client=lambda s: s[0], held={"flood": 15})
+    assert joining == [("reader", 3)]
+    assert fair_order(waiting, lambda s: s[0], {"flood": 15}) == [("reader", 3), ("flood", 1), ("flood", 2)]
