@@ -172,7 +172,8 @@ def test_the_run_ends_when_its_client_hangs_up(tiny_checkpoints):
             assert response.status_code == 200
             lines = response.iter_lines()  # held: dropping it would close the stream at once
             next(lines)  # the settings: the process is running
-            running = live_processes() - before
+            # this server's (another test's server may be training beside it)
+            running = {pid for pid in live_processes() - before if _parent_serves(pid, url)}
             assert len(running) == 1
         hung_up = time.monotonic()
         while live_processes() & running and time.monotonic() - hung_up < 5:
@@ -190,6 +191,16 @@ def _stat(pid: int) -> list[str] | None:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
+
+
+def _parent_serves(pid: int, url: str) -> bool:
+    """Process `pid`'s parent is the server at `url` (its command line names the URL's port)."""
+    parent = (_stat(pid) or ["", ""])[1]
+    try:
+        command = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return url.rsplit(":", 1)[1].encode() in command
 
 
 def _children(pid: int) -> list[int]:
