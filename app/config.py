@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     # more wait in a line. Its memory cap in MB, as train_memory_mb; the write deadline is the training's.
     teach_slots: int = Field(1, ge=1)
     teach_memory_mb: int = Field(768, ge=128)
+    # A run's torch threads. Two: a 30-step run on lstm-additive took 2.2 s of its own work against
+    # 3.4 s on one, and its process is niced (10), so the readers' translations still come first
+    # (bench/README.md, "teach.py").
+    teach_threads: int = Field(2, ge=1)
     # Start a run's process ahead, when a reader opens the experiment (importing torch takes seconds);
     # it ends by itself when no run came within five minutes. False: each run starts its own.
     teach_spare: bool = True

@@ -112,7 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                               write_deadline_s=settings.train_write_deadline_s)
     app.state.teach = TeachRuns(settings.checkpoints, settings.teach_slots, settings.teach_memory_mb,
                                 write_deadline_s=settings.train_write_deadline_s, max_chars=settings.max_chars,
-                                spare=settings.teach_spare)
+                                spare=settings.teach_spare, threads=settings.teach_threads)
     budgets = settings.share_budgets
     app.state.shares = Shares(budgets, settings.redis_url) if budgets else None
     forwarding = app.state.forwarding = Forwarding.from_environ()  # read as uvicorn reads it

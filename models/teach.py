@@ -353,6 +353,7 @@ def main() -> None:
     one.add_argument("--nice", type=int, default=0, help="added to this process's nice value")
     one.add_argument("--parent", type=int, help="the id of the process that started the run: die with it")
     one.add_argument("--idle", type=float, default=600.0, help="seconds to wait for the settings, then exit")
+    one.add_argument("--threads", type=int, default=1, help="torch threads (the server keeps the rest)")
     many = sub.add_parser("pairs", help="draw the held-out, example and rehearsal pairs from the split")
     many.add_argument("--checkpoints", default="checkpoints")
     many.add_argument("--data", default=None, help="path to the Tatoeba zip")
@@ -370,7 +371,7 @@ def main() -> None:
         die_with(args.parent)
     if args.nice:
         os.nice(args.nice)
-    torch.set_num_threads(1)  # one thread: the server keeps its cores
+    torch.set_num_threads(max(1, args.threads))
     loaded = Loaded.read(root, (TeachConfig.model,))  # the default model: the likeliest
     settings = wait_for_settings(args.idle)
     if not settings:

@@ -3,12 +3,12 @@
 a served model's weights.
 
 A run goes the way of a live training run (app/services/live.py, whose machinery this reuses): a
-child process at one torch thread and a higher nice value that dies with the server, a slot per
-replica and a line behind it, one place per client, a memory cap and a time cap, the process ended
-when its client leaves or stops reading. Its slots are its own, not the training's: a run takes
-seconds and a training run up to minutes, so a reader who teaches would otherwise wait minutes
-behind a training run for a few seconds of work; both processes are niced and single-threaded, so
-the two together take no more from translation than two training runs would.
+child process at `threads` torch threads (two by default) and a higher nice value that dies with the
+server, a slot per replica and a line behind it, one place per client, a memory cap and a time cap,
+the process ended when its client leaves or stops reading. Its slots are its own, not the
+training's: a run takes seconds and a training run up to minutes, so a reader who teaches would
+otherwise wait minutes behind a training run for a few seconds of work; both processes are niced, so
+translation comes first.
 
 A run's process imports torch, which takes two seconds or more of this machine's time, more than
 the run's own steps on the default model. So one process is started ahead (the spare): it imports
@@ -53,11 +53,12 @@ class TeachRuns(LiveRuns):
 
     def __init__(self, checkpoints: Path | None, slots: int = 1, memory_mb: int = 768,
                  limits: TeachLimits | None = None, line_limit: int = LINE_LIMIT,
-                 write_deadline_s: float = 20.0, max_chars: int = 500, spare: bool = True):
+                 write_deadline_s: float = 20.0, max_chars: int = 500, spare: bool = True, threads: int = 2):
         super().__init__(checkpoints, slots, memory_mb, None, line_limit, write_deadline_s)
         self.limits = limits or TeachLimits()
         self.max_chars = max_chars
         self.keep_spare = spare
+        self.threads = threads  # the run's torch threads
         self.spare = None  # a process started ahead, waiting for a run's settings
         self.warming: asyncio.Task | None = None
 
@@ -112,7 +113,7 @@ class TeachRuns(LiveRuns):
     def command(self, config: TeachConfig | None = None) -> list[str]:
         """The process's command line; its settings come on its stdin (so a spare can start first)."""
         return [sys.executable, "-m", "models.teach", "run", "--checkpoints", str(self.checkpoints), "--nice",
-                str(NICE), "--parent", str(os.getpid()), "--idle", str(IDLE_S)]
+                str(NICE), "--parent", str(os.getpid()), "--idle", str(IDLE_S), "--threads", str(self.threads)]
 
     def wall_cap(self, config) -> float:
         return self.limits.seconds
