@@ -43,7 +43,8 @@ from app.runtime.metrics import Metrics
 from app.runtime.registry import ModelRegistry
 from app.runtime.scheduler import wait_met
 from app.runtime.shares import Shares, ShareSpentError
-from app.runtime.steppers import StepperConfig, Steppers
+from app.runtime.stepper_messages import StepperConfig
+from app.runtime.steppers import Steppers
 from app.runtime.worker import Abandoned, ModelThread
 from app.schemas.base import NON_FINITE, ErrorBody
 from app.services import ahead

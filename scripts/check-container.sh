@@ -253,7 +253,7 @@ steppers=0
 for status in /proc/[0-9]*/status; do
     [ "$(awk '/^PPid:/ {print $2}' "$status" 2>/dev/null)" = "$SERVER_PID" ] || continue
     pid=${status#/proc/}; pid=${pid%/status}
-    grep -qa "app.runtime.steppers" "/proc/$pid/cmdline" 2>/dev/null || continue
+    grep -qa "app.runtime.stepper_child" "/proc/$pid/cmdline" 2>/dev/null || continue
     steppers=$((steppers + 1))
     echo "   stepper process pid $pid: VmRSS $(($(awk '/^VmRSS:/ {print $2}' "$status") / 1024)) MiB," \
          "peak VmHWM $(($(awk '/^VmHWM:/ {print $2}' "$status") / 1024)) MiB"

@@ -17,31 +17,14 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from app.runtime.cache import MISSING, ResultCache
 from app.runtime.scheduler import EXPERIMENT, INTERACTIVE, ORDINARY, asking
 from app.runtime.shares import Meter
+from app.runtime.steppers import Steppers
 from app.runtime.stepping import Batchable
 from app.runtime.worker import ModelThread
-
-
-class Steppers(Protocol):
-    """Processes that step readers' sentences (app/runtime/steppers.py, which loads models and so
-    comes after this module)."""
-
-    def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future | None: ...
-
-    def waited(self) -> float: ...
-
-    def ages(self) -> dict[str, float]: ...
-
-    def close(self) -> None: ...
-
-    @property
-    def processes(self) -> int: ...
-
-    def ready(self) -> int: ...
 
 
 @dataclass

@@ -21,6 +21,9 @@ admission. Until a process is ready, its sentences are stepped on the model thre
 (`step_together` answers None). A process that dies has its sentences in flight run again from the
 start in another ready process, or on the model thread, so no reader sees it; it is reaped and its
 line closed, and another takes its place RESTART_S later.
+
+This module is the server's side; the process is app/runtime/stepper_child.py, and what the two say
+to each other (dataclasses over a socket pair) is app/runtime/stepper_messages.py.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import contextlib
 import itertools
 import logging
 import os
-import pickle
 import socket
 import subprocess
 import sys
@@ -37,44 +39,21 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from app.limits import Limits
 from app.runtime.scheduler import homes, route
+from app.runtime.stepper_messages import Close, Done, Drop, Join, Ready, Report, StepperConfig, ToStepper
 from app.runtime.stepping import Batchable, settle
 from app.runtime.workload import Abandoned, Dropped, Load
-from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
-REPORT_S = 0.02  # how often a busy process reports its model thread's figures and its queue's age
+Local = Callable[[Batchable, threading.Event | None], Future]  # a sentence stepped in this process
 RESTART_S = 2.0  # how long after a process ends another takes its place
 FAILED_STARTS = 3  # processes in a row that end before they are ready: no more are started
-
-# (registry, model name, item, cancel) -> the Batchable that steps it: how a process rebuilds a job
-# from what was sent (a module-level function, so that it is sent by name)
-JobOf = Callable[[Any, str, Any, threading.Event], Batchable]
-Local = Callable[[Batchable, threading.Event | None], Future]  # a sentence stepped in this process
-
-
-@dataclass(frozen=True)
-class StepperConfig:
-    """What a stepper process loads and how it steps: the server's settings that concern it."""
-
-    checkpoints: Path
-    models: tuple[str, ...] | None
-    device: str
-    limits: Limits
-    layout: str
-    precision: str
-    step: str
-    pool_rows: int
-    nice: int  # added to the process's Linux nice value
-    job: JobOf
-
 
 @dataclass(eq=False)
 class _Sent:
@@ -159,7 +138,7 @@ class Steppers:
             self._sent[sent.sid] = sent
             self._by_key[spec.group, spec.key] = sent
             self._live.setdefault(spec.group, [0] * len(self._ready))[process] += 1
-        if not self._send(process, ("join", sent.sid, spec.model, spec.item, spec.client)):
+        if not self._send(process, Join(sent.sid, spec.model, spec.item, spec.client)):
             with self._lock:
                 self._forget(sent)
             return None
@@ -188,7 +167,7 @@ class Steppers:
             sent, self._sent = list(self._sent.values()), {}
             self._by_key.clear()
         for i in range(len(self._processes)):
-            self._send(i, ("close",))
+            self._send(i, Close())
         for process in self._processes:
             try:
                 process.wait(5)
@@ -209,7 +188,7 @@ class Steppers:
         home = self.homes.get(group[-1] if isinstance(group, tuple) else group, hash(group) % len(self._ready))
         return route(group, home, self._live, ready)
 
-    def _send(self, process: int, message: tuple) -> bool:
+    def _send(self, process: int, message: ToStepper) -> bool:
         try:
             with self._send_locks[process]:
                 self._conns[process].send(message)
@@ -230,7 +209,7 @@ class Steppers:
             if sent is None or any(not f.done() for f in sent.futures):
                 return
             self._forget(sent)
-        self._send(sent.process, ("drop", sid))
+        self._send(sent.process, Drop(sid))
 
     def _forget(self, sent: _Sent) -> None:
         if self._sent.pop(sent.sid, None) is not None:
@@ -270,12 +249,11 @@ class Steppers:
             except Exception:  # an answer that could not be read: that reader's error, the others go on
                 log.exception("stepper %d: an unreadable message", process)
                 continue
-            kind = message[0]
-            if kind == "done":
-                self._answered(message[1], message[2])
-            elif kind == "report":
-                self._report(process, *message[1:])
-            elif kind == "ready":
+            if isinstance(message, Done):
+                self._answered(message.sid, message.result)
+            elif isinstance(message, Report):
+                self._report(process, message.ages, message.ran, message.waits)
+            elif isinstance(message, Ready):
                 self._ready[process] = ready = True
                 log.info("stepper %d ready (pid %d)", process, self._processes[process].pid)
         self._ready[process] = False
@@ -346,7 +324,7 @@ def _end(process: subprocess.Popen, conn: Connection) -> None:
 
 
 def _start(config: StepperConfig) -> tuple[subprocess.Popen, Connection]:
-    """A stepper process (`python -m app.runtime.steppers FD`), sent its settings over a socket pair
+    """A stepper process (`python -m app.runtime.stepper_child FD`), sent its settings over a socket pair
     that stays its only line to the server: when the server goes, the process reads the end of it and
     ends too. A new interpreter, not a fork: the server has threads, and a forked child may inherit a
     lock another thread held."""
@@ -355,139 +333,9 @@ def _start(config: StepperConfig) -> tuple[subprocess.Popen, Connection]:
     home = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)}
     with theirs:
-        process = subprocess.Popen([sys.executable, "-m", "app.runtime.steppers", str(theirs.fileno())],
+        process = subprocess.Popen([sys.executable, "-m", "app.runtime.stepper_child", str(theirs.fileno())],
                                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
     conn = Connection(ours.detach())
     conn.send(config)
     return process, conn
 
-
-class _Relayed(Load):
-    """A stepper process's model thread figures, kept until the next report as well."""
-
-    def __init__(self):
-        super().__init__()
-        self.pending_ran: list[tuple[str, int]] = []
-        self.pending_waits: list[tuple[str, float]] = []
-
-    def ran(self, together: int, model: str = "") -> None:
-        super().ran(together, model)
-        with self._lock:
-            self.pending_ran.append((model, together))
-
-    def waited(self, model: str, seconds: float) -> None:
-        super().waited(model, seconds)
-        with self._lock:
-            self.pending_waits.append((model, seconds))
-
-    def taken(self) -> tuple[list, list]:
-        with self._lock:
-            ran, waits = self.pending_ran, self.pending_waits
-            self.pending_ran, self.pending_waits = [], []
-        return ran, waits
-
-
-def serve(conn, config: StepperConfig) -> None:
-    """A stepper process: load the models, then step the sentences sent until told to close (or
-    until the server's end of the pipe closes)."""
-    from app.runtime.loading import freeze_start_up_heap, load_registry
-    from app.runtime.worker import ModelThread
-
-    with contextlib.suppress(OSError):  # the whole process steps back for the server's event loop
-        os.nice(config.nice)
-    worker = ModelThread(torch_threads=1, lanes=1, batching=True, pool_rows=config.pool_rows)
-    worker.load = load = _Relayed()
-    registry = load_registry(config.checkpoints, config.models, config.device, cache_size=0,
-                             limits=config.limits, worker=worker, layout=config.layout,
-                             precision=config.precision, step=config.step)
-    freeze_start_up_heap()  # as the server does: no full collection walks the loaded models
-    sending = threading.Lock()
-    cancels: dict[int, threading.Event] = {}
-    stop = threading.Event()
-
-    def send(message: tuple) -> None:
-        with sending, contextlib.suppress(OSError, ValueError):
-            try:
-                conn.send(message)
-            except (pickle.PicklingError, TypeError, AttributeError) as error:  # an answer that cannot travel
-                conn.send((*message[:2], RuntimeError(f"{type(message[2]).__name__}: {error}")))
-
-    def answered(sid: int, future: Future) -> None:
-        cancels.pop(sid, None)
-        if future.cancelled():
-            result: Any = Abandoned()
-        else:
-            error = future.exception()
-            result = future.result() if error is None else _portable(error)
-        send(("done", sid, result))
-
-    def report() -> None:
-        told: dict[str, float] = {}  # the queue's ages last sent
-        while not stop.wait(REPORT_S):
-            ran, waits = load.taken()
-            ages = worker.ages()
-            if _worth_reporting(ran, waits, ages, told):
-                send(("report", ages, ran, waits))
-                told = ages
-
-    send(("ready",))
-    threading.Thread(target=report, name="stepper-report", daemon=True).start()
-    try:
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                return
-            if message[0] == "join":
-                _, sid, model, item, client = message
-                cancel = cancels[sid] = threading.Event()
-                try:
-                    job = replace(config.job(registry, model, item, cancel), client=client)
-                    future = worker.step_together(job, cancel)
-                except Exception as error:  # this sentence's answer
-                    cancels.pop(sid, None)
-                    send(("done", sid, _portable(error)))
-                    continue
-                future.add_done_callback(lambda f, sid=sid: answered(sid, f))
-            elif message[0] == "drop":
-                cancel = cancels.get(message[1])
-                if cancel is not None:
-                    cancel.set()
-            elif message[0] == "close":
-                return
-    finally:
-        stop.set()
-        registry.close()
-
-
-def _worth_reporting(ran: list, waits: list, ages: dict[str, float], told: dict[str, float]) -> bool:
-    """Whether a stepper process reports now: it has figures, or a queue, or its queue emptied since
-    it last told a nonzero age (a sentence dropped before its first step leaves no step to report,
-    and the server would go on adding time to the old age, refusing every request)."""
-    return bool(ran or waits or ages or told)
-
-
-def _portable(error: BaseException) -> BaseException:
-    """`error` as it can be sent back: itself when it pickles, else a RuntimeError saying what it was."""
-    if isinstance(error, Stopped | Abandoned):
-        return error
-    try:
-        pickle.dumps(error)
-        return error
-    except Exception:
-        return RuntimeError(f"{type(error).__name__}: {error}")
-
-
-def main() -> None:
-    """The stepper process's entry point: its line to the server is the socket numbered argv[1]."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: stepper: %(message)s")
-    conn = Connection(int(sys.argv[1]))
-    try:
-        config = conn.recv()
-    except (EOFError, OSError):
-        return
-    serve(conn, config)
-
-
-if __name__ == "__main__":
-    main()

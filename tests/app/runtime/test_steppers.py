@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.runtime.scheduler import homes, route
-from app.runtime.steppers import _worth_reporting
+from app.runtime.stepper_child import worth_reporting
 from app.services.comparison import stepped as stepped_job
 from tests.app.conftest import TEXT, tiny_settings
 
@@ -182,10 +182,10 @@ def test_no_processes_when_the_settings_leave_it_to_the_model_thread(client, tin
 
 
 def test_a_process_reports_its_figures_its_queue_and_the_queue_emptied():
-    assert _worth_reporting([("rnn", 2)], [], {}, {})
-    assert _worth_reporting([], [], {"1.2.3.4": 0.3}, {})
-    assert _worth_reporting([], [], {}, {"1.2.3.4": 0.3})  # emptied by a drop: said
-    assert not _worth_reporting([], [], {}, {})  # idle: nothing to say
+    assert worth_reporting([("rnn", 2)], [], {}, {})
+    assert worth_reporting([], [], {"1.2.3.4": 0.3}, {})
+    assert worth_reporting([], [], {}, {"1.2.3.4": 0.3})  # emptied by a drop: said
+    assert not worth_reporting([], [], {}, {})  # idle: nothing to say
 
 
 def test_a_process_killed_while_readers_type_fails_none_of_their_sentences(tiny_checkpoints):
