@@ -153,7 +153,8 @@ def test_the_heads_chapter_a_head_clicked_off_translates_again(open_page, server
 
 def test_the_heads_chapter_states_the_translation_heads_and_contributions(open_page, server):
     page, problems = open_page("?ch=heads")
-    ranking = show(page, "heads-ranking")
+    show(page, "heads-contrib")  # the view asks once its first figure is near, as a reader passes it
+    ranking = show(page, "heads-ranking")  # in the fold below it
     answer = post(server, "/api/heads", {})
     scores = [r["score"] for r in answer["alignment"]["ranking"]]
     assert ranking.evaluate("gd => gd.data[0].x") == scores
