@@ -58,6 +58,12 @@ async def describe(request: Request) -> TrainInfo:
     return runs(request).describe()
 
 
+# A run refused (POST /api/train and /api/teach): its OpenAPI response
+RUN_REFUSED = {"model": ErrorBody, "description": "this client already has a run going or waiting, the line is "
+                                                  "full, or the client's share of runs is used (Retry-After, "
+                                                  "RateLimit-Policy and RateLimit say when to ask again)"}
+
+
 @router.post("/train", response_class=StreamingResponse, responses={
     200: {"description": "One JSON object per line as the run goes (each checked by the server against "
                          "these shapes): the settings and the probe first (TrainStart), then progress lines "
@@ -68,9 +74,7 @@ async def describe(request: Request) -> TrainInfo:
                          "lines of its own: {queued: {place, starts_in}} (TrainQueued), again as its place "
                          "moves.",
           "content": {NDJSON: {}}},
-    429: {"model": ErrorBody, "description": "this client already has a run going or waiting, the line is "
-                                             "full, or the client's share of runs is used (Retry-After, "
-                                             "RateLimit-Policy and RateLimit say when to ask again)"}})
+    429: RUN_REFUSED})
 async def train(body: TrainRequest, request: Request, share: Runs) -> StreamingResponse:
     """Train the contestants live on the task, in a process of its own; the lines stream as they
     come. Limits are checked before any work (422); one run at a time per replica, and each client's

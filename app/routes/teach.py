@@ -5,8 +5,7 @@ from fastapi.responses import StreamingResponse
 
 from app.dependencies import Registry, share_of
 from app.routes import NDJSON, Answered
-from app.routes.live import DeadlinedStream
-from app.schemas.base import ErrorBody
+from app.routes.live import RUN_REFUSED, DeadlinedStream
 from app.schemas.teach import TeachInfo, TeachRequest
 from app.services.teach import TeachRuns
 
@@ -36,9 +35,7 @@ async def describe(request: Request, registry: Registry) -> TeachInfo:
                          "taken the run waits in a line first, and says so: {queued: {place, starts_in}} "
                          "(TrainQueued).",
           "content": {NDJSON: {}}},
-    429: {"model": ErrorBody, "description": "this client already has a run going or waiting, the line is "
-                                             "full, or the client's share of runs is used (Retry-After, "
-                                             "RateLimit-Policy and RateLimit say when to ask again)"}})
+    429: RUN_REFUSED})
 async def teach(body: TeachRequest, request: Request, registry: Registry, share: Runs) -> StreamingResponse:
     """Fine-tune a private copy of a model on the reader's pair, in a process of its own; the lines
     stream as they come. Input is checked before any work (422 naming the field); one run at a time
