@@ -1,6 +1,6 @@
 """Admission control: a model request is refused at once when it would wait too long.
 
-Every POST under /api/ is model work: it waits for the one model thread (app/runtime/worker.py).
+Every POST under /api/ is model work: it waits for the one model thread (app/runtime/model_thread.py).
 What a new request would meet is the queue's age: how long the oldest work it would wait behind
 has waited already. Work is served in turns between clients (app/runtime/scheduler.py), so that is
 the client's own oldest queued work, or, when two or more other clients have work waiting and even

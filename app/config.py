@@ -37,30 +37,30 @@ class Settings(BaseSettings):
     max_gradient_length: int = Field(Limits.max_gradient_length, ge=1)  # longest repeated gradient input
     cache_size: int = Field(256, ge=0)  # recent results kept; 0 switches the cache off
     cache_mb: int = Field(64, ge=1)  # and the memory they may hold, estimated (see app/runtime/cache.py)
-    # Intra-op threads of the one thread that runs the models (app/runtime/worker.py). None: all
+    # Intra-op threads of the one thread that runs the models (app/runtime/model_thread.py). None: all
     # cores while the machine is otherwise quiet, one while other programs wait for the CPU
     # (app/runtime/cores.py); a number fixes it.
     torch_threads: int | None = Field(None, ge=1)
     # Models run side by side, one per core with one intra-op thread each, by POST /api/compare
-    # (app/runtime/worker.py, run_together). None: as many as torch has threads; 1: one after another.
+    # (app/runtime/model_thread.py, run_together). None: as many as torch has threads; 1: one after another.
     lanes: int | None = Field(None, ge=1)
     # How far the threads that run the models step back for the server's own thread (the event loop
     # that takes requests, notices clients that hang up and hands answers over) and for other programs
-    # (the reader's browser): a Linux nice value added to theirs (app/runtime/worker.py); 0: none,
+    # (the reader's browser): a Linux nice value added to theirs (app/runtime/model_thread.py); 0: none,
     # the default, because a browser busy drawing then starved the models (docs/SERVER.md).
     model_nice: int = Field(0, ge=0, le=19)
     # Step readers' compares together: every reader's POST /api/compare sentence of one model joins
     # that model's pool, and the model thread takes one decoding step for all of them at a time
-    # (continuous batching: app/runtime/worker.py, models/serving/batch.py). A reader alone is the
+    # (continuous batching: app/runtime/model_thread.py, models/serving/batch.py). A reader alone is the
     # one-sentence search bit for bit; in a pool of several, weights and probabilities agree with it
     # within 1e-3 of their value (docs/SERVER.md, "Fidelity"). False: each compare's models run by
     # themselves, side by side.
     batch_compares: bool = True
     # Sentences one model decodes together at most; more wait, oldest first, and a text superseded
-    # while it waits costs nothing (app/runtime/worker.py). Larger pools step more sentences per
+    # while it waits costs nothing (app/runtime/model_thread.py). Larger pools step more sentences per
     # read of the weights but each step takes longer: every live sentence's next piece waits for it.
     pool_rows: int = Field(16, ge=1)
-    # Processes that step readers' compares together (app/runtime/steppers.py): each loads the models
+    # Processes that step readers' compares together (app/runtime/stepper_client.py): each loads the models
     # and steps its share of them on a lane of its own, out of reach of the event loop's interpreter
     # lock (docs/SERVER.md, "Stepping processes"). None: one per lane (core); 0: the model thread steps
     # them, as it does while a process starts. Only on a CPU, and only with batch_compares.

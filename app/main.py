@@ -30,6 +30,7 @@ from app.ratelimit import RateLimitHeaders
 from app.request_log import RequestLog, configure_logging
 from app.routes import docs
 from app.runtime.errors import (
+    Abandoned,
     BusyError,
     InvalidOptionError,
     InvalidTextError,
@@ -40,12 +41,12 @@ from app.runtime.errors import (
 )
 from app.runtime.loading import freeze_start_up_heap, load_registry
 from app.runtime.metrics import Metrics
+from app.runtime.model_thread import ModelThread
 from app.runtime.registry import ModelRegistry
 from app.runtime.scheduler import wait_met
 from app.runtime.shares import Shares, ShareSpentError
+from app.runtime.stepper_client import Steppers
 from app.runtime.stepper_messages import StepperConfig
-from app.runtime.steppers import Steppers
-from app.runtime.worker import Abandoned, ModelThread
 from app.schemas.base import NON_FINITE, ErrorBody
 from app.services import ahead
 from app.services.comparison import stepped
@@ -61,9 +62,9 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\ud800" escapes: no ch
 
 
 def stepper_processes(settings: Settings, registry: ModelRegistry) -> Steppers | None:
-    """The processes that step readers' compares (app/runtime/steppers.py), started; None where the
+    """The processes that step readers' compares (app/runtime/stepper_client.py), started; None where the
     settings or the device leave that to the model thread."""
-    worker = registry.jobs.worker
+    worker = registry.jobs.thread
     count = worker.lanes if settings.step_processes is None else settings.step_processes
     if not count or not settings.batch_compares or registry.device.type != "cpu" or not registry.models:
         return None

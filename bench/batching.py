@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from app.runtime.loading import load_registry
-from app.runtime.worker import INTERACTIVE
+from app.runtime.scheduler import INTERACTIVE
 from app.services.comparison import _settled, queue_comparison
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ TEXTS = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin.", 
 
 def round_of(registry, texts: list[str], batching: bool) -> tuple[float, list[list[dict]]]:
     """One round: the texts' compares queued behind a busy model thread, then released."""
-    worker = registry.jobs.worker
+    worker = registry.jobs.thread
     worker.batching = batching
     release = threading.Event()
     busy = worker.submit(release.wait, 30, priority=INTERACTIVE)

@@ -181,7 +181,7 @@ def in_process(registry, sentences: list[str], server_threads: int, servers: Ser
     model = registry.get(MODEL).model  # input-major, fp16 copies, the step's graph: as the server runs it
 
     def load(*how):
-        return registry.jobs.worker.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), *how)
+        return registry.jobs.thread.run(served, checkpoint.load(ROOT / "checkpoints" / MODEL), *how)
 
     python_step = load("input-major", "fp16-weights", "python")
     fp32, stored = load("input-major", "fp32"), load("as-stored", "fp32")  # the latter: the checkpoint's order
@@ -202,7 +202,7 @@ def in_process(registry, sentences: list[str], server_threads: int, servers: Ser
         row = {"text": text, "bandwidth_gbs": gbs}
         turn = n % len(variants)
         for which, one_thread, key in variants[turn:] + variants[:turn]:  # interleaved: same conditions
-            seconds, tokens = registry.jobs.worker.run(timed_decode, which, ids, one_thread)
+            seconds, tokens = registry.jobs.thread.run(timed_decode, which, ids, one_thread)
             row[key] = seconds * 1e3
         row.update(servers.attention(registry, text))
         row["compare_ms"], pieces = compare_ms(servers.client, text, list(servers.read))
@@ -292,13 +292,13 @@ def main() -> dict:
           httpx.Client(base_url=one_lane_url, timeout=120) as lane,
           closing(http.client.HTTPConnection(urlsplit(url).netloc, timeout=120)) as lean,
           load_registry(ROOT / "checkpoints", device="cpu", cache_size=0) as registry):
-        registry.jobs.worker.run(torch.set_num_threads, args.threads)
+        registry.jobs.thread.run(torch.set_num_threads, args.threads)
         models = registry.names
         read = {name: weight_bytes(registry.get(name).model) for name in models}
         rows = in_process(registry, sentences, args.threads, Servers(client, lane, read, lean))
         # one step's products alone against that step's floor, at the bandwidth measured beside them
         products = [(bandwidth_gbs(args.threads, mib=256, repeats=5),
-                     registry.jobs.worker.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
+                     registry.jobs.thread.run(step_products_ms, registry.get(MODEL).model)) for _ in range(5)]
     report = {
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "threads": args.threads, "bandwidth_gbs": round(gbs, 2),

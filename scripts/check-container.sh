@@ -235,7 +235,7 @@ if {"rnn", "lstm"} & set(names):  # the gradient curves compare the recurrent en
     call("/api/gradients", {"text": long_text, "length": 200})
     heaviest += ", /api/gradients length 200"
 print(f"heaviest requests ({heaviest}): {time.perf_counter() - t0:.1f} s")
-# The readers' compares are stepped in the stepper processes (app/runtime/steppers.py), whose memory
+# The readers' compares are stepped in the stepper processes (app/runtime/stepper_client.py), whose memory
 # is read below: every model on each sentence, and on the long one
 t0 = time.perf_counter()
 for sentence in [*sentences, long_text]:

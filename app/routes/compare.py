@@ -24,7 +24,7 @@ async def compare(body: CompareRequest, registry: Registry, gone: ClientGone,
                   supersede_key: SupersedeKey = None) -> StreamingResponse:
     """Every model (or those named) on one text, in one request: the page's way of asking.
     (`X-Supersede-Key` is acted on before this runs, by app/disconnect.py.)"""
-    waiting = registry.jobs.worker.load.waiting  # before this request's own work is queued
+    waiting = registry.jobs.thread.load.waiting  # before this request's own work is queued
     # the checks come first (404/422); the stream ends at once when a newer text supersedes it
     answers = as_ready(queue_comparison(registry, body.text, tuple(body.models), gone), gone)
     # X-Accel-Buffering: nginx (and proxies that follow it) pass each line on instead of holding

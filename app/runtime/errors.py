@@ -1,12 +1,13 @@
 """The errors a request can meet, in one place, each with the status the API answers it with
-(app/main.py maps them): the services raise them, the routes never catch them."""
+(app/main.py maps them): the services raise them, the routes never catch them. `Abandoned` is never
+answered: its client is gone."""
 
 from __future__ import annotations
 
 from app.schemas.base import NonFiniteAnswerError  # 503, raised where an answer is written (a leaf, below)
 
-__all__ = ["BusyError", "InvalidOptionError", "InvalidTextError", "NoResultsError", "NonFiniteAnswerError",
-           "UnknownModelError", "UnknownSnapshotError"]
+__all__ = ["Abandoned", "BusyError", "InvalidOptionError", "InvalidTextError", "NoResultsError",
+           "NonFiniteAnswerError", "UnknownModelError", "UnknownSnapshotError"]
 
 
 class UnknownModelError(LookupError):
@@ -44,3 +45,8 @@ class BusyError(RuntimeError):
     def __init__(self, busy: str, retry_after: int):
         super().__init__(f"{busy}; ask again in {retry_after} s")
         self.retry_after = retry_after
+
+
+class Abandoned(Exception):
+    """Never answered: nobody wants this answer any more (its client hung up, or typed on), so it was
+    not computed, or its search stopped."""

@@ -15,8 +15,8 @@ import torch
 from app.limits import Limits
 from app.runtime.cache import ResultCache
 from app.runtime.jobs import Jobs
+from app.runtime.model_thread import ModelThread
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.runtime.worker import ModelThread
 from models import checkpoint, snapshots
 from models.architectures import MODEL_NAMES, count_parameters, describe
 from models.device import choose_device
@@ -91,7 +91,7 @@ def _read_or(read, folder: Path, default):
 
 def load_registry(
     checkpoints: Path, names: tuple[str, ...] | None = None, device: str = "auto",
-    cache_size: int = 256, cache_mb: int = 64, limits: Limits | None = None, worker: ModelThread | None = None,
+    cache_size: int = 256, cache_mb: int = 64, limits: Limits | None = None, thread: ModelThread | None = None,
     layout: str = LAYOUT, precision: str = PRECISION, step: str = STEP,
 ) -> ModelRegistry:
     """Load the tokenizer (required: without it no model can read text) and every model in
@@ -103,15 +103,15 @@ def load_registry(
         raise FileNotFoundError(f"no {TOKENIZER_FILE} in {checkpoints} (set ATTENTION_LAB_CHECKPOINTS)")
     tokenizer = BPETokenizer.load(checkpoints / TOKENIZER_FILE)
     dev = choose_device(device)
-    worker = worker or ModelThread()
+    thread = thread or ModelThread()
     names = model_folders(checkpoints) if names is None else names
     # an unknown name stops start-up here, before any model loads
     layout, precision, step = on_device(layout, precision, step, dev)
-    loaded, unavailable = worker.run(load_models, checkpoints, names, dev, layout, precision, step)
+    loaded, unavailable = thread.run(load_models, checkpoints, names, dev, layout, precision, step)
     # torch's lazy first-use set-up, done before any request can race it
-    worker.run(load_forward_mode, [e.model for e in loaded.values() if e.capabilities.recurrent])
+    thread.run(load_forward_mode, [e.model for e in loaded.values() if e.capabilities.recurrent])
     cache = ResultCache(cache_size, cache_mb * 2**20)
-    return ModelRegistry(tokenizer, dev, loaded, unavailable, Jobs(worker, cache), limits or Limits(),
+    return ModelRegistry(tokenizer, dev, loaded, unavailable, Jobs(thread, cache), limits or Limits(),
                          root=checkpoints, layout=layout, precision=precision, step=step)
 
 

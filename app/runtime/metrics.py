@@ -87,7 +87,7 @@ class State(Collector):
         yield from self._requests()
         registry = self.get_registry()
         if registry is not None:
-            yield from self._model_thread(registry.jobs.worker)
+            yield from self._model_thread(registry.jobs.thread)
             yield from self._cache(registry.jobs.cache)
         yield from self._training()
 

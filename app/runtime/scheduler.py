@@ -1,8 +1,9 @@
 """What runs next, decided in one place. The runners only execute what this decides: the model thread
-and its lanes (app/runtime/worker.py), the pools it steps (app/runtime/stepping.py) and the stepper
-processes (app/runtime/steppers.py); app/runtime/jobs.py only says which runner a request's work goes
-to. Pure: no thread, no lock, no clock of its own; a caller passes the clock's reading (`now`) and
-holds its own lock, so the tests are exact and instant (tests/app/runtime/test_scheduler.py).
+and its lanes (app/runtime/model_thread.py), the pools it steps (app/runtime/stepped_decoding.py)
+and the stepper processes (app/runtime/stepper_client.py); app/runtime/jobs.py only says which
+runner a request's work goes to. Pure: no thread, no lock, no clock of its own; a caller passes the
+clock's reading (`now`) and holds its own lock, so the tests are exact and instant
+(tests/app/runtime/test_scheduler.py).
 
 - Which turn of the model thread runs next (`TurnQueue`): by priority with patience, then fair
   between clients (`FairShare`, weighted fair queuing by the time each client's turns take).

@@ -1,4 +1,4 @@
-"""A stepper process (started by app/runtime/steppers.py as `python -m app.runtime.stepper_child FD`):
+"""A stepper process (started by app/runtime/stepper_client.py as `python -m app.runtime.stepper_child FD`):
 it loads the models with the server's serving settings, then steps the sentences the server sends
 on a model thread of one lane, answering each, and reports what its model thread did. Its messages
 are app/runtime/stepper_messages.py's."""
@@ -16,10 +16,11 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from app.runtime.counters import Load
+from app.runtime.errors import Abandoned
 from app.runtime.loading import freeze_start_up_heap, load_registry
+from app.runtime.model_thread import ModelThread
 from app.runtime.stepper_messages import Close, Done, Drop, Join, Ready, Report, StepperConfig
-from app.runtime.worker import ModelThread
-from app.runtime.workload import Abandoned, Load
 from models.decoding import Stopped
 
 REPORT_S = 0.02  # how often a busy process reports its model thread's figures and its queue's age
@@ -55,10 +56,10 @@ def serve(conn, config: StepperConfig) -> None:
     until the server's end of the pipe closes)."""
     with contextlib.suppress(OSError):  # the whole process steps back for the server's event loop
         os.nice(config.nice)
-    worker = ModelThread(torch_threads=1, lanes=1, batching=True, pool_rows=config.pool_rows)
-    worker.load = load = _Relayed()
+    load = _Relayed()
+    worker = ModelThread(torch_threads=1, lanes=1, batching=True, pool_rows=config.pool_rows, load=load)
     registry = load_registry(config.checkpoints, config.models, config.device, cache_size=0,
-                             limits=config.limits, worker=worker, layout=config.layout,
+                             limits=config.limits, thread=worker, layout=config.layout,
                              precision=config.precision, step=config.step)
     freeze_start_up_heap()  # as the server does: no full collection walks the loaded models
     sending = threading.Lock()

@@ -1,4 +1,4 @@
-"""What the server and a stepper process say to each other (app/runtime/steppers.py is the server's
+"""What the server and a stepper process say to each other (app/runtime/stepper_client.py is the server's
 side, app/runtime/stepper_child.py the process's): its settings once, then these messages, each a
 dataclass pickled over their socket pair."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.limits import Limits
-from app.runtime.stepping import Batchable
+from app.runtime.stepped_decoding import Batchable
 
 # (registry, model name, item, cancel) -> the Batchable that steps it: how a process rebuilds a job
 # from what was sent (a module-level function, so that it is sent by name)

@@ -8,7 +8,9 @@ the route's own request schema, so its defaults fill in as they do for the page,
 builds the same cache key. Nothing goes through
 HTTP or the routers: the asks run one after another on a thread of their own, each queued on the
 model thread behind every reader's work (app/runtime/jobs.py, `behind_readers`): a reader who arrives
-meanwhile goes first, and is never refused for this work (admission does not count it).
+meanwhile goes first, and is never refused for this work (admission does not count it). They start
+once the stepper processes are ready, so that a reader who comes at start-up shares the cores with
+their loading only, not with this work as well.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from typing import Any
 
 import app.services
 from app import chapters, defaults
+from app.runtime.errors import Abandoned
 from app.runtime.registry import ModelRegistry
-from app.runtime.worker import Abandoned
 from app.services.page import Cancel, PageRequest, Visit
 from models.decoding import Stopped
 
 log = logging.getLogger("attention_lab")
+# At most this long the work waits for the stepper processes to load (a few seconds on two cores):
+# while they load they take the cores, and the readers who come first are stepped on the model thread
+STEPPERS_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ class Ahead(threading.Thread):
 
     def run(self) -> None:
         began = time.perf_counter()
+        steppers = self.registry.jobs.steppers
+        if steppers is not None:  # their loading takes the cores: readers who come now go first
+            steppers.started(STEPPERS_WAIT_S)
         asks = first_visit(self.registry)
         with self.registry.jobs.behind_readers():
             self.answered = answer_all(self.registry, asks, self.stopped)

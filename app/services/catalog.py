@@ -22,7 +22,7 @@ def health(registry: ModelRegistry, clients: Clients) -> Health:
         # every product is computed in fp32 (checkpoints store fp16, snapshots int8/fp16: widened on
         # load); with fp16-weights, what fp16 holds exactly is read from an fp16 copy
         numerics=Numerics(precision=registry.precision, layout=registry.layout),
-        dropped=Dropped(**registry.jobs.worker.dropped.as_dict()),
+        dropped=Dropped(**registry.jobs.thread.dropped.as_dict()),
         stepping=stepping(registry),
         defaults=page_defaults(registry),
         clients=clients,

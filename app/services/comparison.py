@@ -11,9 +11,9 @@ the translation with no maps, computed the cheaper way /api/translate does (the 
 translation).
 
 Every model's job also says how it runs stepped together with other readers' compares of that
-model (stepping.Batchable, `ReaderPool`: one decoding step for every reader's sentence at a time,
+model (stepped_decoding.Batchable, `ReaderPool`: one decoding step for every reader's sentence at a time,
 models/serving/batch.py), which is how the model thread runs them unless Settings.batch_compares is
-off (app/runtime/worker.py).
+off (app/runtime/model_thread.py).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from functools import partial
 
+from app.runtime.errors import Abandoned
 from app.runtime.gone import Gone
 from app.runtime.registry import LoadedModel, ModelRegistry
-from app.runtime.stepping import Batchable
+from app.runtime.stepped_decoding import Batchable
 from app.runtime.text import Source
-from app.runtime.worker import Abandoned
 from app.schemas.translation import Attention, CompareRequest, ModelFailure, Translation
 from app.services.inference import join_pool, sentence_pool, step_pool
 from app.services.maps import attention_maps_job, attention_of
@@ -74,12 +74,12 @@ def _job(registry: ModelRegistry, name: str, text: str, cancel: threading.Event 
 
 def stepped(registry: ModelRegistry, name: str, source: Source, cancel: threading.Event | None) -> Batchable:
     """The Batchable of model `name` on `source`, as `_job` makes it: how a stepper process
-    (app/runtime/steppers.py) rebuilds a reader's sentence from what the server sent it."""
+    (app/runtime/stepper_client.py) rebuilds a reader's sentence from what the server sent it."""
     return _job(registry, name, source.text, cancel)[2]
 
 
 class ReaderPool:
-    """Readers' texts on one model, decoded a step at a time together (stepping.Pool over
+    """Readers' texts on one model, decoded a step at a time together (stepped_decoding.Pool over
     models/serving/batch.Pool): per text what `_job`'s compute answers, within float rounding."""
 
     def __init__(self, registry: ModelRegistry, entry: LoadedModel, maps: bool):
@@ -166,7 +166,7 @@ def _seen_if_dropped(job: Future, waiter: asyncio.Future) -> None:
 def _drop(waiter: asyncio.Future) -> None:
     """Nobody will read `waiter`: cancel it (and so the model thread's job, at once), or, when it is
     already settled, read its error, which asyncio would otherwise log as never retrieved. Work cut
-    short this way is counted by the model thread (worker.ModelThread.dropped), not logged."""
+    short this way is counted by the model thread (model_thread.ModelThread.dropped), not logged."""
     if not waiter.cancel() and not waiter.cancelled():
         waiter.exception()
 

@@ -48,7 +48,7 @@ def gradient_curves(
     ids = repeat_to(source.ids, min(len(source.ids), longest) if length is None else length, longest)
     entries = recurrent_models(registry, names)
     key = ("gradients", source.text, len(ids), tuple(e.name for e in entries), initialized, factors)
-    worker = registry.jobs.worker
+    worker = registry.jobs.thread
 
     def pause() -> None:  # between steps, the compares of typing readers run (worker.py)
         worker.pause()

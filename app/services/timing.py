@@ -105,7 +105,7 @@ class TimingBench:
     def _measure(self, registry: ModelRegistry, models: dict, lengths: tuple[int, ...]) -> Timings:
         """`models`: {recurrent name: model, parallel name: model}, in that order."""
         vocab = min(m.config.vocab_size for m in models.values())
-        worker = registry.jobs.worker
+        worker = registry.jobs.thread
         ids = worker.run(lambda: {n: random_ids(n, vocab, registry.device) for n in lengths})
         threads = worker.run(torch.get_num_threads)  # the model thread's count now, kept throughout
 

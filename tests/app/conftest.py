@@ -26,7 +26,7 @@ def tiny_settings(folder: Path, **overrides) -> Settings:
     """Two lanes for /api/compare whatever the machine's cores, so its tests see the same order; no
     shares (every test asks from one address; tests/app/test_shares.py turns them on); compares
     stepped on the model thread, not in stepper processes, whose start would make the path a request
-    takes depend on the time it comes (tests/app/runtime/test_steppers.py and the browser tests
+    takes depend on the time it comes (tests/app/runtime/test_stepper_client.py and the browser tests
     run them)."""
     return Settings(**{"checkpoints": folder, "device": "cpu", "cache_size": 0, "lanes": 2, "shares": False,
                        "step_processes": 0, "teach_spare": False,

@@ -37,7 +37,7 @@ def test_health_answers_at_once_while_the_queue_is_full_and_more_model_work_is_5
     app = create_app(tiny_settings(tiny_checkpoints, queue_limit=LIMIT))
     with TestClient(app) as client, ThreadPoolExecutor(LIMIT) as pool:
         release = threading.Event()
-        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)  # the model thread is busy
+        blocker = app.state.registry.jobs.thread.submit(release.wait, 30)  # the model thread is busy
         waiting = [pool.submit(client.post, "/api/translate", json={"text": f"Bonjour {i}.", "model": "rnn"})
                    for i in range(LIMIT)]
         admission = _admission(app)
@@ -73,7 +73,7 @@ def test_a_compare_superseded_while_it_waits_gives_its_place_back_at_once(tiny_c
     key = {"X-Supersede-Key": "reader-1"}
     with TestClient(app) as client, ThreadPoolExecutor(2) as pool:
         release = threading.Event()
-        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)
+        blocker = app.state.registry.jobs.thread.submit(release.wait, 30)
         admission = _admission(app)
         try:
             older = pool.submit(client.post, "/api/compare", json={"text": "Je mange."}, headers=key)
@@ -95,7 +95,7 @@ def test_a_request_is_refused_when_the_work_it_would_wait_behind_has_waited_too_
     app = create_app(tiny_settings(tiny_checkpoints, queue_limit=64, max_wait=0.3))
     with TestClient(app) as client, ThreadPoolExecutor(8) as pool:
         release = threading.Event()
-        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)
+        blocker = app.state.registry.jobs.thread.submit(release.wait, 30)
         try:
             waiting = [pool.submit(client.post, "/api/translate", json={"text": f"Salut {i}.", "model": "rnn"})
                        for i in range(8)]

@@ -95,8 +95,8 @@ def test_a_lone_reader_stepped_gets_the_unbatched_answers(tiny_checkpoints, clie
     it is a pool of one sentence per model, so its lines are exactly what the server with batching
     off answers (each model's own search)."""
     with TestClient(create_app(tiny_settings(tiny_checkpoints, batch_compares=False))) as alone:
-        assert not alone.app.state.registry.jobs.worker.batching
-        assert client.app.state.registry.jobs.worker.batching  # the default
+        assert not alone.app.state.registry.jobs.thread.batching
+        assert client.app.state.registry.jobs.thread.batching  # the default
         body = {"text": TEXT, "models": ["transformer", "lstm-dot", "rnn"]}
         got = sorted(lines(alone.post("/api/compare", json=body)), key=lambda a: a["model"])
         assert got == sorted(lines(client.post("/api/compare", json=body)), key=lambda a: a["model"])

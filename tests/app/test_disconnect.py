@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from app.dependencies import ClientGone
 from app.disconnect import CancelOnDisconnect
-from app.runtime.worker import Abandoned
+from app.runtime.errors import Abandoned
 from models.decoding import Stopped
 
 

@@ -88,7 +88,7 @@ def test_a_first_visit_finds_every_answer_computed_ahead(tiny_checkpoints):
         work.join(timeout=120)
         asks = ahead.first_visit(client.app.state.registry)
         assert work.answered == len(asks)
-        worker = client.app.state.registry.jobs.worker
+        worker = client.app.state.registry.jobs.thread
         ran = []
 
         def watched(name):
@@ -119,3 +119,35 @@ def test_stopping_ahead_ends_it_without_a_failure(tiny_checkpoints, caplog):
         stopped.set()
         assert ahead.answer_all(registry, ahead.first_visit(registry), stopped) == 0
     assert "failed" not in caplog.text
+
+
+def test_the_work_ahead_waits_for_the_stepper_processes_to_load(tiny_checkpoints):
+    """Loading, the stepper processes take the cores: the default sentence's answers are computed
+    only once they are ready (or given up on), so the readers who come first share the cores with
+    their loading alone."""
+    with load_registry(tiny_checkpoints, device="cpu", cache_size=64) as registry:
+        happened = []
+
+        class Loading:  # the stepper processes, as the work ahead meets them
+            def started(self, timeout):
+                happened.append(("started", timeout))
+                return True
+
+            def step_together(self, spec, cancel=None):
+                return None  # none ready: stepped on the model thread
+
+            def ages(self):
+                return {}
+
+            def close(self):
+                pass
+
+        registry.jobs.steppers = Loading()
+        worker = registry.jobs.thread
+        submit, run_together = worker.submit, worker.run_together
+        worker.submit = lambda *a, **k: happened.append("model work") or submit(*a, **k)
+        worker.run_together = lambda *a, **k: happened.append("model work") or run_together(*a, **k)
+        work = ahead.start(registry)
+        work.join(timeout=120)
+        assert work.answered == len(ahead.first_visit(registry)) > 0
+        assert happened[0] == ("started", ahead.STEPPERS_WAIT_S) and "model work" in happened[1:]

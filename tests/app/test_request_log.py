@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from app.runtime.worker import Abandoned
+from app.runtime.errors import Abandoned
 from models.decoding import Stopped
 
 LINE = re.compile(r"^(GET|POST) (\S+) (\d{3}) (\d+\.\d) ms id=([A-Za-z0-9._-]+)$")

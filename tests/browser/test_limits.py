@@ -33,7 +33,7 @@ FAILED = re.compile(r"could not|gave no answer|is not available|Asking again")
 RATELIMIT = re.compile(r'"model_time";r=(?P<r>-?\d+);t=(?P<t>\d+)')
 POLICY = re.compile(r'"model_time";q=(?P<q>\d+);w=(?P<w>\d+)')
 # the server's own start-up work, done after GET /api/health first answers (app/services/ahead.py,
-# app/runtime/steppers.py): what a reader who comes at once shares the machine with
+# app/runtime/stepper_client.py): what a reader who comes at once shares the machine with
 START_UP = re.compile(r"computed ahead|stepper \d+ ready")
 
 

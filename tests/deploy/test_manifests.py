@@ -22,7 +22,7 @@ from tests.deploy.files import (
 # heaviest requests (beam 8, every attention map, gradients of length 200), measured by
 # scripts/check-container.sh on the image's command; deploy/README.md gives it (test_memory_in_docs.py).
 MEASURED_RSS_MIB = 846
-# Peak resident memory (VmHWM) of one stepper process (app/runtime/steppers.py: the five models and
+# Peak resident memory (VmHWM) of one stepper process (app/runtime/stepper_client.py: the five models and
 # torch) after 32 readers typing at the bottleneck chapter, and how many a pod runs (one per core of its
 # CPU limit);
 # deploy/README.md gives it.

@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from app.runtime.cache import ResultCache
 from app.runtime.jobs import Jobs
-from app.runtime.stepping import Batchable
-from app.runtime.worker import INTERACTIVE, ModelThread
+from app.runtime.model_thread import ModelThread
+from app.runtime.scheduler import INTERACTIVE
+from app.runtime.stepped_decoding import Batchable
 
 
 def _held(worker: ModelThread) -> threading.Event:
@@ -54,7 +55,7 @@ def test_a_comparison_behind_readers_is_not_stepped_with_theirs():
         with jobs.behind_readers():
             [answer] = jobs.submit_together([("m", ("m", "texte"), lambda: "computed", spec)])
         time.sleep(0.2)
-        assert jobs.waited() == 0.0 and not worker._joining
+        assert jobs.waited() == 0.0 and worker.stepped.idle()
         release.set()
         assert answer.result(timeout=10) == "computed"
     finally:

@@ -71,7 +71,7 @@ def test_queue_depth_in_flight_and_refusals_while_the_model_thread_is_busy(app):
     with TestClient(app) as client, ThreadPoolExecutor(LIMIT) as pool:
         app.state.ahead.join(timeout=60)
         release = threading.Event()
-        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)
+        blocker = app.state.registry.jobs.thread.submit(release.wait, 30)
         waiting = [pool.submit(client.post, "/api/translate", json={"text": f"Bonjour {i}.", "model": "rnn"})
                    for i in range(LIMIT)]
         deadline = time.monotonic() + 10
@@ -97,7 +97,7 @@ def test_a_superseded_compare_is_counted(app):
         # one after another, each had finished before the next: nothing to supersede
         assert samples(client)[("attention_lab_requests_superseded_total", ())] == 0
         release = threading.Event()
-        blocker = app.state.registry.jobs.worker.submit(release.wait, 30)
+        blocker = app.state.registry.jobs.thread.submit(release.wait, 30)
         with ThreadPoolExecutor(2) as pool:
             older = pool.submit(client.post, "/api/compare", json={"text": "Il pleut."},
                                 headers={"X-Supersede-Key": "visit-1"})

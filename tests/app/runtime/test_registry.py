@@ -9,15 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from app.limits import Limits
+from app.runtime.errors import Abandoned
 from app.runtime.loading import load_registry, model_folders
-from app.runtime.worker import Abandoned
 from models.config import Seq2SeqConfig
 from tests.tiny import write_tiny_checkpoints
 
 
 def test_work_queued_for_a_client_that_left_is_skipped(cached_registry):
     release, gone, computed = threading.Event(), threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.worker.run, release.wait, 10)  # thread busy
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.thread.run, release.wait, 10)  # thread busy
     waiting = ThreadPoolExecutor(1).submit(cached_registry.jobs.result, "key", lambda: computed.append(1), gone)
     gone.set()  # the client hangs up while its request waits in the queue
     release.set()

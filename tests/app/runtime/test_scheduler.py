@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from app.runtime.model_thread import ModelThread
 from app.runtime.scheduler import (
     EXPERIMENT,
     INTERACTIVE,
@@ -21,9 +22,8 @@ from app.runtime.scheduler import (
     shards,
     wait_met,
 )
-from app.runtime.stepping import Batchable
-from app.runtime.worker import ModelThread
-from tests.app.runtime.test_worker import CountingPool
+from app.runtime.stepped_decoding import Batchable
+from tests.app.runtime.test_model_thread import CountingPool
 
 
 def test_a_client_s_turns_are_due_one_after_another_by_what_its_turns_cost():

@@ -8,9 +8,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+from app.runtime.errors import Abandoned
 from app.runtime.gone import Gone
 from app.runtime.loading import load_registry
-from app.runtime.worker import INTERACTIVE, Abandoned, ModelThread
+from app.runtime.model_thread import ModelThread
+from app.runtime.scheduler import INTERACTIVE
 from app.schemas.translation import Attention, AttentionMap, ModelFailure, Translation
 from app.services.comparison import _settled, as_ready, comparison, queue_comparison
 from models.decoding import Stopped
@@ -29,7 +31,7 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
         return real_encode(*args, **kwargs)
 
     monkeypatch.setattr(model, "encode_with_internals", slow_encode)
-    worker = cached_registry.jobs.worker
+    worker = cached_registry.jobs.thread
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
                         lambda jobs, *rest, **kw: queued.append(len(jobs)) or real_together(jobs, *rest, **kw))
@@ -43,7 +45,7 @@ def test_answers_come_one_by_one_and_all_work_is_queued_at_once(cached_registry,
 
 def test_when_the_client_has_gone_the_rest_is_not_computed(cached_registry, monkeypatch):
     release, gone, computed = threading.Event(), threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.worker.run, release.wait, 10)  # thread busy
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.thread.run, release.wait, 10)  # thread busy
     model = cached_registry.get("lstm").model
     real_encode = model.encode
     monkeypatch.setattr(model, "encode", lambda *a, **k: computed.append(1) or real_encode(*a, **k))
@@ -72,7 +74,7 @@ def test_side_by_side_answers_are_the_one_by_one_answers(cached_registry):
 
 
 def test_the_model_slowest_per_piece_lately_starts_first(cached_registry, monkeypatch):
-    worker, started = cached_registry.jobs.worker, []
+    worker, started = cached_registry.jobs.thread, []
     real_together = worker.run_together
     monkeypatch.setattr(worker, "run_together",
                         lambda jobs, cancel, start, **kw: started.append(start)
@@ -234,7 +236,7 @@ BATCHED = ["Je mange du pain.", "Où est la gare ?", "Il pleut depuis ce matin."
 def _compares_queued_together(registry) -> list[list[dict]]:
     """BATCHED's compares queued while the model thread is busy, so they all wait for one turn."""
     release = threading.Event()
-    busy = registry.jobs.worker.submit(release.wait, 10, priority=INTERACTIVE)
+    busy = registry.jobs.thread.submit(release.wait, 10, priority=INTERACTIVE)
     queued = [queue_comparison(registry, text) for text in BATCHED]
     release.set()
     busy.result(timeout=10)
@@ -252,14 +254,14 @@ def test_readers_compares_batched_give_each_reader_its_own_answers(tiny_checkpoi
     models/serving/batch.py)."""
     alone = load_registry(tiny_checkpoints, device="cpu", cache_size=0)
     together = load_registry(tiny_checkpoints, device="cpu", cache_size=0,
-                             worker=ModelThread(1, lanes=2, batching=True))
+                             thread=ModelThread(1, lanes=2, batching=True))
     try:
         expected = _compares_queued_together(alone)
         got = _compares_queued_together(together)
-        sizes = together.jobs.worker.load.sizes
+        sizes = together.jobs.thread.load.sizes
         for name in together.names:  # every model stepped several readers' texts at once
             assert max(size for model, size in sizes if model == name) > 1
-        assert max(size for _, size in alone.jobs.worker.load.sizes) == 1
+        assert max(size for _, size in alone.jobs.thread.load.sizes) == 1
         assert [[a["model"] for a in answers] for answers in got] == [[a["model"] for a in answers]
                                                                         for answers in expected]
         for answers, wanted in zip(got, expected, strict=True):
@@ -275,7 +277,7 @@ def test_readers_compares_batched_give_each_reader_its_own_answers(tiny_checkpoi
 
 def test_a_model_failing_in_a_batch_fails_for_each_reader_and_the_others_answer(tiny_checkpoints, monkeypatch):
     together = load_registry(tiny_checkpoints, ("lstm", "transformer"), device="cpu", cache_size=0,
-                             worker=ModelThread(1, lanes=2, batching=True))
+                             thread=ModelThread(1, lanes=2, batching=True))
     try:
         def broken(*args, **kwargs):
             raise RuntimeError("weights on fire")
@@ -285,6 +287,6 @@ def test_a_model_failing_in_a_batch_fails_for_each_reader_and_the_others_answer(
             by_model = {answer["model"]: answer for answer in answers}
             assert by_model["lstm"]["error"] == "RuntimeError: weights on fire"
             assert by_model["transformer"]["maps"]
-        assert max(size for model, size in together.jobs.worker.load.sizes if model == "transformer") > 1
+        assert max(size for model, size in together.jobs.thread.load.sizes if model == "transformer") > 1
     finally:
         together.close()

@@ -7,9 +7,8 @@ import threading
 import pytest
 import torch
 
-from app.runtime.errors import InvalidOptionError
+from app.runtime.errors import Abandoned, InvalidOptionError
 from app.runtime.shares import Meter
-from app.runtime.workload import Abandoned
 from app.services.gradients import GATE_UNITS, gate_summary, gradient_curves, recurrent_models, repeat_to
 from models.decoding import Stopped
 from tests.app.answers import sent
@@ -82,7 +81,7 @@ def test_compares_run_inside_the_factors_and_change_no_number(registry, monkeypa
     from app.services.comparison import queue_comparison
 
     alone = sent(gradient_curves(registry, TEXT, 9, initialized=True, factors=True))
-    worker, order = registry.jobs.worker, []
+    worker, order = registry.jobs.thread, []
     real_pause = worker.pause
 
     def pause_with_a_reader_typing():

@@ -53,7 +53,7 @@ def test_few_snapshots_are_held_in_memory(registry, monkeypatch):
     monkeypatch.setattr(states_module, "SNAPSHOTS_KEPT", 1)
     for name in SNAPSHOT_MODELS:
         for step in SNAPSHOT_STEPS:
-            registry.jobs.worker.run(registry.states.at_step, name, step)
+            registry.jobs.thread.run(registry.states.at_step, name, step)
     assert list(registry.states.snapshot_models) == [(SNAPSHOT_MODELS[-1], SNAPSHOT_STEPS[-1])]
 
 

@@ -121,7 +121,7 @@ def test_a_kept_result_evicted_while_it_is_read_is_still_answered(registry, monk
 
 def test_one_measurement_at_a_time(registry):
     timings, hold = TimingBench(limit_s=5, repeats=1), threading.Event()
-    registry.jobs.worker.submit(hold.wait)  # the model thread is busy: the first measurement waits
+    registry.jobs.thread.submit(hold.wait)  # the model thread is busy: the first measurement waits
     answers = []
     first = threading.Thread(target=lambda: answers.append(timings.timing(registry, [4, 8])))
     first.start()
@@ -172,7 +172,7 @@ def test_the_endpoints(client):
     assert client.post("/api/timing", json={"lengths": ["a"]}).status_code == 422
     assert client.post("/api/timing").json()["lengths"] == list(LENGTHS)  # no body: the default lengths
     hold, registry = threading.Event(), client.app.state.registry
-    registry.jobs.worker.submit(hold.wait)
+    registry.jobs.thread.submit(hold.wait)
     first = threading.Thread(target=lambda: client.post("/api/timing", json={"lengths": [2, 7]}))
     first.start()
     try:

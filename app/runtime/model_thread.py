@@ -32,7 +32,7 @@ models beside it is what the paragraphs above rule out); instead a long job call
 thread, before the long job goes on. So a compare queued behind a 5-second experiment waits for one
 step (a power iteration, a model's curve: tens of milliseconds), not for the experiment. The paused
 job's state stays on its stack untouched, and the jobs run in between only read the loaded models,
-so every answer is the one it would be without pausing (tests/app/runtime/test_worker.py). Urgent work
+so every answer is the one it would be without pausing (tests/app/runtime/test_model_thread.py). Urgent work
 does not take it all, though: over the whole long job, the urgent work run in its pauses gets as long
 as the job's own steps have had, no more (an account kept per open turn): a pause runs queued jobs
 while the account is in their favour, then the long job takes its next step. A pause after a short
@@ -45,7 +45,8 @@ the long job takes a step, the readers' stepped decoding does not wait for its n
 lane steps their sentences on the other core meanwhile (`_step_beside`), since those steps, like a
 paused job's, only read the loaded models.
 
-Stepped decoding across readers (`batching`, `step_together`) is its own idea: app/runtime/stepping.py.
+Stepped decoding across readers (`batching`, `step_together`) is its own idea, an object the model
+thread owns (`stepped`) and lends only its lock, queue and lanes: app/runtime/stepped_decoding.py.
 """
 
 from __future__ import annotations
@@ -66,9 +67,10 @@ from typing import Any, TypeVar
 import torch
 
 from app.runtime.cores import CoreShare
+from app.runtime.counters import Dropped, Load
+from app.runtime.errors import Abandoned
 from app.runtime.scheduler import EXPERIMENT, INTERACTIVE, ORDINARY, Turn, TurnQueue, oldest, pause_until
-from app.runtime.stepping import SteppedDecoding, settle
-from app.runtime.workload import Abandoned, Dropped, Load
+from app.runtime.stepped_decoding import Batchable, SteppedDecoding, settle
 from models.serving.threads import intra_op, set_intra_op
 
 T = TypeVar("T")
@@ -100,14 +102,15 @@ class _Batch:
 
 
 
-class ModelThread(SteppedDecoding):
+class ModelThread:
     def __init__(self, torch_threads: int | None = None, lanes: int | None = None, nice: int = 0,
-                 batching: bool = False, pool_rows: int = 8):
+                 batching: bool = False, pool_rows: int = 8, load: Load | None = None):
         """torch_threads: intra-op threads for the models; None: every core while the machine is
         otherwise quiet, one while other programs wait for the CPU (see cores.py). lanes: how many
         jobs of a `run_together` batch run at once; None: one per core. nice: added to the Linux
         nice value of the threads that run models (see `yield_cpu`). batching: queued batches with
-        Batchables run their groups together (see the module's docstring)."""
+        Batchables run their groups together (see the module's docstring). load: where its work is
+        counted (a stepper process relays it to the server)."""
         self.torch_threads = torch_threads
         self.cores = None if torch_threads else CoreShare(torch.get_num_threads())
         self.lanes = max(1, lanes or torch.get_num_threads())
@@ -115,10 +118,10 @@ class ModelThread(SteppedDecoding):
         self.batching = batching
         self.pool_rows = pool_rows
         self.dropped = Dropped()
-        self.load = Load()
+        self.load = load or Load()
         self._queue = TurnQueue()  # which turn runs next (app/runtime/scheduler.py)
-        self._init_stepping()  # continuous batching (`step_together`)
         self._ready = threading.Condition()
+        self._pause_until: float | None = None  # when the pause running now ends (`pause`)
         self._closed = False
         self._running: list[int] = []  # priorities of the turns open on the model thread, innermost last
         self._resumed: list[float] = []  # per open turn, when it last started or came back from a pause
@@ -129,6 +132,11 @@ class ModelThread(SteppedDecoding):
         self._long_step = self._side_stepping = False
         self._side = ThreadPoolExecutor(self.lanes - 1, thread_name_prefix="models-lane",
                                         initializer=yield_cpu, initargs=(nice,)) if self.lanes > 1 else None
+        # continuous batching (`step_together`): it queues its step turns here, on these lanes
+        self.stepped = SteppedDecoding(lock=self._ready, queue_turn=self._queue_turn, together=self._together,
+                                       pause_ends=lambda: self._pause_until, queued=self._step_beside_if_long,
+                                       lanes=self.lanes, pool_rows=pool_rows, load=self.load,
+                                       dropped=self.dropped)
         self._thread = threading.Thread(target=self._serve, name="models", daemon=True)
         self._thread.start()
 
@@ -198,8 +206,7 @@ class ModelThread(SteppedDecoding):
         """Per client with work queued (a turn more urgent than an experiment, or a sentence not yet
         stepped), how long its oldest has waited: what admission (app/admission.py) refuses by."""
         with self._ready:
-            queued = [*self._queue.waiting(EXPERIMENT),
-                      *((s.spec.client, s.arrived) for group in self._joining.values() for s in group.values())]
+            queued = [*self._queue.waiting(EXPERIMENT), *self.stepped.waiting()]
         return oldest(queued, time.perf_counter())
 
     def pause(self) -> None:
@@ -218,7 +225,7 @@ class ModelThread(SteppedDecoding):
         account[0] += began - self._resumed[-1]
         # no later than the account allows: at once when an earlier pause overran
         until = pause_until(began, account[0], account[1])
-        self._pause_until = until  # a slice of stepped decoding run here ends by then (`_step_turn`)
+        self._pause_until = until  # a slice of stepped decoding run here ends by then (`step_turn`)
         try:
             while time.perf_counter() < until:
                 with self._ready:
@@ -252,9 +259,15 @@ class ModelThread(SteppedDecoding):
         self._side_stepping = True
         self._side.submit(self._side_steps)
 
+    def _step_beside_if_long(self) -> None:
+        """Under the lock, as a turn of stepped decoding is queued: a long job's step holding the model
+        thread, a side lane steps it now."""
+        if self._long_step:
+            self._step_beside()
+
     def _take_step_turn(self) -> bool:
         """Under the lock: the queued turn of stepped decoding taken out of the queue (False: none)."""
-        return self._queue.take(self._step_turn)
+        return self._queue.take(self.stepped.step_turn)
 
     def _side_steps(self) -> None:
         """On a side lane, while the model thread runs a long job's step: turns of stepped decoding,
@@ -263,7 +276,7 @@ class ModelThread(SteppedDecoding):
         set_intra_op(1)
         try:
             while True:
-                self._step_turn(one_lane=True)
+                self.stepped.step_turn(one_lane=True)
                 with self._ready:
                     if not (self._long_step and self._take_step_turn()):
                         return
@@ -292,6 +305,11 @@ class ModelThread(SteppedDecoding):
 
         self._queue_turn(priority, job, [future], client)
         return future
+
+    def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future:
+        """`spec` stepped with the other readers' sentences of its group, a step at a time
+        (SteppedDecoding.step_together); its Future."""
+        return self.stepped.step_together(spec, cancel)
 
     def run_together(self, jobs: list[Callable[[], T]], cancel: threading.Event | None = None,
                      start: list[int] | None = None, priority: int = INTERACTIVE,
@@ -365,17 +383,15 @@ class ModelThread(SteppedDecoding):
 
     def close(self) -> None:
         """Stop taking work, drop what is queued (its futures cancelled), wait for the running turn."""
-        with self._ready:
+        with self._ready:  # the pools change under this lock too
             self._closed = True
             dropped = self._queue.drain()
+            waiting = self.stepped.close()
             self._ready.notify()
         for turn in dropped:
             self.load.unqueued()
             for future in turn.futures:
                 future.cancel()
-        with self._ready:  # the pools change under this lock
-            waiting = [future for sentences in [*self._joining.values(), *self._live.values()]
-                       for sentence in sentences.values() for future, _ in sentence.waiters]
         for future in waiting:
             future.cancel()
         if threading.current_thread() is not self._thread:

@@ -8,11 +8,8 @@ import threading
 import time
 from collections import Counter
 
+from app.runtime.errors import Abandoned
 from models.decoding import Stopped
-
-
-class Abandoned(Exception):
-    """Nobody wants this answer any more (its client hung up), so it was not computed."""
 
 
 class Dropped:

@@ -11,8 +11,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 import torch
 
-from app.runtime.stepping import Batchable
-from app.runtime.worker import EXPERIMENT, INTERACTIVE, ORDINARY, Abandoned, ModelThread
+from app.runtime.errors import Abandoned
+from app.runtime.model_thread import ModelThread
+from app.runtime.scheduler import EXPERIMENT, INTERACTIVE, ORDINARY
+from app.runtime.stepped_decoding import Batchable
 from models.decoding import Stopped
 
 
@@ -45,7 +47,7 @@ def test_a_cached_answer_does_not_wait_behind_a_computation(cached_registry):
 
 def test_identical_requests_queued_together_compute_once(cached_registry):
     release, calls = threading.Event(), []
-    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.worker.run, release.wait, 10)
+    blocker = ThreadPoolExecutor(1).submit(cached_registry.jobs.thread.run, release.wait, 10)
 
     def compute():
         calls.append(1)
@@ -120,7 +122,7 @@ def test_a_batch_keeps_the_model_thread_until_every_lane_is_done():
 
 
 def test_a_failing_job_fails_alone_and_a_cancelled_batch_is_not_run():
-    from app.runtime.worker import Abandoned
+    from app.runtime.errors import Abandoned
 
     worker = ModelThread(1, lanes=2)
     try:
@@ -346,7 +348,7 @@ def test_closing_cancels_what_is_queued():
 
 
 class CountingPool:
-    """A stepping.Pool whose sentences are (text, steps): each ends after its number of steps with
+    """A stepped_decoding.Pool whose sentences are (text, steps): each ends after its number of steps with
     "text after N steps", or a Stopped when its stop() says so before a step. It records the
     sentences of every join and the size of every step."""
 

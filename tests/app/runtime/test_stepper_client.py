@@ -1,4 +1,4 @@
-"""Stepper processes (app/runtime/steppers.py): readers' compares stepped out of the server's process
+"""Stepper processes (app/runtime/stepper_client.py): readers' compares stepped out of the server's process
 give the answers the model thread gives, their figures reach /metrics, work nobody wants is dropped
 there, and a process that dies leaves the server answering."""
 
@@ -114,7 +114,7 @@ def test_a_sentence_nobody_waits_for_is_dropped_in_its_process(stepped):
     steppers = registry.jobs.steppers
     from app.services.comparison import queue_comparison
 
-    dropped = sum(registry.jobs.worker.dropped.as_dict().values())
+    dropped = sum(registry.jobs.thread.dropped.as_dict().values())
     pending = [queue_comparison(registry, f"{text} {i}") for i, text in enumerate(TEXTS * 4)]
     for per_text in pending:
         for _, future in per_text:
@@ -124,7 +124,7 @@ def test_a_sentence_nobody_waits_for_is_dropped_in_its_process(stepped):
         assert time.monotonic() < deadline, "sentences left behind"
         time.sleep(0.05)
     time.sleep(0.5)  # the processes' answers to the drops
-    assert sum(registry.jobs.worker.dropped.as_dict().values()) > dropped
+    assert sum(registry.jobs.thread.dropped.as_dict().values()) > dropped
 
 
 def test_a_sentence_is_freed_as_soon_as_its_readers_let_go(stepped):

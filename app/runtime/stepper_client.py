@@ -9,7 +9,7 @@ switch interval (5 ms) at every call: under load a step took twice its own CPU t
 (docs/SERVER.md, "Stepping processes", has the measurements). A process has a lock of its own.
 
 Each stepper process loads the models (the same checkpoints and serving settings, no result cache)
-and runs the same stepped decoding as the model thread (stepping.SteppedDecoding) on a model thread
+and runs the same stepped decoding as the model thread (stepped_decoding.SteppedDecoding) on a model thread
 of one lane, fed through a pipe. A model's sentences go to its home process (models are shared out
 over the processes by size, so that every process has a similar share of the work), or, while
 fewer models have work than there are processes, to whichever of them has fewer of that model's
@@ -45,10 +45,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from app.runtime.counters import Dropped, Load
+from app.runtime.errors import Abandoned
 from app.runtime.scheduler import homes, route
+from app.runtime.stepped_decoding import Batchable, settle
 from app.runtime.stepper_messages import Close, Done, Drop, Join, Ready, Report, StepperConfig, ToStepper
-from app.runtime.stepping import Batchable, settle
-from app.runtime.workload import Abandoned, Dropped, Load
 
 log = logging.getLogger("attention_lab")
 Local = Callable[[Batchable, threading.Event | None], Future]  # a sentence stepped in this process
@@ -101,11 +102,14 @@ class Steppers:
         self._conns: list[Connection] = []
         self._send_locks = [threading.Lock() for _ in range(processes)]
         self._ready = [False] * processes
+        # per process: set once it was first ready, or no more are started in its place
+        self._started = [threading.Event() for _ in range(processes)]
         for i in range(processes):
             process, conn = _start(config)
             self._processes.append(process)
             self._conns.append(conn)
-            threading.Thread(target=self._keep, args=(i,), name=f"stepper-{i}-answers", daemon=True).start()
+            threading.Thread(target=self._supervise, args=(i,), name=f"stepper-{i}-answers",
+                             daemon=True).start()
 
     @property
     def processes(self) -> int:
@@ -115,6 +119,12 @@ class Steppers:
     def ready(self) -> int:
         """How many processes take sentences now."""
         return sum(self._ready)
+
+    def started(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds for every process to have been ready once (or to have been
+        given up on); whether they all got there in time."""
+        end = time.monotonic() + timeout
+        return all(event.wait(max(0.0, end - time.monotonic())) for event in self._started)
 
     def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future | None:
         """Send `spec` (its model and item) to a process to be stepped with other readers' sentences:
@@ -164,6 +174,8 @@ class Steppers:
         with self._lock:
             self._closed = True
             self._closing.set()
+            for event in self._started:  # nobody waits for a start any more
+                event.set()
             sent, self._sent = list(self._sent.values()), {}
             self._by_key.clear()
         for i in range(len(self._processes)):
@@ -217,7 +229,7 @@ class Steppers:
         if self._by_key.get((sent.group, sent.key)) is sent:
             del self._by_key[sent.group, sent.key]
 
-    def _keep(self, process: int) -> None:
+    def _supervise(self, process: int) -> None:
         """Read process `process`'s messages until it ends; then, unless the server is closing, start
         another in its place after RESTART_S, until FAILED_STARTS in a row end before they are ready."""
         failed = 0
@@ -225,6 +237,7 @@ class Steppers:
             ready = self._receive(process)
             failed = 0 if ready else failed + 1
             if failed >= FAILED_STARTS:
+                self._started[process].set()
                 log.error("stepper %d: %d processes in a row ended before they were ready; its models are "
                           "stepped in process from now on", process, failed)
                 return
@@ -255,6 +268,7 @@ class Steppers:
                 self._report(process, message.ages, message.ran, message.waits)
             elif isinstance(message, Ready):
                 self._ready[process] = ready = True
+                self._started[process].set()
                 log.info("stepper %d ready (pid %d)", process, self._processes[process].pid)
         self._ready[process] = False
         self._waited[process] = ({}, 0.0)

@@ -26,10 +26,11 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.runtime.counters import Dropped, Load
+from app.runtime.errors import Abandoned
 from app.runtime.scheduler import INTERACTIVE, admit, pool_room, shards
-from app.runtime.workload import Abandoned
 
-# How long one turn of stepped decoding runs (`_step_turn`) before queued work gets its turn: many
+# How long one turn of stepped decoding runs (`step_turn`) before queued work gets its turn: many
 # decoding steps, so the lanes are not handed over and back at every step
 STEP_SLICE_S = 0.02
 # How long a lane steps one pool in a row while no sentence waits to join it: a few steps of one model
@@ -100,11 +101,24 @@ def settle(futures: list[Future], result: Any) -> None:
 
 
 class SteppedDecoding:
-    """The model thread's stepped decoding (ModelThread's base): the pools, the sentences joining
-    them, and the turns that step them. It uses the model thread's lock (`_ready`), queue
-    (`_queue_turn`), lanes (`_together`, `lanes`), counters (`load`, `dropped`) and `pool_rows`."""
+    """The model thread's stepped decoding: the pools, the sentences joining them, and the turns that
+    step them. The model thread owns one (`ModelThread.stepped`) and lends it what a step turn needs,
+    and nothing else: its lock, a way to queue a turn, its lanes, and when the pause running now
+    ends."""
 
-    def _init_stepping(self) -> None:
+    def __init__(self, *, lock: threading.Condition, queue_turn: Callable[..., None],
+                 together: Callable[[list[Callable[[], None]]], None], pause_ends: Callable[[], float | None],
+                 queued: Callable[[], None], lanes: int, pool_rows: int, load: Load, dropped: Dropped):
+        """lock: the model thread's, held around every change to the pools; queue_turn(priority, turn,
+        futures): a turn for the model thread; together(tasks): tasks run on the lanes; pause_ends():
+        when the long job's pause running now ends (None: none runs); queued(): called under the
+        lock once a step turn is queued (a long job's step holding the thread: a side lane takes
+        it)."""
+        self._ready = lock
+        self._queue_turn, self._together = queue_turn, together
+        self._pause_ends, self._queued = pause_ends, queued
+        self.lanes, self.pool_rows = lanes, pool_rows
+        self.load, self.dropped = load, dropped
         # pools and the sentences in them by (group, shard): while fewer groups have work than there
         # are lanes, a group's sentences are shared out over a pool per free lane, so that one model
         # can be stepped on every core (`_shards`); joining, by group; whether a step turn is queued
@@ -113,8 +127,23 @@ class SteppedDecoding:
         self._live: dict[tuple[Hashable, int], dict[Hashable, _Sentence]] = {}
         self._joining: dict[Hashable, dict[Hashable, _Sentence]] = {}
         self._stepping = False
+        self._closed = False
         self._rotation: deque[Hashable] = deque()  # groups in the order their next steps come
-        self._pause_until: float | None = None  # when the pause running now ends (`pause`)
+
+    def waiting(self) -> list[tuple[str, float]]:
+        """Under the lock: (client, arrival) of every sentence not yet stepped."""
+        return [(s.spec.client, s.arrived) for group in self._joining.values() for s in group.values()]
+
+    def idle(self) -> bool:
+        """No sentence joining and none in a pool."""
+        with self._ready:
+            return not self._joining and not any(self._live.values())
+
+    def close(self) -> list[Future]:
+        """Under the lock: take no more sentences; the Futures of those joining or stepped (to cancel)."""
+        self._closed = True
+        return [future for sentences in [*self._joining.values(), *self._live.values()]
+                for sentence in sentences.values() for future, _ in sentence.waiters]
 
     def step_together(self, spec: Batchable, cancel: threading.Event | None = None) -> Future:
         """Queue `spec` to be stepped with the other sentences of its group (see the module's
@@ -134,21 +163,20 @@ class SteppedDecoding:
             sentence.waiters.append((future, cancel))
             if not self._stepping:
                 self._stepping = True
-                self._queue_turn(INTERACTIVE, self._step_turn, [])
-                if self._long_step:  # a long job's step holds the model thread: a side lane steps it now
-                    self._step_beside()
+                self._queue_turn(INTERACTIVE, self.step_turn, [])
+                self._queued()
         return future
 
-    def _step_turn(self, one_lane: bool = False) -> None:
+    def step_turn(self, one_lane: bool = False) -> None:
         """Decoding steps of every pool, for about STEP_SLICE_S: each lane takes the group stepped
         longest ago, lets its new sentences join, takes one step, and puts it back, so no lane waits
         for another between steps and a group's steps follow each other as closely as the lanes
         allow. Queued again while any pool has sentences, so other work comes between two slices.
-        `one_lane`: on the calling thread alone (a side lane's, `_side_steps`)."""
+        `one_lane`: on the calling thread alone (a side lane's, ModelThread's `_side_steps`)."""
         with self.load.turn(beside=one_lane):
             until = time.perf_counter() + STEP_SLICE_S
-            if self._pause_until is not None:  # inside a long job's pause: no longer than it gives
-                until = min(until, self._pause_until)
+            if (ends := self._pause_ends()) is not None:  # inside a long job's pause: no longer than it gives
+                until = min(until, ends)
             order = self._rotation  # the groups not stepped in the last slice come first in this one
             busy: set[Hashable] = set()
             taken: list[bool] = []
@@ -190,7 +218,7 @@ class SteppedDecoding:
                 with self._ready:
                     self._stepping = not self._closed and bool(self._joining or any(self._pools.values()))
                     if self._stepping:
-                        self._queue_turn(INTERACTIVE, self._step_turn, [])
+                        self._queue_turn(INTERACTIVE, self.step_turn, [])
 
     def _shards(self) -> int:
         """Under the lock: the pools a group's new sentences are shared out over, one per lane while
