@@ -33,6 +33,12 @@ def tiny_settings(folder: Path, **overrides) -> Settings:
                        **overrides})
 
 
+# A served app (bench/serving.py's `serve`) without the start-up work a test of something else
+# would share its cores with: no stepper processes, no spare teaching process, no answers ahead
+LEAN_SERVER = {"ATTENTION_LAB_STEP_PROCESSES": "0", "ATTENTION_LAB_TEACH_SPARE": "false",
+               "ATTENTION_LAB_CACHE_SIZE": "0"}
+
+
 @pytest.fixture(scope="session")
 def client(tiny_checkpoints) -> Iterator[TestClient]:
     """The whole app on the tiny models, cache off so every request does the work."""

@@ -46,7 +46,9 @@ REQUESTS = [
 
 
 def main(checkpoints: Path) -> None:
-    settings = Settings(checkpoints=checkpoints, device="cpu", cache_size=0, queue_limit=len(REQUESTS) + 8)
+    # in this interpreter: the stepper processes and the spare teaching process parse in their own
+    settings = Settings(checkpoints=checkpoints, device="cpu", cache_size=0, queue_limit=len(REQUESTS) + 8,
+                        step_processes=0, teach_spare=False)
     parses = []
     parse = ast.parse
 

@@ -64,3 +64,6 @@ def test_a_link_by_old_numbers_goes_to_the_same_address_by_slug(client):
     embedded = client.get("/embed/curves-plot?ch=1", follow_redirects=False)
     assert (embedded.status_code, embedded.headers["location"]) == (308, "/embed/curves-plot?ch=training")
     assert client.get("/?ch=heads&tour=heads,order", follow_redirects=False).status_code == 200
+    for number, slug in enumerate(chapters.BEFORE_SLUGS, start=1):  # every number a link may hold
+        answer = client.get(f"/?ch={number}", follow_redirects=False)
+        assert (answer.status_code, answer.headers["location"]) == (308, f"/?ch={slug}")

@@ -26,6 +26,8 @@ from app.services import live as live_service
 from app.services.live import LiveLimits
 from bench.serving import live_processes, serve
 from models import live
+from tests.aio import run_async
+from tests.app.conftest import LEAN_SERVER
 
 QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
 
@@ -153,7 +155,7 @@ def test_the_reader_whose_run_ended_waits_behind_those_already_waiting():
         await second.aclose()
         assert runs.running == 0 and not runs.waiting and not runs.holders
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 def again_expected(runs, config) -> int:
@@ -165,7 +167,7 @@ def again_expected(runs, config) -> int:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_the_run_ends_when_its_client_hangs_up(tiny_checkpoints):
     before = live_processes()
-    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu"}
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **LEAN_SERVER}
     with serve(env, timeout=60) as url:
         with httpx.Client(timeout=60) as http, http.stream(
                 "POST", f"{url}/api/train", json={**QUICK, "steps": 3000}) as response:

@@ -21,6 +21,7 @@ from app.main import create_app
 from app.routes.live import DeadlinedStream
 from app.services import live as live_service
 from bench.serving import free_port
+from tests.aio import run_async
 from tests.app.conftest import tiny_settings
 
 QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
@@ -96,7 +97,7 @@ def test_a_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_che
         assert children[0].returncode is not None  # the run's process is gone with it
         assert all(m.get("more_body", True) for m in sent[1:])  # left unfinished: the server closes it
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 def test_over_a_real_socket_a_client_that_reads_nothing_is_dropped_within_the_deadline():
@@ -159,7 +160,7 @@ def test_a_run_whose_ending_is_cancelled_still_gives_its_slot_back(children, mon
         assert runs.running == 0 and not runs.holders  # `lines` is still referenced: no finalizer did it
         await children[0].wait()
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 def test_a_stream_collected_while_the_slots_lock_is_held_does_not_deadlock():
@@ -181,7 +182,7 @@ def test_a_stream_collected_while_the_slots_lock_is_held_does_not_deadlock():
         assert not collector.is_alive(), "a finalizer deadlocked on the slots' lock"
         assert await until(lambda: runs.running == 0 and not runs.waiting and not runs.holders)
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 def test_a_reader_woken_by_its_timer_after_the_hand_over_goes_on_to_run(children, monkeypatch):
@@ -208,4 +209,4 @@ def test_a_reader_woken_by_its_timer_after_the_hand_over_goes_on_to_run(children
         await second.aclose()
         assert runs.running == 0 and not runs.holders
 
-    asyncio.run(scenario())
+    run_async(scenario())

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 
 from bench.serving import commands, serve
+from tests.app.conftest import LEAN_SERVER
 from tests.tiny import ROOT
 
 SENTENCE = "Je mange du pain."
@@ -55,7 +56,7 @@ def test_make_serve_takes_its_processes_from_workers():
 
 
 def test_two_processes_each_load_the_models_and_answer_on_one_port(tiny_checkpoints):
-    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **LEAN_SERVER,
            "ATTENTION_LAB_SHARES": "false", "UVICORN_WORKERS": "2"}
     with serve(env, timeout=120) as url:
         workers = workers_of(int(url.rsplit(":", 1)[1]))

@@ -24,7 +24,7 @@ from app.limits import Budget
 from app.main import create_app
 from app.runtime.shares import REDIS_TIMEOUT_S, Ledger, Shares, ShareSpentError
 from bench.serving import free_port, serve
-from tests.app.conftest import tiny_settings
+from tests.app.conftest import LEAN_SERVER, tiny_settings
 
 QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
 POLICY = re.compile(r'^"(\w+)";q=(\d+);w=(\d+)$')
@@ -288,7 +288,8 @@ SHARES = {"ATTENTION_LAB_SHARES": "true", "ATTENTION_LAB_SHARE_TRAIN": "1/1 minu
 
 @pytest.mark.slow
 def test_a_hostile_client_cannot_keep_the_readers_from_their_runs(tiny_checkpoints):
-    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **SHARES}
+    env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **LEAN_SERVER,
+           **SHARES}
     with serve(env, timeout=60) as url:
         check_hostile(hostile_run([url]), budget=1)
 
@@ -315,7 +316,8 @@ def redis_server():
                     reason="needs the redis-server binary (Debian's redis-server package; .ci/run installs it)")
 def test_two_server_processes_sharing_one_redis_hold_one_budget(tiny_checkpoints):
     with redis_server() as redis_url:
-        env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **SHARES,
+        env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **LEAN_SERVER,
+               **SHARES,
                "ATTENTION_LAB_REDIS_URL": redis_url}
         with serve(env, timeout=60) as one, serve(env, timeout=60) as two:
             # the hostile client spreads its asks over both replicas: together they grant one budget

@@ -59,7 +59,7 @@ def test_the_stored_layout_is_one_setting_away(tiny_checkpoints):
     """ATTENTION_LAB_LAYOUT=as-stored serves the checkpoint's own order, every model and snapshot
     alike; health says which one served."""
     for layout in ("as-stored", "input-major"):
-        settings = Settings(checkpoints=tiny_checkpoints, device="cpu", layout=layout)
+        settings = tiny_settings(tiny_checkpoints, layout=layout)
         with TestClient(create_app(settings)) as client:
             numerics = client.get("/api/health").json()["numerics"]
             assert numerics == {"precision": "fp16-weights", "layout": layout}
@@ -74,7 +74,7 @@ def test_fp32_products_are_one_setting_away(tiny_checkpoints):
     served weight fp16 holds exactly an fp16 copy (the tiny checkpoints are fp16 like the shipped
     ones); the snapshots too, and the seeded untrained model has none (fp16 does not hold it)."""
     for precision in ("fp32", "fp16-weights"):
-        settings = Settings(checkpoints=tiny_checkpoints, device="cpu", precision=precision)
+        settings = tiny_settings(tiny_checkpoints, precision=precision)
         with TestClient(create_app(settings)) as client:
             assert client.get("/api/health").json()["numerics"]["precision"] == precision
             registry = client.app.state.registry
@@ -90,7 +90,7 @@ def test_the_recorded_decoding_step_is_one_setting_away_and_answers_the_same(tin
     ones and the timeline's; python runs the Python step. Every number of an answer is the same."""
     answers = {}
     for step in ("graph", "python"):
-        settings = Settings(checkpoints=tiny_checkpoints, device="cpu", step=step, cache_size=0)
+        settings = tiny_settings(tiny_checkpoints, step=step)
         with TestClient(create_app(settings)) as client:
             registry = client.app.state.registry
             assert step_of(registry.models["transformer"].model) == step

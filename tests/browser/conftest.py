@@ -138,13 +138,16 @@ def browser_page(chromium, server):
 
 @pytest.fixture
 def open_page(browser_page, server):
-    """open_page(query="", width=1280) -> (page, problems): the session's page with no routes,
-    loaded at `/{query}` and its first update done, its problems cleared. Every test starts from
+    """open_page(query="", width=1280, routes=None) -> (page, problems): the session's page with no
+    routes but `routes` (pattern -> Playwright handler), loaded at `/{query}` and its first update
+    done, its problems cleared. Every test starts from
     a page loaded this way, whatever the tests before it did."""
     page, problems = browser_page
 
-    def _open(query: str = "", width: int = 1280, height: int = 900):
+    def _open(query: str = "", width: int = 1280, height: int = 900, routes: dict | None = None):
         page.unroute_all(behavior="ignoreErrors")
+        for pattern, handler in (routes or {}).items():  # in place before the page asks anything
+            page.route(pattern, handler)
         page.set_viewport_size({"width": width, "height": height})
         problems.clear()
         page.goto(f"{server}/{query}")
@@ -223,13 +226,11 @@ def show_everything(page) -> None:
     page.evaluate("window.scrollTo({top: 0, behavior: 'instant'})")
 
 
-def lose_model(page, health: dict, catalog: list[dict], gone: str) -> str:
-    """Reload `page` as if the server had failed to load `gone`: left out of GET /api/health's models and
-    GET /api/models, listed as unavailable with a reason (returned), and wait for the first round."""
+def lost_model(health: dict, catalog: list[dict], gone: str) -> tuple[dict, str]:
+    """Routes (for `open_page`) that answer as if the server had failed to load `gone`: left out of
+    GET /api/health's models and GET /api/models, listed as unavailable with a reason; and the reason."""
     reason = f"FileNotFoundError: no checkpoint at {gone}/model.safetensors"
-    page.route("**/api/health", lambda route: route.fulfill(json={
-        **health, "models": [n for n in health["models"] if n != gone], "unavailable": {gone: reason}}))
-    page.route("**/api/models", lambda route: route.fulfill(json=[m for m in catalog if m["name"] != gone]))
-    page.reload()
-    page.wait_for_function("window.attentionLab.lastUpdate !== null")
-    return reason
+    served = {**health, "models": [n for n in health["models"] if n != gone], "unavailable": {gone: reason}}
+    return {"**/api/health": lambda route: route.fulfill(json=served),
+            "**/api/models": lambda route: route.fulfill(json=[m for m in catalog if m["name"] != gone]),
+            }, reason

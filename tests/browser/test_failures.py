@@ -58,19 +58,10 @@ def page_errors(problems) -> list[str]:
     return [e for e in problems.errors if not NETWORK_NOISE.search(e)] + problems.dialogs
 
 
-def fail(page, pattern: str, failure: str) -> None:
-    make, _ = FAILURES[failure]
-    page.route(pattern, make)
-
-
 def visit(open_page, failing: dict[str, str]):
     """The page loaded with each pattern of `failing` answered by its failure and every figure shown
     (and the parallel chapter's measurement asked for, when it is to fail)."""
-    page, problems = open_page()
-    for pattern, failure in failing.items():
-        fail(page, pattern, failure)
-    page.reload()
-    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+    page, problems = open_page(routes={pattern: FAILURES[failure][0] for pattern, failure in failing.items()})
     show_everything(page)
     if "**/api/timing" in failing:  # measured only when the reader asks
         page.get_by_test_id("timing-measure").click()
@@ -118,10 +109,7 @@ def test_one_request_failing_leaves_every_other_panel_working(open_page, pattern
 @pytest.mark.parametrize("pattern", CATALOG)
 @pytest.mark.parametrize("failure", FAILURES)
 def test_a_page_that_cannot_list_the_models_says_so(open_page, pattern, failure):
-    page, problems = open_page()
-    fail(page, pattern, failure)
-    page.reload()
-    page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
+    page, problems = open_page(routes={pattern: FAILURES[failure][0]})
     status = page.get_by_test_id("status")
     assert "Could not list the models" in status.inner_text()
     assert says(status.inner_text(), failure)

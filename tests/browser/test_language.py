@@ -13,7 +13,7 @@ from tests.browser.conftest import (
     COMPACT,
     EXTRA_MODEL,
     asked_of_the_page,
-    lose_model,
+    lost_model,
     sent_so_far,
     show,
     show_everything,
@@ -210,7 +210,11 @@ def test_what_the_server_knows_of_a_model_is_said_in_french(open_page, catalog, 
     hover = re.compile(r"de BLEU sur [\d\u202f]+ phrases, intervalle à 95\u202f% ")  # one message a point
     assert points and all(hover.search(said) for said in filter(None, points)), points
     gone = EXTRA_MODEL
-    reason = lose_model(page, health, catalog, gone)
+    routes, reason = lost_model(health, catalog, gone)
+    for pattern, handler in routes.items():
+        page.route(pattern, handler)
+    page.reload()
+    page.wait_for_function("window.attentionLab.lastUpdate !== null")
     text = page.get_by_test_id(f"translation-{gone}")
     assert text.inner_text() == "Non disponible" and text.get_attribute("lang") is None
     said = page.get_by_test_id(f"reason-{gone}")

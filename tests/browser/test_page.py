@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser.conftest import COMPACT, EXTRA_MODEL, lose_model, show, show_everything, type_sentence
+from tests.browser.conftest import COMPACT, EXTRA_MODEL, lost_model, show, show_everything, type_sentence
 
 pytestmark = pytest.mark.browser
 
@@ -502,9 +502,9 @@ def test_messages_for_empty_too_long_and_server_errors(open_page, catalog, healt
 
 
 def test_an_unavailable_model_is_shown_with_its_reason_and_the_rest_works(open_page, catalog, health):
-    page, problems = open_page()
     gone, *kept = aligning(catalog)
-    reason = lose_model(page, health, catalog, gone)
+    routes, reason = lost_model(health, catalog, gone)
+    page, problems = open_page(routes=routes)
     card = page.locator(f'.card[data-model="{gone}"]')
     assert card.get_attribute("aria-disabled") == "true"
     assert page.get_by_test_id(f"translation-{gone}").inner_text() == "Not available"
