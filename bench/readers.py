@@ -4,6 +4,8 @@
     .venv/bin/python bench/readers.py --readers 1,64,128 --seconds 30 --json /tmp/readers.json
     .venv/bin/python bench/readers.py --url http://127.0.0.1:8000          # a running server
     .venv/bin/python bench/readers.py --where top,bottleneck,spread,all --readers 8,32,64  # where they read
+    .venv/bin/python bench/readers.py --where bottleneck --readers 8 --kill-stepper 10  # a stepper killed
+    .venv/bin/python bench/readers.py --where bottleneck --readers 8 --seconds 15 --at-start  # at start-up
 
 Each simulated reader does what the page does (static/js/speculate.js, requests.js, the chapters):
 it is somewhere on the page (--where: "top", the first screen; "bottleneck", that chapter's five
@@ -45,12 +47,14 @@ import asyncio
 import os
 import random
 import secrets
+import signal
 import statistics
 import time
 from collections import Counter
+from pathlib import Path
 
 import httpx
-from serving import serve, write_report  # bench/serving.py: this script's folder is on sys.path
+from serving import ROOT, commands, serve, write_report  # bench/serving.py: this script's folder is on sys.path
 
 from app import chapters
 
@@ -296,14 +300,41 @@ async def experiment(url: str, page: dict, until: float, seed: int) -> list[floa
     return took
 
 
+def stepper_processes() -> list[int]:
+    """The stepper processes on this machine (`python -m app.runtime.stepper_child`), by id."""
+    return sorted(pid for pid, command in commands().items()
+                  if any(word.startswith(b"app.runtime.stepper") for word in command))
+
+
+async def kill_stepper(url: str, after: float, until: float) -> dict | None:
+    """`after` seconds on, one stepper process of the server killed outright (SIGKILL, as the
+    kernel's out-of-memory killer does); then GET /api/health every 50 ms until every process is
+    ready again: how long that took (None: not before `until`)."""
+    await asyncio.sleep(after)
+    victims = stepper_processes()
+    if not victims:
+        return None
+    os.kill(victims[0], signal.SIGKILL)
+    killed = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+        while time.perf_counter() < until:
+            await asyncio.sleep(0.05)
+            stepping = (await client.get("/api/health")).json().get("stepping") or {}
+            if time.perf_counter() - killed > 0.5 and stepping.get("ready") == stepping.get("processes"):
+                return {"pid": victims[0], "ready_again_s": time.perf_counter() - killed}
+    return {"pid": victims[0], "ready_again_s": None}
+
+
 async def level(url: str, page: dict, readers: int, seconds: float, seed: int, where: str,
-                with_experiment: bool = False) -> dict:
+                with_experiment: bool = False, kill_after: float | None = None) -> dict:
     until = time.perf_counter() + seconds
     crowd = [Reader(i, url, page, seed, where) for i in range(readers)]
     cpu0, wall0 = time.process_time(), time.perf_counter()
     extra = [experiment(url, page, until, seed)] if with_experiment else []
+    killing = asyncio.create_task(kill_stepper(url, kill_after, until)) if kill_after is not None else None
     (health, in_flight, (steps, cut)), *rest = await asyncio.gather(probe(url, until), *extra,
                                                              *(r.run(until) for r in crowd))
+    killed = await killing if killing is not None else None
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     latencies = [x for r in crowd for x in r.latencies]
     failures = sum((r.failures for r in crowd), Counter())
@@ -319,6 +350,7 @@ async def level(url: str, page: dict, readers: int, seconds: float, seed: int, w
             "in_flight_mean": statistics.fmean(in_flight) if in_flight else None, "stepped": steps,
             "cut_short": cut,
             "experiment_s": statistics.median(rest[0]) if extra and rest[0] else None,
+            "stepper_killed": killed,
             "generator_cpu_share": cpu / wall / (os.cpu_count() or 1)}
 
 
@@ -346,6 +378,10 @@ def show(row: dict) -> None:
     if row.get("experiment_s") is not None:
         print(f"        the gradients chapter's experiment meanwhile: median {row['experiment_s']:.2f} s",
               flush=True)
+    if row.get("stepper_killed"):
+        again = row["stepper_killed"]["ready_again_s"]
+        print("        a stepper process killed: every process ready again after "
+              + ("- (not within the level)" if again is None else f"{again:.1f} s"), flush=True)
     if row.get("stepped"):
         print("        sentences per step (first step's mean wait): " + ", ".join(
             f"{model} {s['rows_per_step']:.1f} ({fmt1(s['first_step_ms'])} ms)"
@@ -374,7 +410,15 @@ def main() -> None:
     parser.add_argument("--experiment", action="store_true",
                         help="also ask the gradients chapter's experiment over and over during each level, "
                              "and alone first")
+    parser.add_argument("--kill-stepper", type=float, metavar="SECONDS",
+                        help="this far into each level, kill one stepper process outright (SIGKILL); "
+                             "print how long until every process is ready again")
     parser.add_argument("--url", help="a running server (default: start one as `make serve` does)")
+    parser.add_argument("--at-start", action="store_true",
+                        help="readers come as soon as the server answers health, while its start-up work "
+                             "(the stepper processes loading, the answers computed ahead) runs")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="serve the app of this checkout (e.g. a worktree of an earlier commit)")
     parser.add_argument("--workers", type=int, default=WORKERS,
                         help=f"processes of the server started here (default {WORKERS}, as `make serve`)")
     parser.add_argument("--json", help="also write the figures here")
@@ -398,16 +442,17 @@ def main() -> None:
         for where in places:
             for readers in counts:
                 rows.append(asyncio.run(level(url, page, readers, args.seconds, args.seed, where,
-                                              args.experiment)))
+                                              args.experiment, args.kill_stepper)))
                 show(rows[-1])
         return rows
 
     if args.url:
         rows = measure(args.url.rstrip("/"))
     else:
-        with serve(env={**SERVER_ENV, "UVICORN_WORKERS": str(args.workers)}) as url:
-            # the default sentence's answers computed ahead (by every process), as a replica has them by then
-            time.sleep(10 * max(1, args.workers))
+        with serve(env={**SERVER_ENV, "UVICORN_WORKERS": str(args.workers)}, root=args.root) as url:
+            if not args.at_start:
+                # the default sentence's answers computed ahead (by every process), as a replica has them
+                time.sleep(10 * max(1, args.workers))
             rows = measure(url)
     held_by_place = {where: held(rows, where) for where in places}
     for where, most in held_by_place.items():

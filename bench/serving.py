@@ -49,17 +49,18 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve(env: dict[str, str] | None = None, app: str = "app.main:app", timeout: float = 120,
-          log_level: str = "warning", log=None) -> Iterator[str]:
+          log_level: str = "warning", log=None, root: Path = ROOT) -> Iterator[str]:
     """Start uvicorn serving `app` with `env` added to this process's environment; yield its base
     URL (no trailing slash) once GET /api/health answers 200; stop it on leaving. The server's
     output goes to `log` (an open text file; default a temporary one) whose tail is in the error
-    raised when it exits or does not answer. `log_level`: uvicorn's and the app's."""
+    raised when it exits or does not answer. `log_level`: uvicorn's and the app's. `root`: the
+    checkout whose app is served (another worktree: the code of another commit, on this venv)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
                "--log-level", log_level, "--no-access-log"]  # the app logs each request itself
     with contextlib.nullcontext(log) if log is not None else tempfile.TemporaryFile("w+") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "ATTENTION_LAB_LOG_LEVEL": log_level,
+        process = subprocess.Popen(command, cwd=root, env={**os.environ, "ATTENTION_LAB_LOG_LEVEL": log_level,
                                                             **(env or {})},
                                    stdout=log, stderr=subprocess.STDOUT)
         try:
