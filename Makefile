@@ -41,13 +41,12 @@ serve: $(STAMP)
 	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 --workers $(WORKERS) $(UVICORN_LIMITS)
 
 # The suite on TEST_WORKERS processes (pytest-xdist): most of a browser test's time is waiting for a
-# page or a server, so two share two cores; TEST_WORKERS=0 runs it in this process. A worker that runs
-# out of tests takes some of the other's (worksteal), so neither waits idle at the end. The tests
-# marked `alone` (what a reader meets at the production limits) run after the rest, one at a time.
+# page or a server, so two share two cores; TEST_WORKERS=0 runs it in this process. The tests marked
+# `alone` (what a reader meets at the production limits) run after the rest, one at a time.
 TEST_WORKERS ?= 2
 
 test: lint $(NODE_STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not alone"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not alone"
 	$(PY) -m pytest -q -m alone
 
 # What ships, started as it ships (both run by .ci/run after `make test`): the server from a fresh

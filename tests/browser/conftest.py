@@ -76,8 +76,10 @@ def server(chromium, tiny_checkpoints, server_log) -> str:
     # Admission by queue age is tested in tests/app/test_admission.py; here its 0.5 s bound would turn
     # away the one reader's own burst of asks (a jump to the heads chapter) whenever the machine is busy with
     # other work, and the browser logs each 503 as a console error the tests count.
+    # One stepper process, not one per core: the page's compares take the processes' path all the same,
+    # and each test process (pytest-xdist) starts a server of its own, whose processes load the models.
     env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu",
-           "ATTENTION_LAB_SHARES": "false", "ATTENTION_LAB_MAX_WAIT": "10"}
+           "ATTENTION_LAB_SHARES": "false", "ATTENTION_LAB_MAX_WAIT": "10", "ATTENTION_LAB_STEP_PROCESSES": "1"}
     with server_log.open("w+") as log, serve(env, APP, timeout=60, log_level="info", log=log) as url:
         yield url
 
