@@ -43,9 +43,6 @@ def heading(chapter: str) -> str:
     return f"document.querySelector('section[data-chapter=\"{chapter}\"] h2').getBoundingClientRect().top"
 
 
-WHEEL_PX = 2000  # the most one turn of the wheel scrolls: a reader's flick down a long page
-
-
 def wheel_to(page, chapter: str) -> None:
     """Scroll with the mouse wheel, as a reader does, until the chapter's heading is near the top."""
     size = page.viewport_size
@@ -54,7 +51,7 @@ def wheel_to(page, chapter: str) -> None:
         top = page.evaluate(heading(chapter))
         if 150 <= top <= 400:
             break
-        page.mouse.wheel(0, max(-WHEEL_PX, min(WHEEL_PX, top - 250)))
+        page.mouse.wheel(0, max(-500, min(500, top - 250)))
         page.wait_for_timeout(30)
     page.wait_for_timeout(300)
 
