@@ -50,7 +50,7 @@ def gradient_curves(
     key = ("gradients", source.text, len(ids), tuple(e.name for e in entries), initialized, factors)
     worker = registry.jobs.thread
 
-    def pause() -> None:  # between steps, the compares of typing readers run (worker.py)
+    def pause() -> None:  # between steps, the compares of typing readers run (app/runtime/model_thread.py)
         worker.pause()
         if cancel is not None and cancel.is_set():
             raise Stopped  # up to seconds of work a superseded text would still cost
