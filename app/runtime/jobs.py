@@ -122,11 +122,6 @@ class Jobs:
                       if todo else [])
         return [future or next(queued) for future in futures]
 
-    def waited(self) -> float:
-        """Seconds the oldest model work a new request would wait behind has waited (0: none), on the
-        model thread or in a stepper process."""
-        return max(self.ages().values(), default=0.0)
-
     def ages(self) -> dict[str, float]:
         """Per client with model work waiting (on the model thread or in a stepper process), how long
         its oldest has waited: what admission refuses by (app/admission.py)."""

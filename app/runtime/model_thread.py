@@ -197,11 +197,6 @@ class ModelThread:
             self._queue.push(priority, turn, futures, client, time.perf_counter())
             self._ready.notify()
 
-    def waited(self) -> float:
-        """Seconds the oldest work a new request would wait behind has been waiting: the oldest
-        queued turn more urgent than an experiment, or the oldest sentence not yet stepped (0: none)."""
-        return max(self.ages().values(), default=0.0)
-
     def ages(self) -> dict[str, float]:
         """Per client with work queued (a turn more urgent than an experiment, or a sentence not yet
         stepped), how long its oldest has waited: what admission (app/admission.py) refuses by."""

@@ -155,11 +155,6 @@ class Steppers:
         future.add_done_callback(partial(self._dropped, sent.sid))
         return future
 
-    def waited(self) -> float:
-        """Seconds the oldest sentence not yet stepped in any process has waited, as last reported
-        plus the time since (0: none)."""
-        return max(self.ages().values(), default=0.0)
-
     def ages(self) -> dict[str, float]:
         """Per client, how long its oldest sentence not yet stepped in any process has waited, as
         last reported plus the time since."""

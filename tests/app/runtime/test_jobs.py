@@ -12,6 +12,7 @@ from app.runtime.jobs import Jobs
 from app.runtime.model_thread import ModelThread
 from app.runtime.scheduler import INTERACTIVE
 from app.runtime.stepped_decoding import Batchable
+from tests.app.runtime.test_model_thread import oldest_wait
 
 
 def _held(worker: ModelThread) -> threading.Event:
@@ -29,10 +30,10 @@ def test_work_behind_readers_goes_after_a_reader_and_never_counts_as_a_wait():
         with jobs.behind_readers():
             ahead = jobs.submit("ahead", lambda: order.append("ahead") or "a")
         time.sleep(0.2)
-        assert jobs.waited() == 0.0  # admission (app/admission.py) sees no queue
+        assert oldest_wait(jobs) == 0.0  # admission (app/admission.py) sees no queue
         reader = jobs.submit("reader", lambda: order.append("reader") or "r")  # queued later, runs first
         time.sleep(0.1)
-        assert 0.05 < jobs.waited() < 5
+        assert 0.05 < oldest_wait(jobs) < 5
         release.set()
         assert (reader.result(timeout=10), ahead.result(timeout=10)) == ("r", "a")
         assert order == ["reader", "ahead"]
@@ -55,7 +56,7 @@ def test_a_comparison_behind_readers_is_not_stepped_with_theirs():
         with jobs.behind_readers():
             [answer] = jobs.submit_together([("m", ("m", "texte"), lambda: "computed", spec)])
         time.sleep(0.2)
-        assert jobs.waited() == 0.0 and worker.stepped.idle()
+        assert oldest_wait(jobs) == 0.0 and worker.stepped.idle()
         release.set()
         assert answer.result(timeout=10) == "computed"
     finally:
@@ -70,7 +71,7 @@ def test_behind_readers_holds_only_on_the_thread_that_entered_it():
         with jobs.behind_readers(), ThreadPoolExecutor(1) as pool:
             other = pool.submit(jobs.submit, "other", lambda: "o").result()
             time.sleep(0.2)
-            assert jobs.waited() > 0.1  # a reader's request from another thread counts
+            assert oldest_wait(jobs) > 0.1  # a reader's request from another thread counts
         release.set()
         assert other.result(timeout=10) == "o"
     finally:
