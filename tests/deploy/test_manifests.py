@@ -7,6 +7,7 @@ import re
 import subprocess
 from types import SimpleNamespace
 
+from tests.aio import run_async
 from tests.deploy.files import (
     DEPLOY,
     K8S,
@@ -196,9 +197,7 @@ def test_the_deployment_tells_readers_behind_its_ingress_apart(k8s):
     ranges pod networks are drawn from), never only 127.0.0.1 (every reader behind the ingress one
     client, one budget) nor "*" (any client names itself); and uvicorn, trusting them, takes the
     reader from the right of X-Forwarded-For, which the reader cannot write."""
-    import asyncio
     import ipaddress
-    from concurrent.futures import ThreadPoolExecutor
 
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -220,9 +219,7 @@ def test_the_deployment_tells_readers_behind_its_ingress_apart(k8s):
 
         scope = {"type": "http", "client": (peer, 1), "headers": [(b"x-forwarded-for", forwarded.encode())]}
         middleware = ProxyHeadersMiddleware(app, trusted_hosts=trusted)
-        # a loop of its own on a thread of its own: the browser tests' Playwright keeps one running here
-        with ThreadPoolExecutor(1) as thread:
-            thread.submit(lambda: asyncio.run(middleware(scope, None, None))).result()
+        run_async(middleware(scope, None, None))
         return seen["client"]
 
     assert client("10.244.1.5", "203.0.113.9") == "203.0.113.9"  # the ingress's reader
