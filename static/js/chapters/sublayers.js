@@ -31,6 +31,21 @@ export function mount(context) {
   label(lab.part("room-sizes"), "room.sizes", { model: model.name, width: model.width, inner: model.feed_forward });
   label(lab.part("sublayers-note"), "room.sublayers-note", { pairs: model.metrics?.pairs ?? "–" });
   headline();
+  waiting();
+  // words written before any answer are rewritten in the new language; an answer's redraw does its own
+  addEventListener("lab:language", () => {
+    if (lab.part("sublayers-table").querySelector("tr[data-waiting]")) waiting();
+  });
+}
+
+/**
+ * Before the first answer, the table and its story as the answer will show them, with "…" for the
+ * translations: each row's name and shipped score are known already. Their height is then there
+ * before anything is asked, and the answer does not push down what a reader looks at below them.
+ */
+function waiting() {
+  fill(SWITCHES.map(() => ({ translation: "…" })));
+  for (const tr of lab.part("sublayers-table").children) tr.dataset.waiting = "";
 }
 
 /** The shipped model's test score with switch `off` (null: none off), or null when not scored. */
@@ -59,6 +74,11 @@ const bleu = (score) => (score ? t("room.sublayers.bleu", { bleu: fmt(score.bleu
 
 export function draw(answers) {
   headline(); // again, in the page's language now
+  fill(answers);
+}
+
+/** The table's rows and the story's facts from `answers` (one per switch, each with its translation). */
+function fill(answers) {
   const made = lines(answers);
   lab.part("sublayers-table").replaceChildren(...made.map((line) => {
     const tr = el("tr");
