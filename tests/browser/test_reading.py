@@ -2,8 +2,8 @@
 ever shown with a hole where a number will go.
 
 The page is opened fresh and read from top to bottom at a reader's pace while a check runs on every
-frame: a sentence (a paragraph, list item or note holding data-fact slots) that is visible on the
-screen must have every slot filled. Figures keep the size they had at first paint, and the load
+frame that changed: a sentence (a paragraph, list item or note holding data-fact slots) that is
+visible on the screen must have every slot filled. Figures keep the size they had at first paint, and the load
 shifts nothing on the first screen."""
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ FRAMES = ("() => new Promise(done => requestAnimationFrame(() => requestAnimatio
           "() => requestAnimationFrame(done))))")
 
 # Installed once the document is parsed (before the page's modules have asked the server anything):
-# on every frame, each visible slot that is still empty, and each visible sentence that reads
-# "undefined" or "NaN", is recorded with the words around it.
+# at every frame in which something could have changed what is on the screen (the document changed,
+# the page scrolled or was resized), each visible slot that is still empty, and each visible sentence
+# that reads "undefined" or "NaN", is recorded with the words around it. A frame in which nothing of
+# that happened shows what the one before it showed, so it is not checked again (checking every frame
+# kept the renderer busy for the whole read, on a machine whose two cores the suite's workers share).
 WATCH = """() => {
   window.holes = [];
   const seen = new Set();
@@ -45,8 +48,13 @@ WATCH = """() => {
         if (!seen.has(what)) { seen.add(what); window.holes.push(what); }
       }
     }
-    requestAnimationFrame(check);
   };
+  let asked = 0;
+  const changed = () => { asked ||= requestAnimationFrame(() => { asked = 0; check(); }); };
+  new MutationObserver(changed).observe(document.documentElement,
+    { subtree: true, childList: true, characterData: true, attributes: true });
+  addEventListener("scroll", changed, { passive: true });
+  addEventListener("resize", changed);
   check();
 }"""
 
