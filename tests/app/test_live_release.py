@@ -1,8 +1,9 @@
 """The training slot comes back whatever the client does (issue 66): a client that stops reading is
-dropped after the write deadline, a cancelled ending still gives the slot back, a stream collected
-while the slots' lock is held does not deadlock, and the line survives a hand-over that wakes its
-reader late. Where a run starts, its process is a stand-in that writes one contract line and then
-waits, so each test takes about a second once the fix is in."""
+dropped after the write deadline (and a teaching run's client too), a cancelled ending still gives
+the slot back, a stream collected while the slots' lock is held does not deadlock, and the line
+survives a hand-over that wakes its reader late. Where a training run starts, its process is a
+stand-in that writes one contract line and then waits, so each test takes about a second once the
+fix is in; the teaching run's is the real one, on the tiny models."""
 
 from __future__ import annotations
 
@@ -30,21 +31,27 @@ BOUND_S = 10.0  # what each test waits at most for the slot; the fixed code take
 
 
 @pytest.fixture
-def children(monkeypatch) -> list:
-    """Every run's process is the stand-in; the list holds them, each killed after the test."""
+def spawned(monkeypatch) -> list:
+    """Every process a run starts (training or teaching: both through asyncio), each killed after the test."""
     started, real = [], asyncio.create_subprocess_exec
-    script = f"import time; print({json.dumps(json.dumps(LINE))}, flush=True); time.sleep(60)"
-    monkeypatch.setattr(live_service, "command", lambda config: [sys.executable, "-c", script])
 
     async def spy(*args, **kwargs):
         started.append(process := await real(*args, **kwargs))
         return process
 
-    monkeypatch.setattr(live_service.asyncio, "create_subprocess_exec", spy)
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", spy)
     yield started
     for process in started:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
+
+
+@pytest.fixture
+def children(spawned, monkeypatch) -> list:
+    """Every training run's process is the stand-in; the list holds them."""
+    script = f"import time; print({json.dumps(json.dumps(LINE))}, flush=True); time.sleep(60)"
+    monkeypatch.setattr(live_service, "command", lambda config: [sys.executable, "-c", script])
+    return spawned
 
 
 async def until(condition, bound_s: float = BOUND_S) -> bool:
@@ -57,21 +64,18 @@ async def until(condition, bound_s: float = BOUND_S) -> bool:
     return True
 
 
-def train_request(body: dict) -> dict:
+def train_request(body: dict, path: str = "/api/train") -> dict:
     raw = json.dumps(body).encode()
     return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-            "method": "POST", "scheme": "http", "path": "/api/train", "raw_path": b"/api/train",
+            "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
             "query_string": b"", "root_path": "", "client": ("127.0.0.1", 50000), "server": ("test", 80),
             "headers": [(b"host", b"test"), (b"content-type", b"application/json"),
                         (b"content-length", str(len(raw)).encode())]}, raw
 
 
-def test_a_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_checkpoints, children):
-    """The server's send blocks once the client reads no more (socket buffers full); past the write
-    deadline the response stops, the run's process ends and the slot is free for the next reader."""
-    app = create_app(tiny_settings(tiny_checkpoints, train_write_deadline_s=0.2))
-    runs = app.state.live
-    scope, body = train_request(QUICK)
+def reads_nothing(body: bytes):
+    """(receive, send, sent): an ASGI client that sends `body`, then neither reads what it is sent
+    (its first write of the answer's body never completes) nor hangs up; `sent` what it was sent."""
     asked, sent = [], []
 
     async def receive():
@@ -86,16 +90,50 @@ def test_a_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_che
         if message["type"] == "http.response.body":
             await asyncio.Future()  # a client that stopped reading: the write never completes
 
+    return receive, send, sent
+
+
+async def served_until_it_stops(app, scope, body: bytes, bound_s: float = BOUND_S) -> list[dict]:
+    """`app` answering a client that reads nothing, until the answer stops by itself; what was sent."""
+    receive, send, sent = reads_nothing(body)
+    serving = asyncio.create_task(app(scope, receive, send))
+    try:
+        await asyncio.wait_for(asyncio.shield(serving), bound_s)
+    finally:
+        serving.cancel()
+    assert sent[0]["status"] == 200  # the answer had started: this is the stream's own deadline
+    assert all(m.get("more_body", True) for m in sent[1:])  # left unfinished: the server closes it
+    return sent
+
+
+def test_a_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_checkpoints, children):
+    """The server's send blocks once the client reads no more (socket buffers full); past the write
+    deadline the response stops, the run's process ends and the slot is free for the next reader."""
+    app = create_app(tiny_settings(tiny_checkpoints, train_write_deadline_s=0.2))
+    runs = app.state.live
+
     async def scenario():
-        serving = asyncio.create_task(app(scope, receive, send))
-        try:
-            await asyncio.wait_for(asyncio.shield(serving), BOUND_S)  # the answer stops by itself
-        finally:
-            serving.cancel()
-        assert sent[0]["status"] == 200  # the answer had started: this is the stream's own deadline
+        await served_until_it_stops(app, *train_request(QUICK))
         assert runs.running == 0 and not runs.holders
         assert children[0].returncode is not None  # the run's process is gone with it
-        assert all(m.get("more_body", True) for m in sent[1:])  # left unfinished: the server closes it
+
+    run_async(scenario())
+
+
+def test_a_teaching_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_checkpoints, spawned):
+    """The same for "Teach it a pair" (POST /api/teach), with its real process on the tiny models: the
+    first line is sent and never read; past the write deadline the response stops, the process ends
+    and the teaching slot is free."""
+    app = create_app(tiny_settings(tiny_checkpoints, train_write_deadline_s=0.2))
+    runs = app.state.teach
+    request = train_request({"text": "Je mange du pain.", "target": "I eat bread.", "steps": 50}, "/api/teach")
+
+    async def scenario():
+        async with app.router.lifespan_context(app):  # the models loaded: a run names one of them
+            # the process loads torch and the model before its first line: a bound of its own
+            await served_until_it_stops(app, *request, 6 * BOUND_S)
+            assert runs.running == 0 and not runs.holders
+            assert len(spawned) == 1 and spawned[0].returncode is not None
 
     run_async(scenario())
 
