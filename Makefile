@@ -40,9 +40,10 @@ WORKERS ?= 1
 serve: $(STAMP)
 	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 --workers $(WORKERS) $(UVICORN_LIMITS)
 
-# The suite on TEST_WORKERS processes (pytest-xdist): most of a browser test's time is waiting for a
-# page or a server, so two share two cores; TEST_WORKERS=0 runs it in this process. The tests marked
-# `alone` (what a reader meets at the production limits) run after the rest, one at a time.
+# The suite on TEST_WORKERS processes (pytest-xdist), each handed whole test files in the order
+# tests/conftest.py gives them (a browser file between files of other tests); TEST_WORKERS=0 runs it
+# in this process. The tests marked `alone` (what a reader meets at the production limits) run
+# after the rest, one at a time.
 TEST_WORKERS ?= 2
 
 # The second run collects only the files that hold `alone` tests: collecting the whole suite again
@@ -50,7 +51,7 @@ TEST_WORKERS ?= 2
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)
 
 test: lint $(NODE_STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not alone"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone"
 	$(PY) -m pytest -q -m alone $(ALONE_FILES)
 
 # What ships, started as it ships (both run by .ci/run after `make test`): the server from a fresh

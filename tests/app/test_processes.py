@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from bench.serving import commands, serve
 from tests.app.conftest import LEAN_SERVER
@@ -55,6 +56,7 @@ def test_make_serve_takes_its_processes_from_workers():
     assert re.search(r"^WORKERS \?= 1$", makefile, re.M), "one process unless asked"
 
 
+@pytest.mark.slow
 def test_two_processes_each_load_the_models_and_answer_on_one_port(tiny_checkpoints):
     env = {"ATTENTION_LAB_CHECKPOINTS": str(tiny_checkpoints), "ATTENTION_LAB_DEVICE": "cpu", **LEAN_SERVER,
            "ATTENTION_LAB_SHARES": "false", "UVICORN_WORKERS": "2"}

@@ -39,6 +39,7 @@ def api_schema(tiny_checkpoints):
         yield schemathesis.openapi.from_asgi("/openapi.json", app)
 
 
+@pytest.mark.slow
 def test_every_operation_keeps_the_schema_s_promises(api_schema):
     """Each operation in turn (schemathesis' pytest plugin does not load under this pytest), all
     checks; the failures of every operation are gathered before the test fails."""

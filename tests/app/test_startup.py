@@ -227,6 +227,7 @@ def test_openmp_threads_sleep_at_once_in_the_server_unless_told_otherwise(preset
     assert out.stdout.split() == ["False", "True", expected]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", range(3))
 def test_a_fresh_servers_first_requests_all_at_once(tmp_path, run):
     """Every endpoint that differentiates, traces or records a graph, asked at once as a fresh

@@ -45,6 +45,7 @@ def stepped(tiny_checkpoints):
         yield test_client
 
 
+@pytest.mark.slow
 def test_health_says_how_many_processes_step_and_how_many_are_ready(stepped, client, tiny_checkpoints):
     assert stepped.get("/api/health").json()["stepping"] == {"processes": 2, "ready": 2}
     assert client.get("/api/health").json()["stepping"] == {"processes": 0, "ready": 0}  # the model thread's
@@ -151,6 +152,7 @@ def test_a_sentence_is_freed_as_soon_as_its_readers_let_go(stepped):
         gc.enable()
 
 
+@pytest.mark.slow
 def test_a_process_that_dies_leaves_the_server_answering_and_another_takes_its_place(tiny_checkpoints, client):
     with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=1))) as test_client:
         steppers = ready(test_client, 1)
@@ -168,6 +170,7 @@ def test_a_process_that_dies_leaves_the_server_answering_and_another_takes_its_p
         assert lines(test_client.post("/api/compare", json=body)) == want
 
 
+@pytest.mark.slow
 def test_the_processes_end_with_the_server(tiny_checkpoints):
     with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=2))) as test_client:
         processes = list(ready(test_client)._processes)
@@ -188,6 +191,7 @@ def test_a_process_reports_its_figures_its_queue_and_the_queue_emptied():
     assert not worth_reporting([], [], {}, {})  # idle: nothing to say
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_readers_type_fails_none_of_their_sentences(tiny_checkpoints):
     """Its sentences in flight are run again elsewhere (the other process, or the model thread), and
     a new process is ready within 20 s."""
