@@ -1,3 +1,6 @@
+import asyncio
+
+import pytest
 import torch
 
 # The suite's models are tiny: one intra-op thread is as fast as two for them, and it stops the
@@ -35,3 +38,20 @@ def pytest_collection_modifyitems(items):
         tests = queues[kind].pop(0)
         done[kind] += seconds(tests)
         items.extend(tests)
+
+
+@pytest.fixture(autouse=True)
+def no_event_loop_left_running(request):
+    """Playwright's sync API marks its event loop as running on the thread that drives the browser,
+    for as long as the browser is open (a session fixture); a worker's later tests that run an event
+    loop of their own on that thread (app/services/comparison.py's blocking iterators, say) would be
+    refused. Outside the browser tests, no loop runs there, so none is marked for them."""
+    running = asyncio.events._get_running_loop()
+    if running is None or request.node.get_closest_marker("browser"):
+        yield
+        return
+    asyncio.events._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(running)
