@@ -44,8 +44,8 @@ def pytest_collection_modifyitems(items):
 def no_event_loop_left_running(request):
     """Playwright's sync API marks its event loop as running on the thread that drives the browser,
     for as long as the browser is open (a session fixture); a worker's later tests that run an event
-    loop of their own on that thread (app/services/comparison.py's blocking iterators, say) would be
-    refused. Outside the browser tests, no loop runs there, so none is marked for them."""
+    loop of their own on that thread (asyncio.run, app/services/comparison.py's blocking iterators)
+    would be refused. Outside the browser tests, no loop runs there, so none is marked for them."""
     running = asyncio.events._get_running_loop()
     if running is None or request.node.get_closest_marker("browser"):
         yield

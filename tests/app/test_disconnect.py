@@ -11,7 +11,6 @@ from app.dependencies import ClientGone
 from app.disconnect import CancelOnDisconnect
 from app.runtime.errors import Abandoned
 from models.decoding import Stopped
-from tests.aio import run_async
 
 
 def _app(seen: list) -> FastAPI:
@@ -68,13 +67,13 @@ async def _call(app, path: str, hang_up_after: float | None = None, key: bytes |
 
 def test_the_middleware_tells_the_handler_its_client_hung_up():
     seen: list = []
-    run_async(_call(_app(seen), "/wait", hang_up_after=0.05))
+    asyncio.run(_call(_app(seen), "/wait", hang_up_after=0.05))
     assert seen == [True]
 
 
 def test_a_client_that_stays_is_not_flagged():
     seen: list = []
-    sent = run_async(_call(_app(seen), "/quick"))
+    sent = asyncio.run(_call(_app(seen), "/quick"))
     assert seen == [False]
     assert sent[0]["status"] == 200
 
@@ -110,7 +109,7 @@ def test_a_newer_request_with_the_same_key_stops_the_older_one_at_once():
         release.set()  # the others' clients hang up: they stop too
         await asyncio.gather(other, plain)
 
-    run_async(scenario())
+    asyncio.run(scenario())
     # /quick itself was not flagged; the older one (replaced) and the two that hung up were
     assert sorted(seen) == [False, True, True, True]
     middleware = [m for m in _middleware_stack(app) if isinstance(m, CancelOnDisconnect)]

@@ -4,6 +4,7 @@ heads and bodies cut."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -17,7 +18,6 @@ from fastapi.testclient import TestClient
 from app.guard import CSP, DOCS_CSP, BodyLimit, SecurityHeaders
 from app.main import ECHO_CHARS, create_app
 from app.serving import H11
-from tests.aio import run_async
 from tests.app.conftest import TEXT, tiny_settings
 
 
@@ -223,5 +223,5 @@ def test_a_client_gone_before_its_body_is_whole_is_not_answered():
 
     scope = {"type": "http", "method": "POST", "path": "/api/compare",
              "headers": [(b"content-length", b"60"), (b"content-type", b"application/json")]}
-    run_async(BodyLimit(app, max_bytes=65536)(scope, receive, send))
+    asyncio.run(BodyLimit(app, max_bytes=65536)(scope, receive, send))
     assert (called, sent) == ([], [])

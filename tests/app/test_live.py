@@ -26,7 +26,6 @@ from app.services import live as live_service
 from app.services.live import LiveLimits
 from bench.serving import live_processes, serve
 from models import live
-from tests.aio import run_async
 from tests.app.conftest import LEAN_SERVER
 
 QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
@@ -155,7 +154,7 @@ def test_the_reader_whose_run_ended_waits_behind_those_already_waiting():
         await second.aclose()
         assert runs.running == 0 and not runs.waiting and not runs.holders
 
-    run_async(scenario())
+    asyncio.run(scenario())
 
 
 def again_expected(runs, config) -> int:

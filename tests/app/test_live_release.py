@@ -22,7 +22,6 @@ from app.main import create_app
 from app.routes.live import DeadlinedStream
 from app.services import live as live_service
 from bench.serving import free_port
-from tests.aio import run_async
 from tests.app.conftest import tiny_settings
 
 QUICK = {"length": 5, "steps": 12, "contestants": ["lstm", "lstm-additive"]}
@@ -117,7 +116,7 @@ def test_a_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_che
         assert runs.running == 0 and not runs.holders
         assert children[0].returncode is not None  # the run's process is gone with it
 
-    run_async(scenario())
+    asyncio.run(scenario())
 
 
 def test_a_teaching_client_that_stops_reading_is_dropped_and_its_slot_comes_back(tiny_checkpoints, spawned):
@@ -135,7 +134,7 @@ def test_a_teaching_client_that_stops_reading_is_dropped_and_its_slot_comes_back
             assert runs.running == 0 and not runs.holders
             assert len(spawned) == 1 and spawned[0].returncode is not None
 
-    run_async(scenario())
+    asyncio.run(scenario())
 
 
 def test_over_a_real_socket_a_client_that_reads_nothing_is_dropped_within_the_deadline():
@@ -198,7 +197,7 @@ def test_a_run_whose_ending_is_cancelled_still_gives_its_slot_back(children, mon
         assert runs.running == 0 and not runs.holders  # `lines` is still referenced: no finalizer did it
         await children[0].wait()
 
-    run_async(scenario())
+    asyncio.run(scenario())
 
 
 def test_a_stream_collected_while_the_slots_lock_is_held_does_not_deadlock():
@@ -220,7 +219,7 @@ def test_a_stream_collected_while_the_slots_lock_is_held_does_not_deadlock():
         assert not collector.is_alive(), "a finalizer deadlocked on the slots' lock"
         assert await until(lambda: runs.running == 0 and not runs.waiting and not runs.holders)
 
-    run_async(scenario())
+    asyncio.run(scenario())
 
 
 def test_a_reader_woken_by_its_timer_after_the_hand_over_goes_on_to_run(children, monkeypatch):
@@ -247,4 +246,4 @@ def test_a_reader_woken_by_its_timer_after_the_hand_over_goes_on_to_run(children
         await second.aclose()
         assert runs.running == 0 and not runs.holders
 
-    run_async(scenario())
+    asyncio.run(scenario())

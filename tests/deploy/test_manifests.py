@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 from types import SimpleNamespace
 
-from tests.aio import run_async
 from tests.deploy.files import (
     DEPLOY,
     K8S,
@@ -219,7 +219,7 @@ def test_the_deployment_tells_readers_behind_its_ingress_apart(k8s):
 
         scope = {"type": "http", "client": (peer, 1), "headers": [(b"x-forwarded-for", forwarded.encode())]}
         middleware = ProxyHeadersMiddleware(app, trusted_hosts=trusted)
-        run_async(middleware(scope, None, None))
+        asyncio.run(middleware(scope, None, None))
         return seen["client"]
 
     assert client("10.244.1.5", "203.0.113.9") == "203.0.113.9"  # the ingress's reader

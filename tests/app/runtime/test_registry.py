@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,7 +12,6 @@ from app.limits import Limits
 from app.runtime.errors import Abandoned
 from app.runtime.loading import load_registry, model_folders
 from models.config import Seq2SeqConfig
-from tests.aio import run_async
 from tests.tiny import write_tiny_checkpoints
 
 
@@ -36,9 +36,9 @@ def test_a_coroutine_gets_the_same_answer_without_holding_a_thread(cached_regist
         ran_on.append(threading.current_thread().name)
         return {"computed": True}
 
-    assert run_async(cached_registry.jobs.answer("async-key", compute)) == {"computed": True}
+    assert asyncio.run(cached_registry.jobs.answer("async-key", compute)) == {"computed": True}
     assert ran_on[0].startswith("models")  # the model thread
-    assert run_async(cached_registry.jobs.answer("async-key", compute)) == {"computed": True}
+    assert asyncio.run(cached_registry.jobs.answer("async-key", compute)) == {"computed": True}
     assert len(ran_on) == 1  # the second came from the cache
     assert cached_registry.jobs.result("async-key", compute) == {"computed": True}
 

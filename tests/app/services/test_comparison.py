@@ -16,7 +16,6 @@ from app.runtime.scheduler import INTERACTIVE
 from app.schemas.translation import Attention, AttentionMap, ModelFailure, Translation
 from app.services.comparison import _settled, as_ready, comparison, queue_comparison
 from models.decoding import Stopped
-from tests.aio import run_async
 from tests.app.conftest import TEXT
 
 
@@ -121,7 +120,7 @@ def _lines_of(pending, take=None):
                 break
         return lines
 
-    return run_async(read())
+    return asyncio.run(read())
 
 
 def _translated(name: str) -> Translation:
@@ -174,14 +173,14 @@ def test_the_event_loop_s_stream_ends_as_soon_as_a_newer_text_supersedes_it():
             threading.Timer(0.05, gone.set).start()  # set from another thread, as a newer request may
         return lines
 
-    assert run_async(asyncio.wait_for(read(), timeout=2)) == [_attended("a")]
+    assert asyncio.run(asyncio.wait_for(read(), timeout=2)) == [_attended("a")]
     assert waiting.cancelled()
 
 
 def test_a_flag_already_set_ends_the_stream_before_any_answer():
     gone, waiting = Gone(), Future()
     gone.set()
-    assert run_async(asyncio.wait_for(_collect(as_ready([("b", waiting)], gone)), timeout=2)) == []
+    assert asyncio.run(asyncio.wait_for(_collect(as_ready([("b", waiting)], gone)), timeout=2)) == []
     assert waiting.cancelled()
 
 
@@ -224,7 +223,7 @@ def test_work_dropped_after_its_reader_left_is_never_logged_as_unretrieved(error
 
     hooks = sys.get_asyncgen_hooks()
     try:
-        run_async(scenario())
+        asyncio.run(scenario())
     finally:
         sys.set_asyncgen_hooks(*hooks)
     gc.collect()
