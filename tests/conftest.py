@@ -7,12 +7,12 @@ import torch
 # test processes (and the uvicorn servers they start) from fighting over the machine's 2 cores.
 torch.set_num_threads(1)
 
-# A browser test's time is mostly the page's drawing (CPU); many of the others wait on a server
-# starting or a stream's deadline. Run in the order collected, both pytest-xdist workers ran the
-# waiting kind at the same time, first and last, and one core was then idle about a sixth of the
-# time. Here the two kinds alternate through the run, each kind's longest modules first, and
-# `make test` hands each worker whole modules (--dist loadfile): while one draws pages, the other
-# mostly waits, and the short modules left at the end keep both busy to the last.
+# The order in which the workers take the files (make test hands each worker whole files: --dist
+# loadfile). Browser files, whose time is mostly the page's drawing, alternate with files of other
+# tests, many of which wait on a server starting or a stream's deadline; each kind's longest files
+# come first, so that the short ones left at the end keep both workers busy to the last. In the
+# order collected, both workers ran the waiting kind at once, and a core was idle 15-25% of that time.
+
 # seconds a test took on average in a whole run here: a browser test, one marked slow, any other
 BROWSER_S, SLOW_S, OTHER_S = 4.5, 10.7, 0.35
 
