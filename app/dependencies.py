@@ -51,13 +51,8 @@ class ClientShare:
     def take(self) -> None:
         """One ask, charged now, as the work starts (ShareSpentError when there is no room); from a
         thread, never the event loop, where a Redis is configured."""
-        if self.shares is None:
-            return
-        try:
+        if self.shares is not None:  # a refusal's headers are its own (ShareSpentError.headers)
             self._told(self.shares.take(self.name, self.client), False)
-        except ShareSpentError as spent:
-            self._told(spent.quota, False)  # the refusal's headers say the share it found spent
-            raise
 
     def charge(self, cost: float | None = None) -> None:
         """Charge `cost` units (default: the model seconds the meter counted); from a thread, never

@@ -97,7 +97,6 @@ class ShareSpentError(BusyError):
         what = f"your share of {quota.name} ({quota.quota} {unit} per {quota.window_s} s) is used"
         super().__init__(what, quota.retry_s)
         self.share = quota.name
-        self.quota = quota
         self.headers = quota.headers()
 
 

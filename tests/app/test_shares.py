@@ -201,6 +201,7 @@ def test_the_routes_charge_work_that_ran_and_answer_every_time_with_their_share(
         for changed in ({"lengths": [2, 5]}, {"lengths": [2, 4], "refresh": True}):
             refused = client.post("/api/timing", json=changed)  # each a new measurement: charged
             assert refused.status_code == 429 and refused.json()["share"] == "timing", changed
+            assert STATE.match(refused.headers["ratelimit"]).groups()[:2] == ("timing", "0"), changed
         kept = client.post("/api/timing", json={"lengths": [2, 4]})
         assert kept.status_code == 200 and STATE.match(kept.headers["ratelimit"]).groups()[1] == "0"
 
