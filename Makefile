@@ -40,9 +40,9 @@ WORKERS ?= 1
 serve: $(STAMP)
 	MALLOC_ARENA_MAX=2 $(PY) -m uvicorn app.main:app --host 127.0.0.1 --port 8000 --workers $(WORKERS) $(UVICORN_LIMITS)
 
-# The suite on TEST_WORKERS processes (pytest-xdist), each handed whole test files in the order
-# tests/conftest.py gives them (a browser file between files of other tests); TEST_WORKERS=0 runs it
-# in this process. The tests marked `alone` (what a reader meets at the production limits) run
+# The suite on TEST_WORKERS processes (pytest-xdist), each handed whole test files, so that a file's
+# module fixtures (a browser context, a server) are set up once; TEST_WORKERS=0 runs it in this
+# process. The tests marked `alone` (what a reader meets at the production limits) run
 # after the rest, one at a time.
 TEST_WORKERS ?= 2
 
