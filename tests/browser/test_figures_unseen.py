@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
+from bench.serving import JUST_SHOW_ME
 from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, show_everything
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,19 +122,31 @@ def figure_numbers(page, plot) -> set[str]:
     return numbers_in(json.loads(Path(download.value.path()).read_text()))
 
 
-def test_every_figure_has_its_own_sentence_and_table_with_the_apis_numbers(browser_page, server):
-    """Each Plotly figure, on every chapter: its sentence writes a number of the answer that figure was
-    drawn from, its table's every number is one of that answer's, with the page's rounding, and that
-    answer's numbers are the API's own (asked again from Python)."""
-    page, problems = browser_page
-    page.unroute_all(behavior="ignoreErrors")
-    page.set_viewport_size({"width": 1280, "height": 900})
-    problems.clear()
+@pytest.fixture(scope="module")
+def drawn(chromium, server):
+    """(page, problems, requests): `/` at 1280 px loaded once, in a browser context of its own, with
+    every figure drawn and every API request recorded from the first: drawing the whole page is most of
+    a browser test's time. The tests that only read it and move the focus share it."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    context.add_init_script(JUST_SHOW_ME)
+    context.add_cookies([{"name": "questions", "value": "show", "url": server}])
+    page = context.new_page()
+    page.set_default_timeout(UPDATE_TIMEOUT_MS)
+    problems = Problems(page)
     requests = recording(page)
     page.goto(f"{server}/")
     page.wait_for_function("window.attentionLab && window.attentionLab.lastUpdate !== null")
     show_everything(page)
     page.wait_for_timeout(300)
+    yield page, problems, requests
+    context.close()
+
+
+def test_every_figure_has_its_own_sentence_and_table_with_the_apis_numbers(drawn, server):
+    """Each Plotly figure, on every chapter: its sentence writes a number of the answer that figure was
+    drawn from, its table's every number is one of that answer's, with the page's rounding, and that
+    answer's numbers are the API's own (asked again from Python)."""
+    page, problems, requests = drawn
     known = api_numbers(server, requests)
     figures = page.evaluate(FIGURES)
     assert len(figures) >= 15, figures
@@ -170,9 +183,8 @@ def test_every_figure_has_its_own_sentence_and_table_with_the_apis_numbers(brows
     assert problems.errors == []
 
 
-def test_a_heatmap_is_read_by_keyboard_and_lets_go(open_page):
-    page, problems = open_page()
-    show_everything(page)
+def test_a_heatmap_is_read_by_keyboard_and_lets_go(drawn):
+    page, problems, _ = drawn
     page.get_by_test_id("source").focus()
     for _ in range(400):  # Tab only, from the text box, to the first heatmap
         page.keyboard.press("Tab")
@@ -219,11 +231,10 @@ FOCUSED = """() => { const e = document.activeElement; const s = e.closest('sect
              heatmap: e.getAttribute('role') === 'application', name: NAME }; }""".replace("NAME", NAME)
 
 
-def test_tab_alone_reaches_every_chapters_controls_and_its_heatmaps_and_comes_back(open_page):
+def test_tab_alone_reaches_every_chapters_controls_and_its_heatmaps_and_comes_back(drawn):
     """From the text box, Tab alone visits every chapter's controls and a heatmap in each chapter that
     draws one, and comes round to the text box again: nothing holds the focus."""
-    page, problems = open_page()
-    show_everything(page)
+    page, problems, _ = drawn
     wanted = page.evaluate(CONTROLS)
     heat_chapters = set(page.evaluate("""() => [...document.querySelectorAll('.plot[role=application]')]
         .map((p) => p.closest('section[data-chapter]').dataset.chapter)"""))
