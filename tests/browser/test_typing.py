@@ -43,9 +43,24 @@ def heading(chapter: str) -> str:
     return f"document.querySelector('section[data-chapter=\"{chapter}\"] h2').getBoundingClientRect().top"
 
 
+# resolves once the page has stayed put for three frames: a wheel's scroll is animated, and the
+# keeper may put the page back after a change of size
+STILL = """() => new Promise((done) => {
+  let last = scrollY, still = 0;
+  const frame = () => {
+    still = scrollY === last ? still + 1 : 0;
+    last = scrollY;
+    if (still >= 3) done(); else requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+})"""
+
+
 def wheel_to(page, chapter: str, flick: int = 500) -> None:
     """Scroll with the mouse wheel, as a reader does, until the chapter's heading is near the top:
-    `flick` px a turn at most."""
+    `flick` px a turn at most, turn after turn (each scroll still running); then, once the page is
+    still, short turns until the heading is where it was meant to be: a turn measured mid-scroll
+    can carry it past, most on a busy machine."""
     size = page.viewport_size
     page.mouse.move(size["width"] / 2, size["height"] / 2)
     for _ in range(300):
@@ -54,6 +69,14 @@ def wheel_to(page, chapter: str, flick: int = 500) -> None:
             break
         page.mouse.wheel(0, max(-flick, min(flick, top - 250)))
         page.wait_for_timeout(30)
+    for _ in range(20):
+        page.evaluate(STILL)
+        top = page.evaluate(heading(chapter))
+        if 150 <= top <= 400:
+            break
+        page.mouse.wheel(0, top - 250)
+    else:
+        raise AssertionError(f"the wheel never brought {chapter!r}'s heading near the top (at {top} px)")
     page.wait_for_timeout(300)
 
 
