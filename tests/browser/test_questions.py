@@ -9,6 +9,7 @@ rules the questions state (the largest value, the range it falls in), never writ
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import math
@@ -202,34 +203,48 @@ def check_answer(page, chapter: str, choice: str, right: str, measured: float, v
     assert mark.get_attribute("data-progress") == result.get_attribute("data-verdict")
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, server, catalog, health,
-                                                                  chapter):
+@contextlib.contextmanager
+def at(chapter: str):
+    """A failure inside says which chapter's question it was."""
+    try:
+        yield
+    except AssertionError as error:
+        raise AssertionError(f"the {chapter} question: {error}") from error
+
+
+def test_each_question_answered_right_then_wrong_on_two_sentences(first_visit, server, catalog, health):
+    """One first visit answers every question right on the first sentence, types the second, then asks
+    each again and answers it wrong: each time the chapter shows, with the API's number and a verdict."""
     page, problems, requests = first_visit
     first_load(page, f"{server}/?text={FIRST}")
     problems.clear()
     assert page.get_by_test_id("question-mode-ask").is_checked(), "a first visit is asked first"
-    right, measured = expected(server, chapter, FIRST, catalog, health)
-    card = posed(page, chapter)
-    before = len(requests)
-    check_answer(page, chapter, right, right, measured, {"right"})
-    answered = requests[before:]
+    answered = []
+    for chapter in CHAPTERS:
+        with at(chapter):
+            right, measured = expected(server, chapter, FIRST, catalog, health)
+            posed(page, chapter)
+            before = len(requests)
+            check_answer(page, chapter, right, right, measured, {"right"})
+            answered += requests[before:]
 
     type_sentence(page, SECOND)
-    if chapter in FIXED:  # what it asks does not change with the sentence: answered once, for good
-        assert card.get_by_test_id(f"question-{chapter}-again").is_hidden()
-        assert not problems.errors
-        return
-    # answered, the chapter stays shown for the new sentence, and offers its question again
-    assert not page.locator(f"[data-reveal='{chapter}']").evaluate("el => el.hidden")
-    card.get_by_test_id(f"question-{chapter}-again").click()
-    right, measured = expected(server, chapter, SECOND, catalog, health)
-    card = posed(page, chapter)
-    ids = card.locator("button[data-choice]").evaluate_all("els => els.map(e => e.dataset.choice)")
-    wrong = next(i for i in ids if i != right)
-    before = len(requests)
-    check_answer(page, chapter, wrong, right, measured, {"close", "wrong"})
-    answered += requests[before:]
+    for chapter in CHAPTERS:
+        with at(chapter):
+            card = page.locator(f"[data-question='{chapter}']")
+            if chapter in FIXED:  # what it asks does not change with the sentence: answered once, for good
+                assert card.get_by_test_id(f"question-{chapter}-again").is_hidden()
+                continue
+            # answered, the chapter stays shown for the new sentence, and offers its question again
+            assert not page.locator(f"[data-reveal='{chapter}']").evaluate("el => el.hidden")
+            card.get_by_test_id(f"question-{chapter}-again").click()
+            right, measured = expected(server, chapter, SECOND, catalog, health)
+            card = posed(page, chapter)
+            ids = card.locator("button[data-choice]").evaluate_all("els => els.map(e => e.dataset.choice)")
+            wrong = next(i for i in ids if i != right)
+            before = len(requests)
+            check_answer(page, chapter, wrong, right, measured, {"close", "wrong"})
+            answered += requests[before:]
     # answering sends nothing about the guess: what follows a click is the revealed views' own asks
     for request in answered:
         assert any(part in request["url"] for part in ("/api/", "/static/", "/vendor/")), request
