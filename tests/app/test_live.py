@@ -64,11 +64,21 @@ def test_out_of_range_settings_are_refused_naming_the_limit(client, body, field,
     assert client.get("/api/train").json()["running"] == 0  # nothing was started
 
 
-def test_a_run_streams_progress_then_each_final_and_frees_its_slot(client):
-    with client.stream("POST", "/api/train", json=QUICK) as response:
+def run_lines(client, body: dict) -> list[str]:
+    with client.stream("POST", "/api/train", json=body) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("application/x-ndjson")
-        lines = [json.loads(line) for line in response.iter_lines() if line]
+        return [line for line in response.iter_lines() if line]
+
+
+@pytest.fixture(scope="module")
+def quick_run(client) -> list[str]:
+    """The lines of one quick run, seed 7: read by the tests of what a run says (a run is seconds)."""
+    return run_lines(client, {**QUICK, "seed": 7})
+
+
+def test_a_run_streams_progress_then_each_final_and_frees_its_slot(client, quick_run):
+    lines = [json.loads(line) for line in quick_run]
     assert lines[0]["settings"]["length"] == 5
     finals = [line for line in lines if line.get("done")]
     assert [f["contestant"] for f in finals] == QUICK["contestants"]
@@ -77,10 +87,8 @@ def test_a_run_streams_progress_then_each_final_and_frees_its_slot(client):
     assert client.get("/api/train").json()["running"] == 0
 
 
-def test_every_line_of_a_run_is_one_of_the_contract_s_shapes(client):
-    with client.stream("POST", "/api/train", json=QUICK) as response:
-        lines = [line for line in response.iter_lines() if line]
-    shapes = [type(TypeAdapter(TrainLine).validate_json(line)).__name__ for line in lines]
+def test_every_line_of_a_run_is_one_of_the_contract_s_shapes(quick_run):
+    shapes = [type(TypeAdapter(TrainLine).validate_json(line)).__name__ for line in quick_run]
     assert shapes[0] == "TrainStart" and shapes[-2:] == ["TrainSummary", "TrainEnd"]
     assert {"TrainProgress", "TrainFinal"} <= set(shapes)
 
@@ -93,11 +101,10 @@ def test_a_line_outside_the_contract_stops_the_run_and_says_so(client, monkeypat
     assert client.get("/api/train").json()["running"] == 0
 
 
-def test_the_same_settings_give_the_same_run(client):
-    def firsts():
-        with client.stream("POST", "/api/train", json={**QUICK, "seed": 7}) as response:
-            return [json.loads(line)["first_losses"] for line in response.iter_lines() if '"done"' in line]
-    assert firsts() == firsts()
+def test_the_same_settings_give_the_same_run(client, quick_run):
+    def firsts(lines: list[str]) -> list:
+        return [json.loads(line)["first_losses"] for line in lines if '"done"' in line]
+    assert firsts(run_lines(client, {**QUICK, "seed": 7})) == firsts(quick_run)
 
 
 def test_a_second_reader_waits_in_line_then_runs_when_the_slot_is_free(client):
