@@ -128,14 +128,21 @@ def browser_page(chromium, server):
     """One page for the whole session, loaded afresh by each test (`open_page`): a new page would
     start a new renderer, and its context's compiled-code cache makes reloading plotly.js cheap.
     Its reader chose "Just show me": the chapters' figures show at once (test_questions.py asks)."""
+    context, page = shown(chromium, server)
+    yield page, Problems(page)
+    context.close()
+
+
+def shown(chromium, server: str):
+    """(context, page): a browser context of its own at 1280x900 whose reader chose "Just show me",
+    in the browser and in the cookie that choice leaves (so that the server writes even the first
+    page as shown)."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     context.add_init_script(JUST_SHOW_ME)
-    # and the cookie that choice leaves, so that the server writes even the session's first page as shown
     context.add_cookies([{"name": "questions", "value": "show", "url": server}])
     page = context.new_page()
     page.set_default_timeout(UPDATE_TIMEOUT_MS)
-    yield page, Problems(page)
-    context.close()
+    return context, page
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from bench.serving import JUST_SHOW_ME
-from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, show_everything
+from tests.browser.conftest import UPDATE_TIMEOUT_MS, Problems, show_everything, shown
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -127,11 +126,7 @@ def drawn(chromium, server):
     """(page, problems, requests): `/` at 1280 px loaded once, in a browser context of its own, with
     every figure drawn and every API request recorded from the first: drawing the whole page is most of
     a browser test's time. The tests that only read it and move the focus share it."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
-    context.add_init_script(JUST_SHOW_ME)
-    context.add_cookies([{"name": "questions", "value": "show", "url": server}])
-    page = context.new_page()
-    page.set_default_timeout(UPDATE_TIMEOUT_MS)
+    context, page = shown(chromium, server)
     problems = Problems(page)
     requests = recording(page)
     page.goto(f"{server}/")
