@@ -173,8 +173,12 @@ function drawRollout() {
 /** The enlarged head's rows, each the sum of its weights on the selected source pieces. */
 function drawSummed() {
   const div = lab.part("heads-summed");
-  const { kind, layer, head, attention, model } = heads;
-  const map = attention && attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
+  const { kind, layer, head, attention, model, failed } = heads;
+  if (!attention) { // the heads view's answer has not come (yet, or at all: then it says why)
+    if (failed) showEmpty(div, failed);
+    return;
+  }
+  const map = attention.maps.find((m) => m.kind === kind && m.layer === layer && m.head === head);
   if (!map || MAP_SIDES[kind].cols[0] !== "source") {
     showEmpty(div, t("heads.heads-lab.pick-kind"));
     return;

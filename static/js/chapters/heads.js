@@ -78,7 +78,16 @@ export function ask(text, signal, name) {
   return lab.compared(name, signal);
 }
 
-export const failure = modelFailure;
+/** The message for `name`'s failed answer; the shown model's is shared with the heads lab, whose summed
+ * figure is drawn from this answer and says why it is not. */
+export function failure(error, name) {
+  const message = modelFailure(error, name);
+  if (name === model) {
+    const { kind, layer, head } = lab.page;
+    store.set("heads", { model, kind, layer, head, attention: undefined, failed: message });
+  }
+  return message;
+}
 
 /** The recap's line: how many questions the first model with heads asks at once. */
 function headline(first) {
