@@ -118,30 +118,24 @@ def typed_at(page, chapter: str) -> list[float]:
     return [round(y - top, 2) for y in seen]
 
 
-@pytest.mark.parametrize("chapter", MID_PAGE)
-def test_typing_mid_page_moves_nothing(reader, server, chapter):
-    """On a wide screen the wheel is flicked from the top past the chapters above, which are then drawn
-    only while the reader types below them: the chapter in view keeps its heading within 2 px at
-    every key and once every view is drawn (before: the page scrolled up by 81 px at every key, the
-    stuck box's caret revealed below the page's scroll-padding)."""
-    page, problems, _ = reader
-    load(page, server, "", WIDE, asking=False)
-    problems.clear()
-    wheel_to(page, chapter, 2000)
-    moved = typed_at(page, chapter)
-    assert max(map(abs, moved)) <= HELD_PX, moved
-    assert not problems.errors
+# a wide screen's reader flicks the wheel past the chapters between two stops, which are then drawn
+# only while they type below them; a phone's turns it slowly, each chapter drawn on the way
+WALKS = {"wide": (WIDE, 2000), "narrow": (NARROW, 500)}
 
 
-def test_typing_mid_page_on_a_phone_moves_nothing(reader, server):
-    """On a phone the reader turns the wheel slowly down the page, each chapter drawn on the way, and
-    types a sentence at each chapter in turn: its heading keeps its place within 2 px."""
+@pytest.mark.parametrize("walk", WALKS)
+def test_typing_mid_page_moves_nothing(reader, server, walk):
+    """The reader goes down the page by the mouse wheel and types a sentence at each chapter in turn:
+    that chapter's heading keeps its place within 2 px at every key and once every view is drawn
+    (before: the page scrolled up by 81 px at every key, the stuck box's caret revealed below the
+    page's scroll-padding)."""
     page, problems, _ = reader
-    load(page, server, "", NARROW, asking=False)
+    size, flick = WALKS[walk]
+    load(page, server, "", size, asking=False)
     problems.clear()
     moved = {}
     for chapter in MID_PAGE:
-        wheel_to(page, chapter, 500)
+        wheel_to(page, chapter, flick)
         moved[chapter] = typed_at(page, chapter)
     most = {chapter: max(map(abs, seen)) for chapter, seen in moved.items()}
     assert all(px <= HELD_PX for px in most.values()), most
