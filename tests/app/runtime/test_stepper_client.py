@@ -45,15 +45,9 @@ def stepped(tiny_checkpoints):
         yield test_client
 
 
-@pytest.mark.slow
-def test_health_says_how_many_processes_step_and_how_many_are_ready(stepped, client, tiny_checkpoints):
+def test_health_says_how_many_processes_step_and_how_many_are_ready(stepped, client):
     assert stepped.get("/api/health").json()["stepping"] == {"processes": 2, "ready": 2}
     assert client.get("/api/health").json()["stepping"] == {"processes": 0, "ready": 0}  # the model thread's
-    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=1))) as starting:
-        stepping = starting.get("/api/health").json()["stepping"]
-        assert stepping["processes"] == 1 and stepping["ready"] in (0, 1)
-        assert starting.app.state.registry.jobs.steppers.started(60)  # what the work ahead waits for
-        assert starting.get("/api/health").json()["stepping"] == {"processes": 1, "ready": 1}
 
 
 def test_the_models_are_shared_out_by_size_largest_first():
@@ -153,9 +147,14 @@ def test_a_sentence_is_freed_as_soon_as_its_readers_let_go(stepped):
 
 
 @pytest.mark.slow
-def test_a_process_that_dies_leaves_the_server_answering_and_another_takes_its_place(tiny_checkpoints, client):
+def test_a_starting_process_is_said_and_one_that_dies_is_replaced_while_the_server_answers(tiny_checkpoints,
+                                                                                            client):
     with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=1))) as test_client:
-        steppers = ready(test_client, 1)
+        stepping = test_client.get("/api/health").json()["stepping"]
+        assert stepping["processes"] == 1 and stepping["ready"] in (0, 1)
+        steppers = test_client.app.state.registry.jobs.steppers
+        assert steppers.started(60)  # what the work ahead waits for
+        assert test_client.get("/api/health").json()["stepping"] == {"processes": 1, "ready": 1}
         first = steppers._processes[0]
         os.kill(first.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
@@ -168,13 +167,6 @@ def test_a_process_that_dies_leaves_the_server_answering_and_another_takes_its_p
         ready(test_client, 1)
         assert steppers._processes[0].pid != first.pid
         assert lines(test_client.post("/api/compare", json=body)) == want
-
-
-@pytest.mark.slow
-def test_the_processes_end_with_the_server(tiny_checkpoints):
-    with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=2))) as test_client:
-        processes = list(ready(test_client)._processes)
-    assert all(process.poll() is not None for process in processes)
 
 
 def test_no_processes_when_the_settings_leave_it_to_the_model_thread(client, tiny_checkpoints):
@@ -193,8 +185,8 @@ def test_a_process_reports_its_figures_its_queue_and_the_queue_emptied():
 
 @pytest.mark.slow
 def test_a_process_killed_while_readers_type_fails_none_of_their_sentences(tiny_checkpoints):
-    """Its sentences in flight are run again elsewhere (the other process, or the model thread), and
-    a new process is ready within 20 s."""
+    """Its sentences in flight are run again elsewhere (the other process, or the model thread), a
+    new process is ready within 20 s, and every process ends with the server."""
     with TestClient(create_app(tiny_settings(tiny_checkpoints, step_processes=2))) as test_client:
         steppers = ready(test_client)
         answers, stop = [], time.monotonic() + 4.0
@@ -219,3 +211,5 @@ def test_a_process_killed_while_readers_type_fails_none_of_their_sentences(tiny_
             assert time.monotonic() < deadline, "no process took the killed one's place within 20 s"
             time.sleep(0.1)
         assert steppers._processes[0].pid != killed.pid and killed.poll() is not None  # reaped
+        processes = list(steppers._processes)
+    assert all(process.poll() is not None for process in processes)  # they end with the server
