@@ -200,11 +200,13 @@ def show(page, testid: str):
     # a plot in a closed fold (<details>) is drawn once a reader opens it: open it, as a reader would
     plot.evaluate("el => el.closest('details')?.setAttribute('open', '')")  # laid out before it scrolls
     plot.evaluate("el => el.scrollIntoView({block: 'center', behavior: 'instant'})")
+    # asked every 100 ms, not at each animation frame (which depends on the page producing frames): a
+    # frame-polled wait once ran out after 45 s with the plot reading as drawn at once after it
     try:
         page.wait_for_function(
             "id => { const el = document.querySelector(`[data-testid='${id}']`); return !el.dataset.stale"
             " && (el.querySelector('.main-svg') || el.querySelector('.plot-empty')); }",
-            arg=testid, timeout=UPDATE_TIMEOUT_MS,
+            arg=testid, timeout=UPDATE_TIMEOUT_MS, polling=100,
         )
     except PlaywrightTimeout as error:  # say which plot, in which state (a CI log is all there is)
         state = plot.evaluate("el => ({stale: el.dataset.stale ?? null, drawn: !!el.querySelector('.main-svg'),"
