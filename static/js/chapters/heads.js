@@ -82,10 +82,7 @@ export function ask(text, signal, name) {
  * figure is drawn from this answer and says why it is not. */
 export function failure(error, name) {
   const message = modelFailure(error, name);
-  if (name === model) {
-    const { kind, layer, head } = lab.page;
-    store.set("heads", { model, kind, layer, head, attention: undefined, failed: message });
-  }
+  if (name === model) share(message);
   return message;
 }
 
@@ -102,10 +99,10 @@ export function draw(answer, name) {
   share();
 }
 
-/** The selection and the shown model's answer, for the heads lab. */
-function share() {
+/** The selection and the shown model's answer, for the heads lab; `failed`: why there is none (ask() let the last go). */
+function share(failed = undefined) {
   const { kind, layer, head } = lab.page;
-  store.set("heads", { model, kind, layer, head, attention: answers.get(model) });
+  store.set("heads", { model, kind, layer, head, attention: answers.get(model), failed });
 }
 
 /** Show `name`'s heads if it has any (the reader selected its card); else keep the model shown. */
