@@ -108,13 +108,41 @@ def compares(requests: list[tuple[str, str]]) -> list[list[str]]:
 MID_PAGE = ("training", "gradients", "attention", "order", "heads", "room", "prediction")
 
 
+# what the reader sees of the figures: those on the screen (not in a closed fold, whose content keeps
+# its box) that show a chart or say something, by name; those drawn for an older text (stale); and
+# how many folds are open
+SEEN = """() => {
+  const onScreen = (el) => { const b = el.getBoundingClientRect();
+    return el.getClientRects().length && !el.closest('details:not([open])')
+      && b.bottom > 0 && b.top < innerHeight; };
+  const plots = [...document.querySelectorAll('.plot')]
+    .filter((el) => (el.id || el.dataset.testid) && onScreen(el));
+  const showing = (el) => !!(el.querySelector('.main-svg') || el.querySelector('.plot-empty'));
+  return { showing: plots.filter(showing).map((el) => el.id || el.dataset.testid),
+           stale: plots.filter((el) => el.dataset.stale).map((el) => el.id || el.dataset.testid),
+           open: document.querySelectorAll('main details[open]').length };
+}"""
+
+
 def typed_at(page, chapter: str) -> list[float]:
     """Type TYPED with the chapter's heading near the top: how far the heading moved at each key and
-    once every view is drawn."""
+    once every view is drawn. Nothing on the screen goes blank or closes at any key, and once the
+    views show the new text, no figure on the screen is left drawn for an older one."""
     top = painted(page, heading(chapter))
+    before = page.evaluate(SEEN)
     seen = []
-    type_keys(page, TYPED, lambda: seen.append(painted(page, heading(chapter))))
+
+    def check():
+        seen.append(painted(page, heading(chapter)))
+        now = page.evaluate(SEEN)
+        blank = sorted(set(before["showing"]) - set(now["showing"]))
+        assert not blank and now["open"] >= before["open"], (chapter, "went blank or closed", blank, now)
+
+    type_keys(page, TYPED, check)
     seen.append(painted(page, heading(chapter)))
+    page.wait_for_function(f"() => ({SEEN})().stale.length === 0", polling=100)
+    after = page.evaluate(SEEN)
+    assert set(before["showing"]) <= set(after["showing"]), (chapter, before, after)
     return [round(y - top, 2) for y in seen]
 
 
@@ -128,7 +156,8 @@ def test_typing_mid_page_moves_nothing(reader, server, walk):
     """The reader goes down the page by the mouse wheel and types a sentence at each chapter in turn:
     that chapter's heading keeps its place within 2 px at every key and once every view is drawn
     (before: the page scrolled up by 81 px at every key, the stuck box's caret revealed below the
-    page's scroll-padding)."""
+    page's scroll-padding); nothing on the screen goes blank or closes, and the answer comes to
+    every figure in view."""
     page, problems, _ = reader
     size, flick = WALKS[walk]
     load(page, server, "", size, asking=False)
